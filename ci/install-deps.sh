@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs every Debian package memsweep builds, tests and runs with.
+# Idempotent and non-interactive: packages already present are not touched,
+# and `apt-get update` runs once, only when something is missing.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake pkg-config git
+  # C++ libraries the modules link
+  libopenmpi-dev openmpi-bin          # MPI: the sweep's ranks
+  libhdf5-dev hdf5-tools              # HDF5 1.10 serial: the results file, h5dump
+  libdnnl-dev                         # oneDNN 2.6: the trainer
+  ocl-icd-opencl-dev opencl-c-headers # Debian builds oneDNN with OpenCL: its CMake config looks for it
+  libpapi-dev papi-tools              # PAPI 7: the sampler's counters
+  zlib1g-dev                          # .gz datasets
+  libtoml11-dev libcli11-dev libfmt-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  clang-format                        # the style check of ci/test.sh
+  # analysis (Debian's /usr/bin/python3)
+  python3 python3-numpy python3-h5py python3-pandas python3-matplotlib
+  python3-scipy python3-pytest
+  # cluster scheduler for the job-script tests
+  slurm-wlm munge
+)
+
+missing=()
+for pkg in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed$'; then
+    missing+=("$pkg")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} Debian packages present"
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages: ${missing[*]}" >&2
+  echo "install-deps: run this script as root (it calls apt-get), or install them yourself" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${#missing[@]} packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,114 @@
+#pragma once
+// The sweep file: a TOML description of the trials to run (see
+// docs/sweep-file.md), parsed and expanded into a deterministic list of
+// trials, each with a stable id derived from what it is.
+
+#include "memsweep/dataset_spec.hpp"
+#include "memsweep/error.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace memsweep {
+
+// The results file stores hidden widths in fixed-size columns, so the schema
+// has a maximum depth; widths and counts are bounded to catch typos early.
+inline constexpr int kMaxHiddenLayers = 16;
+inline constexpr int kMaxLayerWidth = 1'000'000;
+inline constexpr int kMaxConvBlocks = 8;
+inline constexpr int kMaxEpochs = 100'000;
+inline constexpr int kMaxBatchSize = 1 << 20;
+inline constexpr int kMaxRepeats = 10'000;
+inline constexpr int kMaxRandomCount = 1'000'000;
+inline constexpr int kMinSamplerIntervalMs = 1;
+inline constexpr int kMaxSamplerIntervalMs = 600'000;  // ten minutes
+inline constexpr int kDefaultSamplerIntervalMs = 10;
+
+enum class ModelKind { mlp, cnn };
+enum class OptimizerKind { sgd, momentum, adam };
+
+std::string_view model_name(ModelKind kind);
+std::string_view optimizer_name(OptimizerKind kind);
+
+struct OptimizerSpec {
+  OptimizerKind kind = OptimizerKind::sgd;
+  double momentum = 0.9;  // used by `momentum`
+  double beta1 = 0.9;     // used by `adam`
+  double beta2 = 0.999;   // used by `adam`
+  double epsilon = 1e-8;  // used by `adam`
+};
+
+// One trial, fully resolved: every field has a value.
+struct TrialSpec {
+  std::string id;  // stable: a hash of canonical_text(), see below
+  int repeat = 0;  // 0 .. repeats-1
+  DatasetSpec dataset;
+  ModelKind model = ModelKind::mlp;
+  std::vector<int> channels;  // convolution blocks, model = cnn only
+  OptimizerSpec optimizer;
+  double learning_rate = 0.01;
+  int epochs = 1;
+  int batch_size = 32;
+  std::vector<int> hidden{128};  // fully connected hidden widths, input side first
+  std::uint64_t seed = 0;
+  std::optional<std::uint64_t> mem_budget_bytes;  // not part of the id: a limit, not the trial
+  std::string origin;                             // where the file defines it, e.g. "sweep.toml:12 grid[3]"
+
+  // Every field that defines the trial and only those (an optimizer's unused
+  // parameters, a non-synthetic dataset's synthetic shape and an MLP's
+  // channels are left out), in a fixed order with round-trip number
+  // formatting. Editing or reordering a sweep file never changes it.
+  std::string canonical_text() const;
+
+  // Repeats train with different seeds (weights, shuffling) so that their
+  // spread includes that variation.
+  std::uint64_t training_seed() const;
+};
+
+// 12 hex digits of the canonical text's 64-bit hash.
+std::string trial_id(const TrialSpec& trial);
+
+struct SamplerSpec {
+  int interval_ms = kDefaultSamplerIntervalMs;
+  std::vector<std::string> events;  // PAPI event names; empty: the sampler's defaults
+};
+
+struct SweepSpec {
+  std::string name;
+  std::uint64_t seed = 0;
+  int repeats = 1;
+  SamplerSpec sampler;
+  std::string source_name;  // the file as given
+  std::string source_text;  // its whole text, kept for the results file
+  std::vector<TrialSpec> trials;
+  std::vector<std::string> notes;  // things the user should know (merged duplicates)
+};
+
+// A sweep-file error: names the file, the line and the key, and says what
+// was expected. what() is "FILE:LINE: KEY: MESSAGE".
+class ConfigError : public InputError {
+ public:
+  ConfigError(std::string file, int line, std::string key, const std::string& message);
+
+  const std::string& file() const { return file_; }
+  int line() const { return line_; }
+  const std::string& key() const { return key_; }
+
+ private:
+  std::string file_;
+  int line_;
+  std::string key_;
+};
+
+// Parses and expands a sweep file. Throws ConfigError for bad content and
+// InputError when the file cannot be read.
+SweepSpec load_sweep_file(const std::filesystem::path& path);
+
+// The same, from text; `source_name` is used in messages.
+SweepSpec parse_sweep(std::string_view text, const std::string& source_name);
+
+}  // namespace memsweep

@@ -1,0 +1,24 @@
+#pragma once
+// Error types shared by every module, so that the CLI maps them to exit
+// statuses in one place.
+
+#include <stdexcept>
+#include <string>
+
+namespace memsweep {
+
+// Bad input from the user: a sweep file, a dataset file, an argument.
+// The message names the file (and line or field) and what was expected.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Exit statuses of the memsweep command, documented in README.md.
+namespace exit_status {
+inline constexpr int kOk = 0;
+inline constexpr int kFailure = 1;   // an internal or system error
+inline constexpr int kBadInput = 2;  // bad arguments, sweep file or dataset
+}  // namespace exit_status
+
+}  // namespace memsweep

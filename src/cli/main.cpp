@@ -1,0 +1,53 @@
+// memsweep's command line: parse, dispatch to one command, and map errors to
+// the documented exit statuses (README.md) at this one boundary.
+
+#include "cli/plan_command.hpp"
+#include "memsweep/error.hpp"
+#include "memsweep/version.hpp"
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <exception>
+
+int main(int argc, char** argv) {
+  using namespace memsweep;
+  CLI::App app{"memsweep: memory of neural-network training across hyperparameter sweeps", "memsweep"};
+  app.set_version_flag("--version", std::string("memsweep ") + kVersion);
+  // Checked below rather than by CLI11, whose message for a mistyped
+  // command ("A subcommand is required") does not name it.
+  app.require_subcommand(0, 1);
+  app.allow_extras();
+
+  cli::PlanOptions plan;
+  cli::add_plan_command(app, plan);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    // --help and --version are "errors" with status 0; the rest are bad usage.
+    const int status = app.exit(error);
+    return status == 0 ? exit_status::kOk : exit_status::kBadInput;
+  }
+
+  if (app.get_subcommands().empty()) {
+    const std::vector<std::string> extras = app.remaining();
+    if (extras.empty())
+      fmt::print(stderr, "memsweep: error: a command is required: plan (see memsweep --help)\n");
+    else
+      fmt::print(stderr, "memsweep: error: unknown command \"{}\"; expected one of: plan (see memsweep --help)\n",
+                 extras.front());
+    return exit_status::kBadInput;
+  }
+
+  try {
+    if (app.got_subcommand("plan")) return cli::run_plan_command(plan);
+  } catch (const InputError& error) {
+    fmt::print(stderr, "memsweep: error: {}\n", error.what());
+    return exit_status::kBadInput;
+  } catch (const std::exception& error) {
+    fmt::print(stderr, "memsweep: internal error: {}\n", error.what());
+    return exit_status::kFailure;
+  }
+  return exit_status::kFailure;
+}

@@ -1,0 +1,287 @@
+#include "config/expand.hpp"
+
+#include "memsweep/random.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+namespace memsweep::config_detail {
+namespace {
+
+// `depth` and `width` are not trial fields: together they make `hidden`.
+constexpr std::string_view kDepth = "depth";
+constexpr std::string_view kWidth = "width";
+
+bool is_real_field(std::string_view name) {
+  return name == "learning_rate" || name == "momentum" || name == "beta1" || name == "beta2" || name == "epsilon";
+}
+bool is_whole_field(std::string_view name) {
+  return name == "epochs" || name == "batch_size" || name == "seed" || name == kDepth || name == kWidth;
+}
+
+std::vector<std::string_view> section_keys(std::initializer_list<std::string_view> extra) {
+  std::vector<std::string_view> keys = trial_field_names();
+  keys.insert(keys.end(), extra.begin(), extra.end());
+  return keys;
+}
+
+std::string dotted(const Place& parent, std::string_view key) { return fmt::format("{}.{}", parent.key, key); }
+
+// Checks a value of `name`, where depth and width are checked as the hidden
+// lists they build.
+void check_value(std::string_view name, const FieldValue& field) {
+  if (name == kDepth)
+    expect_integer(field.value, field.place, 1, kMaxHiddenLayers);
+  else if (name == kWidth)
+    expect_integer(field.value, field.place, 1, kMaxLayerWidth);
+  else
+    check_field_value(name, field);
+}
+
+FieldValue hidden_of(int depth, const std::vector<int>& widths, const Place& place) {
+  TomlArray layers;
+  for (int layer = 0; layer < depth; ++layer) layers.emplace_back(widths[static_cast<std::size_t>(layer)]);
+  return FieldValue{TomlValue(std::move(layers)), place};
+}
+
+// Both or neither of depth and width, and not together with hidden.
+void check_depth_width_pair(const TomlTable& section, const Place& section_place) {
+  const bool depth = section.count(std::string(kDepth)) > 0;
+  const bool width = section.count(std::string(kWidth)) > 0;
+  if (depth != width) {
+    const auto& present = section.at(std::string(depth ? kDepth : kWidth));
+    fail(place_of(present, dotted(section_place, depth ? kDepth : kWidth)),
+         fmt::format("`depth` and `width` go together (hidden = depth layers of width units); add `{}`",
+                     depth ? kWidth : kDepth));
+  }
+  if (depth && section.count("hidden") > 0)
+    fail(place_of(section.at("hidden"), dotted(section_place, "hidden")),
+         "give either `hidden` or `depth` and `width`, not both");
+}
+
+// ---------------------------------------------------------------- grid
+
+struct GridAxis {
+  std::string name;
+  int line = 0;
+  std::vector<FieldValue> values;
+};
+
+GridAxis grid_axis(const std::string& name, const TomlValue& list, const Place& grid_place) {
+  const Place place = place_of(list, dotted(grid_place, name));
+  const TomlArray& items = expect_array(list, place);
+  if (items.empty()) fail(place, "expected a non-empty array of values to combine");
+  GridAxis axis{name, place.line, {}};
+  for (const TomlValue& item : items) {
+    FieldValue value{item, place};
+    check_value(name, value);
+    axis.values.push_back(std::move(value));
+  }
+  return axis;
+}
+
+// The depth × width pairs as one axis of hidden lists, where depth stands.
+GridAxis depth_width_axis(const TomlTable& grid, const Place& grid_place) {
+  const GridAxis depths = grid_axis(std::string(kDepth), grid.at(std::string(kDepth)), grid_place);
+  const GridAxis widths = grid_axis(std::string(kWidth), grid.at(std::string(kWidth)), grid_place);
+  GridAxis hidden{"hidden", std::min(depths.line, widths.line), {}};
+  for (const FieldValue& depth : depths.values)
+    for (const FieldValue& width : widths.values) {
+      const int layers = static_cast<int>(depth.value.as_integer());
+      hidden.values.push_back(hidden_of(
+          layers, std::vector<int>(static_cast<std::size_t>(layers), static_cast<int>(width.value.as_integer())),
+          depth.place));
+    }
+  return hidden;
+}
+
+// ---------------------------------------------------------------- random
+
+enum class Distribution { uniform, log_uniform, int_uniform, choice };
+
+struct RandomField {
+  std::string name;
+  Place place;
+  std::optional<Distribution> distribution;  // nullopt: a fixed value
+  FieldValue fixed;                          // the fixed value
+  double low = 0.0, high = 0.0;              // uniform, log_uniform, int_uniform
+  std::vector<FieldValue> choices;
+};
+
+std::optional<Distribution> distribution_named(std::string_view name) {
+  if (name == "uniform") return Distribution::uniform;
+  if (name == "log_uniform") return Distribution::log_uniform;
+  if (name == "int_uniform") return Distribution::int_uniform;
+  if (name == "choice") return Distribution::choice;
+  return std::nullopt;
+}
+
+// A table with one key naming a distribution; anything else is a fixed value
+// (so `synthetic = { shape = … }` stays a value).
+bool is_distribution(const TomlValue& value) {
+  return value.is_table() && value.as_table().size() == 1 &&
+         distribution_named(value.as_table().begin()->first).has_value();
+}
+
+std::pair<double, double> bounds(const TomlValue& range, const Place& place, bool whole, const std::string& field) {
+  const TomlArray& pair = expect_array(range, place);
+  if (pair.size() != 2) fail(place, fmt::format("expected [low, high], found {} values", pair.size()));
+  for (const TomlValue& end : pair) check_value(field, FieldValue{end, place});
+  const double low =
+      whole ? static_cast<double>(expect_integer(pair[0], place, INT64_MIN, INT64_MAX)) : expect_number(pair[0], place);
+  const double high =
+      whole ? static_cast<double>(expect_integer(pair[1], place, INT64_MIN, INT64_MAX)) : expect_number(pair[1], place);
+  if (whole ? low > high : !(low < high))
+    fail(place, fmt::format("expected low {} high, found [{}, {}]", whole ? "≤" : "<", low, high));
+  return {low, high};
+}
+
+RandomField random_field(const std::string& name, const TomlValue& spec, const Place& random_place) {
+  RandomField field{name, place_of(spec, dotted(random_place, name)), std::nullopt, {}, 0.0, 0.0, {}};
+  if (!is_distribution(spec)) {
+    field.fixed = FieldValue{spec, field.place};
+    check_value(name, field.fixed);
+    return field;
+  }
+  const auto& [kind_name, argument] = *spec.as_table().begin();
+  const Distribution kind = *distribution_named(kind_name);
+  const bool real = is_real_field(name), whole = is_whole_field(name);
+  if ((kind == Distribution::uniform || kind == Distribution::log_uniform) && !real)
+    fail(field.place,
+         fmt::format("`{}` draws real numbers, and {} takes {}; use {}", kind_name, name,
+                     whole ? "whole numbers" : "other values", whole ? "int_uniform or choice" : "choice"));
+  if (kind == Distribution::int_uniform && !whole)
+    fail(field.place, fmt::format("`int_uniform` draws whole numbers, and {} does not take them; use {}", name,
+                                  real ? "uniform, log_uniform or choice" : "choice"));
+  field.distribution = kind;
+  if (kind == Distribution::choice) {
+    const TomlArray& options = expect_array(argument, field.place);
+    if (options.empty()) fail(field.place, "expected a non-empty array to choose from");
+    for (const TomlValue& option : options) {
+      field.choices.push_back(FieldValue{option, field.place});
+      check_value(name, field.choices.back());
+    }
+    return field;
+  }
+  std::tie(field.low, field.high) = bounds(argument, field.place, kind == Distribution::int_uniform, name);
+  if (kind == Distribution::log_uniform && !(field.low > 0.0))
+    fail(field.place, fmt::format("log_uniform needs low > 0, found {}", field.low));
+  return field;
+}
+
+FieldValue draw(const RandomField& field, Rng& rng) {
+  if (!field.distribution) return field.fixed;
+  switch (*field.distribution) {
+    case Distribution::uniform: return FieldValue{TomlValue(rng.uniform(field.low, field.high)), field.place};
+    case Distribution::log_uniform:
+      return FieldValue{TomlValue(std::exp(rng.uniform(std::log(field.low), std::log(field.high)))), field.place};
+    case Distribution::int_uniform:
+      return FieldValue{
+          TomlValue(rng.uniform_int(static_cast<std::int64_t>(field.low), static_cast<std::int64_t>(field.high))),
+          field.place};
+    case Distribution::choice: {
+      const auto last = static_cast<std::int64_t>(field.choices.size()) - 1;
+      return field.choices[static_cast<std::size_t>(rng.uniform_int(0, last))];
+    }
+  }
+  return field.fixed;
+}
+
+Rng field_stream(std::uint64_t sweep_seed, std::size_t draw_index, std::string_view field) {
+  return Rng(mix_seed(mix_seed(sweep_seed, draw_index), stable_hash(field)));
+}
+
+}  // namespace
+
+TrialDraft table_draft(const TomlTable& table, const Place& table_place) {
+  reject_unknown_keys(table, table_place, trial_field_names());
+  TrialDraft draft;
+  for (const auto& [key, value] : table) {
+    FieldValue field{value, place_of(value, dotted(table_place, key))};
+    check_field_value(key, field);
+    draft.emplace(key, std::move(field));
+  }
+  return draft;
+}
+
+std::vector<DraftWithOrigin> grid_drafts(const TomlTable& grid, const Place& grid_place) {
+  reject_unknown_keys(grid, grid_place, section_keys({kDepth, kWidth}));
+  check_depth_width_pair(grid, grid_place);
+  std::vector<GridAxis> axes;
+  for (const auto& [key, list] : grid)
+    if (key != kDepth && key != kWidth) axes.push_back(grid_axis(key, list, grid_place));
+  if (grid.count(std::string(kDepth)) > 0) axes.push_back(depth_width_axis(grid, grid_place));
+  if (axes.empty()) fail(grid_place, "expected at least one field to vary, e.g. batch_size = [16, 64]");
+  // The file's order: the first axis written varies slowest, as nested loops would.
+  std::stable_sort(axes.begin(), axes.end(), [](const GridAxis& a, const GridAxis& b) { return a.line < b.line; });
+
+  std::size_t total = 1;
+  for (const GridAxis& axis : axes) {
+    total *= axis.values.size();
+    if (total > kMaxGridTrials)
+      fail(grid_place, fmt::format("the grid expands to more than {} trials; split the sweep", kMaxGridTrials));
+  }
+  std::vector<DraftWithOrigin> drafts;
+  drafts.reserve(total);
+  for (std::size_t index = 0; index < total; ++index) {
+    DraftWithOrigin trial{{}, Place{grid_place.file, grid_place.line, fmt::format("grid[{}]", index)}};
+    std::size_t rest = index;
+    for (auto axis = axes.rbegin(); axis != axes.rend(); ++axis) {
+      trial.draft.insert_or_assign(axis->name, axis->values[rest % axis->values.size()]);
+      rest /= axis->values.size();
+    }
+    drafts.push_back(std::move(trial));
+  }
+  return drafts;
+}
+
+std::vector<DraftWithOrigin> random_drafts(const TomlTable& random, const Place& random_place,
+                                           std::uint64_t sweep_seed) {
+  reject_unknown_keys(random, random_place, section_keys({"count", kDepth, kWidth}));
+  const auto count_entry = random.find("count");
+  if (count_entry == random.end())
+    fail(random_place,
+         fmt::format("missing key `count`: expected the number of trials to draw, 1 to {}", kMaxRandomCount));
+  const auto count = static_cast<std::size_t>(expect_integer(
+      count_entry->second, place_of(count_entry->second, dotted(random_place, "count")), 1, kMaxRandomCount));
+  check_depth_width_pair(random, random_place);
+
+  std::vector<RandomField> fields;
+  for (const auto& [key, spec] : random)
+    if (key != "count") fields.push_back(random_field(key, spec, random_place));
+  const auto find = [&](std::string_view name) -> const RandomField* {
+    for (const RandomField& field : fields)
+      if (field.name == name) return &field;
+    return nullptr;
+  };
+  const RandomField* depth = find(kDepth);
+  const RandomField* width = find(kWidth);
+
+  std::vector<DraftWithOrigin> drafts;
+  drafts.reserve(count);
+  for (std::size_t index = 0; index < count; ++index) {
+    DraftWithOrigin trial{{}, Place{random_place.file, random_place.line, fmt::format("random[{}]", index)}};
+    for (const RandomField& field : fields) {
+      if (&field == depth || &field == width) continue;
+      Rng rng = field_stream(sweep_seed, index, field.name);
+      trial.draft.insert_or_assign(field.name, draw(field, rng));
+    }
+    if (depth != nullptr) {
+      // Each layer gets its own width, as in the source paper's random search.
+      Rng depth_rng = field_stream(sweep_seed, index, kDepth);
+      Rng width_rng = field_stream(sweep_seed, index, kWidth);
+      const int layers = static_cast<int>(draw(*depth, depth_rng).value.as_integer());
+      std::vector<int> widths;
+      for (int layer = 0; layer < layers; ++layer)
+        widths.push_back(static_cast<int>(draw(*width, width_rng).value.as_integer()));
+      trial.draft.insert_or_assign("hidden", hidden_of(layers, widths, depth->place));
+    }
+    drafts.push_back(std::move(trial));
+  }
+  return drafts;
+}
+
+}  // namespace memsweep::config_detail

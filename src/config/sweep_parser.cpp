@@ -1,0 +1,191 @@
+// The sweep file's top level: sections, [sweep] and [sampler], and the order
+// in which trials are put together.
+
+#include "config/expand.hpp"
+#include "config/toml_access.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+namespace memsweep {
+namespace {
+
+using namespace config_detail;
+
+const std::vector<std::string_view> kSections{"sweep", "sampler", "defaults", "trial", "grid", "random"};
+const std::vector<std::string_view> kSweepKeys{"name", "seed", "repeats"};
+const std::vector<std::string_view> kSamplerKeys{"interval_ms", "events"};
+
+// toml11 reports "[error] toml::parse_xxx: what\n --> file\n | …^--- hint";
+// keep the what and the hint, the file and line are ours to print.
+std::string syntax_message(const std::string& what) {
+  std::istringstream lines(what);
+  std::string first, line, hint;
+  std::getline(lines, first);
+  if (first.rfind("[error] ", 0) == 0) first.erase(0, 8);
+  if (first.rfind("toml::", 0) == 0 && first.find(": ") != std::string::npos) first.erase(0, first.find(": ") + 2);
+  while (std::getline(lines, line)) {
+    const auto marker = line.find("^---");
+    if (marker != std::string::npos) hint = line.substr(marker + 4);
+  }
+  while (!hint.empty() && hint.front() == ' ') hint.erase(0, 1);
+  return hint.empty() ? fmt::format("syntax error: {}", first) : fmt::format("syntax error: {} ({})", first, hint);
+}
+
+const TomlTable* section(const TomlTable& root, std::string_view name, const std::string& file, Place* place) {
+  const auto it = root.find(std::string(name));
+  if (it == root.end()) return nullptr;
+  *place = place_of(it->second, std::string(name));
+  if (place->file.empty()) place->file = file;
+  return &expect_table(it->second, *place);
+}
+
+void read_sweep_section(const TomlTable& root, const std::string& file, SweepSpec& spec) {
+  Place place;
+  const TomlTable* sweep = section(root, "sweep", file, &place);
+  if (sweep == nullptr) return;
+  reject_unknown_keys(*sweep, place, kSweepKeys);
+  for (const auto& [key, value] : *sweep) {
+    const Place at = place_of(value, "sweep." + key);
+    if (key == "name") {
+      spec.name = expect_string(value, at);
+      if (spec.name.empty()) fail(at, "expected a non-empty name");
+    } else if (key == "seed") {
+      spec.seed = static_cast<std::uint64_t>(expect_integer(value, at, 0, INT64_MAX));
+    } else if (key == "repeats") {
+      spec.repeats = static_cast<int>(expect_integer(value, at, 1, kMaxRepeats));
+    }
+  }
+}
+
+void read_sampler_section(const TomlTable& root, const std::string& file, SamplerSpec& sampler) {
+  Place place;
+  const TomlTable* table = section(root, "sampler", file, &place);
+  if (table == nullptr) return;
+  reject_unknown_keys(*table, place, kSamplerKeys);
+  for (const auto& [key, value] : *table) {
+    const Place at = place_of(value, "sampler." + key);
+    if (key == "interval_ms") {
+      sampler.interval_ms = static_cast<int>(expect_integer(value, at, kMinSamplerIntervalMs, kMaxSamplerIntervalMs));
+    } else if (key == "events") {
+      std::set<std::string> seen;
+      for (const TomlValue& event : expect_array(value, at)) {
+        const std::string& name = expect_string(event, at);
+        if (name.empty()) fail(at, "expected PAPI event names, found an empty string");
+        if (!seen.insert(name).second) fail(at, fmt::format("event \"{}\" is listed twice", name));
+        sampler.events.push_back(name);
+      }
+    }
+  }
+}
+
+// Each explicit trial, grid point and random draw, as drafts over [defaults].
+std::vector<DraftWithOrigin> trial_drafts(const TomlTable& root, const std::string& file, std::uint64_t seed) {
+  std::vector<DraftWithOrigin> drafts;
+  if (const auto it = root.find("trial"); it != root.end()) {
+    const Place place = place_of(it->second, "trial");
+    const TomlArray& tables = expect_array(it->second, place);
+    for (std::size_t i = 0; i < tables.size(); ++i) {
+      const Place at = place_of(tables[i], fmt::format("trial[{}]", i));
+      drafts.push_back({table_draft(expect_table(tables[i], at), at), at});
+    }
+  }
+  Place place;
+  if (const TomlTable* grid = section(root, "grid", file, &place)) {
+    auto grid_trials = grid_drafts(*grid, place);
+    drafts.insert(drafts.end(), std::make_move_iterator(grid_trials.begin()),
+                  std::make_move_iterator(grid_trials.end()));
+  }
+  if (const TomlTable* random = section(root, "random", file, &place)) {
+    auto random_trials = random_drafts(*random, place, seed);
+    drafts.insert(drafts.end(), std::make_move_iterator(random_trials.begin()),
+                  std::make_move_iterator(random_trials.end()));
+  }
+  if (drafts.empty())
+    fail(Place{file, 1, ""}, "the sweep defines no trials; expected at least one [[trial]], a [grid] or a [random]");
+  return drafts;
+}
+
+std::string stem_of(const std::string& file) {
+  const std::string stem = std::filesystem::path(file).stem().string();
+  return stem.empty() ? "sweep" : stem;
+}
+
+}  // namespace
+
+SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
+  TomlValue root;
+  try {
+    std::istringstream stream{std::string(text)};
+    root = toml::parse<toml::discard_comments, std::map, std::vector>(stream, source_name);
+  } catch (const toml::syntax_error& error) {
+    throw ConfigError(source_name, static_cast<int>(error.location().line()), "", syntax_message(error.what()));
+  }
+
+  SweepSpec spec;
+  spec.source_name = source_name;
+  spec.source_text = std::string(text);
+  spec.name = stem_of(source_name);
+  const TomlTable& top = root.as_table();
+  reject_unknown_keys(top, Place{source_name, 1, ""}, kSections);
+  read_sweep_section(top, source_name, spec);
+  read_sampler_section(top, source_name, spec.sampler);
+
+  TrialDraft defaults;
+  Place defaults_place;
+  if (const TomlTable* table = section(top, "defaults", source_name, &defaults_place))
+    defaults = table_draft(*table, defaults_place);
+
+  std::vector<TrialSpec> distinct;
+  for (DraftWithOrigin& trial : trial_drafts(top, source_name, spec.seed)) {
+    TrialDraft merged = defaults;
+    for (auto& [name, value] : trial.draft) merged.insert_or_assign(name, std::move(value));
+    distinct.push_back(build_trial(merged, spec.seed, trial.origin));
+  }
+
+  // Repeat-major order: a sweep cut short has every trial once before any twice.
+  std::unordered_map<std::string, std::size_t> index_of_id;
+  for (int repeat = 0; repeat < spec.repeats; ++repeat) {
+    for (const TrialSpec& base : distinct) {
+      TrialSpec trial = base;
+      trial.repeat = repeat;
+      trial.id = trial_id(trial);
+      const auto [seen, inserted] = index_of_id.emplace(trial.id, spec.trials.size());
+      if (inserted) {
+        spec.trials.push_back(std::move(trial));
+        continue;
+      }
+      const TrialSpec& first = spec.trials[seen->second];
+      if (first.canonical_text() != trial.canonical_text())
+        throw ConfigError(source_name, 1, "",
+                          fmt::format("trial id collision between different trials ({})", trial.id));
+      if (repeat == 0)
+        spec.notes.push_back(
+            fmt::format("{} defines the same trial as {}; it runs once (id {}). "
+                        "Use [sweep] repeats to run trials more than once.",
+                        trial.origin, first.origin, trial.id));
+    }
+  }
+  return spec;
+}
+
+SweepSpec load_sweep_file(const std::filesystem::path& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error))
+    throw InputError(fmt::format("{}: is a directory; expected a sweep file (TOML)", path.string()));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot read the sweep file: {}", path.string(), std::strerror(errno)));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad())
+    throw InputError(fmt::format("{}: cannot read the sweep file: {}", path.string(), std::strerror(errno)));
+  return parse_sweep(text.str(), path.string());
+}
+
+}  // namespace memsweep

@@ -1,0 +1,210 @@
+#include "config/trial_fields.hpp"
+
+#include "memsweep/byte_size.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+
+namespace memsweep::config_detail {
+namespace {
+
+constexpr int kMaxImageSide = 4096;
+constexpr int kMaxImageChannels = 64;
+constexpr int kMaxClasses = 100'000;
+constexpr int kMaxSyntheticExamples = 10'000'000;
+constexpr double kMaxSyntheticNoise = 10.0;
+
+using Apply = std::function<void(TrialSpec&, const FieldValue&)>;
+
+int as_int(const FieldValue& field, std::int64_t min, std::int64_t max) {
+  return static_cast<int>(expect_integer(field.value, field.place, min, max));
+}
+
+double positive_number(const FieldValue& field) {
+  const double number = expect_number(field.value, field.place);
+  if (!(number > 0.0)) fail(field.place, fmt::format("expected a number > 0, found {}", number));
+  return number;
+}
+
+double fraction_below_one(const FieldValue& field) {
+  const double number = expect_number(field.value, field.place);
+  if (!(number >= 0.0 && number < 1.0))
+    fail(field.place, fmt::format("expected a number ≥ 0 and < 1, found {}", number));
+  return number;
+}
+
+// A list of whole numbers, each in [1, max_value], at most max_length long.
+std::vector<int> width_list(const FieldValue& field, int max_length, int max_value, std::string_view what) {
+  const TomlArray& items = expect_array(field.value, field.place);
+  if (static_cast<int>(items.size()) > max_length)
+    fail(field.place, fmt::format("expected at most {} {}, found {}", max_length, what, items.size()));
+  std::vector<int> widths;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const Place element{field.place.file, field.place.line, fmt::format("{}[{}]", field.place.key, i)};
+    widths.push_back(static_cast<int>(expect_integer(items[i], element, 1, max_value)));
+  }
+  return widths;
+}
+
+template <typename Kind>
+Kind one_of(const FieldValue& field, std::initializer_list<std::pair<std::string_view, Kind>> names) {
+  const std::string& text = expect_string(field.value, field.place);
+  std::vector<std::string_view> known;
+  for (const auto& [name, kind] : names) {
+    if (name == text) return kind;
+    known.push_back(name);
+  }
+  fail(field.place, fmt::format("unknown value \"{}\"; expected one of: {}", text, fmt::join(known, ", ")));
+}
+
+SyntheticSpec synthetic_spec(const FieldValue& field) {
+  static const std::vector<std::string_view> kKeys{"shape", "classes", "train_size", "test_size", "noise", "seed"};
+  const TomlTable& table = expect_table(field.value, field.place);
+  reject_unknown_keys(table, field.place, kKeys);
+  SyntheticSpec spec;
+  const auto member = [&](std::string_view key) -> std::optional<FieldValue> {
+    const auto it = table.find(std::string(key));
+    if (it == table.end()) return std::nullopt;
+    return FieldValue{it->second, place_of(it->second, fmt::format("{}.{}", field.place.key, key))};
+  };
+  if (const auto shape = member("shape")) {
+    const TomlArray& dims = expect_array(shape->value, shape->place);
+    if (dims.size() != 3)
+      fail(shape->place, fmt::format("expected [channels, height, width], found {} values", dims.size()));
+    spec.shape.channels = static_cast<int>(expect_integer(dims[0], shape->place, 1, kMaxImageChannels));
+    spec.shape.height = static_cast<int>(expect_integer(dims[1], shape->place, 1, kMaxImageSide));
+    spec.shape.width = static_cast<int>(expect_integer(dims[2], shape->place, 1, kMaxImageSide));
+  }
+  if (const auto classes = member("classes")) spec.classes = as_int(*classes, 2, kMaxClasses);
+  if (const auto train = member("train_size")) spec.train_size = as_int(*train, 1, kMaxSyntheticExamples);
+  if (const auto test = member("test_size")) spec.test_size = as_int(*test, 1, kMaxSyntheticExamples);
+  if (const auto noise = member("noise")) {
+    spec.noise = expect_number(noise->value, noise->place);
+    if (spec.noise < 0.0 || spec.noise > kMaxSyntheticNoise)
+      fail(noise->place, fmt::format("expected a number from 0 to {}, found {}", kMaxSyntheticNoise, spec.noise));
+  }
+  if (const auto seed = member("seed"))
+    spec.seed = static_cast<std::uint64_t>(expect_integer(seed->value, seed->place, 0, INT64_MAX));
+  return spec;
+}
+
+// The table of fields: the name a sweep file uses and how its value is read.
+const std::vector<std::pair<std::string_view, Apply>>& field_table() {
+  static const std::vector<std::pair<std::string_view, Apply>> kFields{
+      {"dataset",
+       [](TrialSpec& t, const FieldValue& f) {
+         const std::string& name = expect_string(f.value, f.place);
+         const auto kind = parse_dataset_name(name);
+         if (!kind) fail(f.place, fmt::format("unknown dataset \"{}\"; expected one of: {}", name, kDatasetNames));
+         t.dataset.kind = *kind;
+       }},
+      {"synthetic", [](TrialSpec& t, const FieldValue& f) { t.dataset.synthetic = synthetic_spec(f); }},
+      {"model",
+       [](TrialSpec& t, const FieldValue& f) {
+         t.model = one_of<ModelKind>(f, {{"mlp", ModelKind::mlp}, {"cnn", ModelKind::cnn}});
+       }},
+      {"channels",
+       [](TrialSpec& t, const FieldValue& f) {
+         t.channels = width_list(f, kMaxConvBlocks, kMaxLayerWidth, "convolution blocks");
+       }},
+      {"optimizer",
+       [](TrialSpec& t, const FieldValue& f) {
+         t.optimizer.kind = one_of<OptimizerKind>(
+             f, {{"sgd", OptimizerKind::sgd}, {"momentum", OptimizerKind::momentum}, {"adam", OptimizerKind::adam}});
+       }},
+      {"momentum", [](TrialSpec& t, const FieldValue& f) { t.optimizer.momentum = fraction_below_one(f); }},
+      {"beta1", [](TrialSpec& t, const FieldValue& f) { t.optimizer.beta1 = fraction_below_one(f); }},
+      {"beta2", [](TrialSpec& t, const FieldValue& f) { t.optimizer.beta2 = fraction_below_one(f); }},
+      {"epsilon", [](TrialSpec& t, const FieldValue& f) { t.optimizer.epsilon = positive_number(f); }},
+      {"learning_rate", [](TrialSpec& t, const FieldValue& f) { t.learning_rate = positive_number(f); }},
+      {"epochs", [](TrialSpec& t, const FieldValue& f) { t.epochs = as_int(f, 1, kMaxEpochs); }},
+      {"batch_size", [](TrialSpec& t, const FieldValue& f) { t.batch_size = as_int(f, 1, kMaxBatchSize); }},
+      {"hidden",
+       [](TrialSpec& t, const FieldValue& f) {
+         t.hidden = width_list(f, kMaxHiddenLayers, kMaxLayerWidth, "hidden layers");
+       }},
+      {"seed",
+       [](TrialSpec& t, const FieldValue& f) {
+         t.seed = static_cast<std::uint64_t>(expect_integer(f.value, f.place, 0, INT64_MAX));
+       }},
+      {"mem_budget",
+       [](TrialSpec& t, const FieldValue& f) {
+         std::optional<std::uint64_t> bytes;
+         if (f.value.is_integer() && f.value.as_integer() > 0)
+           bytes = static_cast<std::uint64_t>(f.value.as_integer());
+         else if (f.value.is_string())
+           bytes = parse_byte_size(f.value.as_string().str);
+         if (!bytes) fail(f.place, fmt::format("expected {}, found {}", kByteSizeHelp, describe(f.value)));
+         t.mem_budget_bytes = bytes;
+       }},
+  };
+  return kFields;
+}
+
+const Apply& applier(std::string_view name) {
+  for (const auto& [field, apply] : field_table())
+    if (field == name) return apply;
+  throw std::logic_error(fmt::format("no trial field named {}", name));
+}
+
+// Every pooling block halves the image (floor); a side of 0 means the model
+// cannot be built.
+void check_cnn_fits_input(const TrialSpec& trial, const Place& place) {
+  const ImageShape shape = input_shape(trial.dataset);
+  int side = std::min(shape.height, shape.width);
+  for (std::size_t block = 0; block < trial.channels.size(); ++block) {
+    side /= 2;
+    if (side == 0)
+      fail(place, fmt::format("{} convolution blocks are too many for a {}x{} input: each 2x2 pooling halves "
+                              "it, so at most {} fit",
+                              trial.channels.size(), shape.height, shape.width, block));
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string_view>& trial_field_names() {
+  static const std::vector<std::string_view> kNames = [] {
+    std::vector<std::string_view> names;
+    for (const auto& [name, apply] : field_table()) names.push_back(name);
+    return names;
+  }();
+  return kNames;
+}
+
+bool is_trial_field(std::string_view name) {
+  const auto& names = trial_field_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+void check_field_value(std::string_view name, const FieldValue& field) {
+  TrialSpec scratch;
+  applier(name)(scratch, field);
+}
+
+TrialSpec build_trial(const TrialDraft& draft, std::uint64_t sweep_seed, const Place& origin) {
+  TrialSpec trial;
+  trial.seed = sweep_seed;
+  for (const auto& [name, field] : draft) applier(name)(trial, field);
+
+  const auto place_for = [&](std::string_view field) {
+    const auto it = draft.find(field);
+    return it != draft.end() ? it->second.place
+                             : Place{origin.file, origin.line, origin.key + "." + std::string(field)};
+  };
+  if (trial.model == ModelKind::mlp && trial.hidden.empty())
+    fail(place_for("hidden"), "an MLP needs at least one hidden layer; expected a non-empty list of widths");
+  if (trial.model == ModelKind::cnn) {
+    if (trial.channels.empty())
+      fail(place_for("channels"), "a CNN needs at least one convolution block; expected a non-empty list of channels");
+    check_cnn_fits_input(trial, place_for("channels"));
+  }
+  trial.origin = fmt::format("{}:{} {}", origin.file, origin.line, origin.key);
+  trial.id = trial_id(trial);
+  return trial;
+}
+
+}  // namespace memsweep::config_detail

@@ -1,0 +1,37 @@
+#pragma once
+// The fields of a trial, as the sweep file names them, and how a trial is
+// built from the values that [defaults], [[trial]], [grid] and [random] give.
+
+#include "config/toml_access.hpp"
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace memsweep::config_detail {
+
+struct FieldValue {
+  TomlValue value;
+  Place place;
+};
+
+// Field name → value. Layers are merged by assignment: a trial's own value
+// replaces the default's whole (a `synthetic` table is not merged key by key).
+using TrialDraft = std::map<std::string, FieldValue, std::less<>>;
+
+// Every key a trial may set, in the order tables print them.
+const std::vector<std::string_view>& trial_field_names();
+bool is_trial_field(std::string_view name);
+
+// Checks one value as the named field would use it, so a grid list or a
+// random distribution is rejected where it is written, not at expansion.
+void check_field_value(std::string_view name, const FieldValue& field);
+
+// Applies every value of `draft` over the built-in defaults, then checks
+// what only the whole trial can tell (an MLP without hidden layers, more
+// pooling blocks than the input has pixels for). `origin` is where the trial
+// was defined, for messages about fields that no layer set.
+TrialSpec build_trial(const TrialDraft& draft, std::uint64_t sweep_seed, const Place& origin);
+
+}  // namespace memsweep::config_detail

@@ -1,0 +1,23 @@
+#pragma once
+// Runs a program as a user would (no shell) and captures what it printed.
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace memsweep::testing {
+
+struct CommandResult {
+  int exit_status = -1;  // -1 if it did not exit normally
+  std::string out;
+  std::string err;
+};
+
+// `environment` entries are added to (or replace) the test's own environment.
+CommandResult run_command(const std::vector<std::string>& argv, const std::string& working_dir = "",
+                          const std::map<std::string, std::string>& environment = {});
+
+// The memsweep executable under test, with `args`.
+CommandResult run_memsweep(const std::vector<std::string>& args, const std::string& working_dir = "");
+
+}  // namespace memsweep::testing

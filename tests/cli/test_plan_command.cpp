@@ -1,0 +1,211 @@
+// `memsweep plan` run as a user runs it: the published studies print their
+// exact trials, and bad input gets one clear line and exit status 2.
+
+#include "cli/run_command.hpp"
+#include "support/paper_tables.hpp"
+#include "support/temp_dir.hpp"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <sstream>
+
+namespace memsweep::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int kBadInput = 2;  // README.md: exit statuses
+
+const std::string kExamples = std::string(MEMSWEEP_SOURCE_DIR) + "/jobs/examples/";
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// Table rows are the lines that start with a 12-digit trial id.
+std::vector<std::vector<std::string>> table_rows(const std::string& out) {
+  std::vector<std::vector<std::string>> rows;
+  for (const std::string& line : lines_of(out)) {
+    std::istringstream cells(line);
+    std::vector<std::string> row;
+    for (std::string cell; cells >> cell;) row.push_back(cell);
+    if (!row.empty() && std::regex_match(row[0], std::regex("[0-9a-f]{12}"))) rows.push_back(row);
+  }
+  return rows;
+}
+
+struct Study {
+  const char* sweep_file;
+  const char* csv_file;
+  const char* dataset;
+  std::size_t trials;
+};
+
+class PlanPaperStudy : public ::testing::TestWithParam<Study> {};
+
+TEST_P(PlanPaperStudy, PrintsThePublishedTrialsWithTheirExactValues) {
+  const Study& study = GetParam();
+  const auto csv = paper_table(study.csv_file);
+  MEMSWEEP_REQUIRE_SHARED_FILE(csv);
+  const std::vector<PublishedTrial> published = read_paper_table(csv);
+
+  const CommandResult result = run_memsweep({"plan", kExamples + study.sweep_file});
+  ASSERT_EQ(result.exit_status, 0) << result.err;
+  const auto rows = table_rows(result.out);
+  ASSERT_EQ(rows.size(), study.trials) << result.out;
+  ASSERT_EQ(published.size(), study.trials);
+  EXPECT_THAT(result.out, HasSubstr(fmt::format("\n{} trials\n", study.trials)));
+  // id repeat dataset model optimizer lr epochs batch hidden
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    SCOPED_TRACE(fmt::format("published trial {}", i + 1));
+    ASSERT_EQ(rows[i].size(), 9u);
+    EXPECT_EQ(rows[i][2], study.dataset);
+    EXPECT_EQ(rows[i][3], "mlp");
+    EXPECT_DOUBLE_EQ(std::stod(rows[i][5]), published[i].learning_rate);
+    EXPECT_EQ(rows[i][6], std::to_string(published[i].epochs));
+    EXPECT_EQ(rows[i][7], std::to_string(published[i].batch_size));
+    EXPECT_EQ(rows[i][8], fmt::format("{}", fmt::join(published[i].hidden, "-")));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paper, PlanPaperStudy,
+                         ::testing::Values(Study{"paper-mnist.toml", "mnist_table1.csv", "mnist", 11},
+                                           Study{"paper-fashion-mnist.toml", "fashion_mnist_tables2_3.csv",
+                                                 "fashion-mnist", 5},
+                                           Study{"paper-cifar-10.toml", "cifar10_tables4_5.csv", "cifar-10", 5}));
+
+TEST(PlanCommand, QuickstartPrintsEveryTrialOnce) {
+  const CommandResult result = run_memsweep({"plan", kExamples + "quickstart.toml"});
+  ASSERT_EQ(result.exit_status, 0) << result.err;
+  const auto rows = table_rows(result.out);
+  ASSERT_GE(rows.size(), 2u);
+  std::set<std::string> ids;
+  for (const auto& row : rows) {
+    ids.insert(row[0]);
+    EXPECT_THAT(row[2], ::testing::StartsWith("synthetic:"));
+  }
+  EXPECT_EQ(ids.size(), rows.size());
+  EXPECT_THAT(result.out, HasSubstr("sweep \"quickstart\""));
+}
+
+TEST(PlanCommand, IdsDoNotDependOnTheWorkingDirectoryOrFileName) {
+  const TempDir dir;
+  const auto copy = dir.write("renamed.toml", "[grid]\nbatch_size = [3, 4]\n");
+  const auto again = dir.write("sub/other.toml", "[grid]\nbatch_size = [3, 4]\n");
+  const auto a = table_rows(run_memsweep({"plan", copy.string()}).out);
+  const auto b = table_rows(run_memsweep({"plan", "other.toml"}, (dir.path() / "sub").string()).out);
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(a[0][0], b[0][0]);
+  EXPECT_EQ(a[1][0], b[1][0]);
+  EXPECT_NE(a[0][0], a[1][0]);
+}
+
+TEST(PlanCommand, DuplicateTrialsAreNotedOnStderr) {
+  const TempDir dir;
+  const auto file = dir.write("dup.toml", "[[trial]]\nbatch_size = 4\n[[trial]]\nbatch_size = 4\n");
+  const CommandResult result = run_memsweep({"plan", file.string()});
+  EXPECT_EQ(result.exit_status, 0);
+  EXPECT_EQ(table_rows(result.out).size(), 1u);
+  EXPECT_THAT(result.err, HasSubstr("defines the same trial as"));
+}
+
+// Bad input: one line on stderr naming the problem, nothing on stdout, exit 2.
+struct BadInvocation {
+  const char* name;
+  std::vector<std::string> args;  // "@" is replaced by the path of a file holding `contents`
+  std::string contents;
+  std::string expected;
+};
+
+class PlanBadInput : public ::testing::TestWithParam<BadInvocation> {};
+
+TEST_P(PlanBadInput, OneClearLineAndExitStatusTwo) {
+  const BadInvocation& c = GetParam();
+  const TempDir dir;
+  const auto file = dir.write("sweep.toml", c.contents);
+  std::vector<std::string> args;
+  for (const std::string& arg : c.args) args.push_back(arg == "@" ? file.string() : arg);
+  const CommandResult result = run_memsweep(args, dir.path().string());
+  EXPECT_EQ(result.exit_status, kBadInput) << result.err;
+  EXPECT_TRUE(result.out.empty()) << result.out;
+  EXPECT_THAT(result.err, HasSubstr(c.expected));
+  EXPECT_LE(lines_of(result.err).size(), 2u) << result.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, PlanBadInput,
+    ::testing::Values(
+        BadInvocation{"unknown_key",
+                      {"plan", "@"},
+                      "[[trial]]\nbatchsize = 3\n",
+                      "sweep.toml:2: trial[0].batchsize: unknown key; expected one of:"},
+        BadInvocation{"wrong_type",
+                      {"plan", "@"},
+                      "[[trial]]\nepochs = 'ten'\n",
+                      "sweep.toml:2: trial[0].epochs: expected a whole number from 1 to 100000, found the string"},
+        BadInvocation{"impossible_value",
+                      {"plan", "@"},
+                      "[defaults]\nbatch_size = 0\n[[trial]]\n",
+                      "sweep.toml:2: defaults.batch_size: expected a whole number from 1 to 1048576, found 0"},
+        BadInvocation{"empty_hidden",
+                      {"plan", "@"},
+                      "[[trial]]\nhidden = []\n",
+                      "trial[0].hidden: an MLP needs at least one hidden layer"},
+        BadInvocation{"unknown_dataset",
+                      {"plan", "@"},
+                      "[[trial]]\ndataset = 'svhn'\n",
+                      "trial[0].dataset: unknown dataset \"svhn\""},
+        BadInvocation{"syntax_error", {"plan", "@"}, "[sweep\nname = 3\n", "sweep.toml:1: syntax error"},
+        BadInvocation{"binary_file",
+                      {"plan", "@"},
+                      std::string("\x7f"
+                                  "ELF\x02\x01\x01\0\0\0",
+                                  10),
+                      "syntax error"},
+        BadInvocation{"empty_file", {"plan", "@"}, "", "sweep.toml:1: the sweep defines no trials"},
+        BadInvocation{"missing_file",
+                      {"plan", "no-such-sweep.toml"},
+                      "",
+                      "no-such-sweep.toml: cannot read the sweep file: No such file or directory"},
+        BadInvocation{"directory", {"plan", "."}, "", ".: is a directory; expected a sweep file"},
+        BadInvocation{"no_command", {}, "", "a command is required: plan"},
+        BadInvocation{"unknown_command", {"plant", "@"}, "", "unknown command \"plant\"; expected one of: plan"},
+        BadInvocation{"plan_without_file", {"plan"}, "", "sweep is required"}),
+    [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(PlanCommand, UnreadableFileIsBadInput) {
+  if (::geteuid() == 0) {
+    // root reads any file; test with a path under a file instead, which no one can open.
+    const TempDir dir;
+    const auto file = dir.write("plain", "x");
+    const CommandResult result = run_memsweep({"plan", (file / "sweep.toml").string()});
+    EXPECT_EQ(result.exit_status, kBadInput);
+    EXPECT_THAT(result.err, HasSubstr("cannot read the sweep file: Not a directory"));
+    return;
+  }
+  const TempDir dir;
+  const auto file = dir.write("locked.toml", "[[trial]]\n");
+  std::filesystem::permissions(file, std::filesystem::perms::none);
+  const CommandResult result = run_memsweep({"plan", file.string()});
+  EXPECT_EQ(result.exit_status, kBadInput);
+  EXPECT_THAT(result.err, HasSubstr("cannot read the sweep file: Permission denied"));
+}
+
+TEST(MemsweepCommand, HelpAndVersionExitZero) {
+  const CommandResult help = run_memsweep({"--help"});
+  EXPECT_EQ(help.exit_status, 0);
+  EXPECT_THAT(help.out, HasSubstr("plan"));
+  const CommandResult version = run_memsweep({"--version"});
+  EXPECT_EQ(version.exit_status, 0);
+  EXPECT_THAT(version.out, ::testing::MatchesRegex("memsweep [0-9]+\\.[0-9]+\\.[0-9]+\n"));
+}
+
+}  // namespace
+}  // namespace memsweep::testing
