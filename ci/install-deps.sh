@@ -13,6 +13,7 @@ packages=(
   libdnnl-dev                         # oneDNN 2.6: the trainer
   ocl-icd-opencl-dev opencl-c-headers # Debian builds oneDNN with OpenCL: its CMake config looks for it
   libpapi-dev papi-tools              # PAPI 7: the sampler's counters
+  libpfm4-dev                         # libpfm4: encodes PAPI's events for perf_event (the sampler)
   zlib1g-dev                          # .gz datasets
   libtoml11-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev

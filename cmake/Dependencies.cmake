@@ -47,6 +47,13 @@ if(dnnl_VERSION VERSION_GREATER_EQUAL 3.0)
   message(FATAL_ERROR "memsweep's trainer uses the oneDNN v2 API; found oneDNN ${dnnl_VERSION}. Install Debian's libdnnl-dev (2.6).")
 endif()
 
+# OpenMP: oneDNN's CPU runtime in Debian's build; the trainer sets its thread
+# count and runs the optimizer's loops with it.
+find_package(OpenMP QUIET COMPONENTS CXX)
+if(NOT OpenMP_CXX_FOUND)
+  memsweep_missing("OpenMP for C++ (libgomp, part of g++)" "g++ libgomp1")
+endif()
+
 # PAPI 7: the sampler's counters (pkg-config only).
 if(PkgConfig_FOUND)
   pkg_check_modules(PAPI QUIET IMPORTED_TARGET papi>=7)
@@ -54,6 +61,22 @@ endif()
 if(NOT PAPI_FOUND)
   memsweep_missing("PAPI 7 (pkg-config module papi)" "libpapi-dev papi-tools pkg-config")
 endif()
+
+# libpfm4: encodes PAPI's native events for perf_event, which the sampler
+# opens itself to count every thread (docs/sampler.md). Debian's libpfm4-dev
+# ships the headers and a static library only; the shared library is the one
+# PAPI already loads, so that is the one linked.
+find_path(PFM_INCLUDE_DIR perfmon/pfmlib_perf_event.h)
+find_library(PFM_LIBRARY NAMES libpfm.so.4 pfm)
+if(NOT PFM_INCLUDE_DIR OR NOT PFM_LIBRARY)
+  memsweep_missing("libpfm4 (perfmon/pfmlib_perf_event.h)" "libpfm4-dev")
+endif()
+add_library(memsweep_pfm INTERFACE IMPORTED)
+target_include_directories(memsweep_pfm INTERFACE ${PFM_INCLUDE_DIR})
+target_link_libraries(memsweep_pfm INTERFACE ${PFM_LIBRARY})
+
+# Threads: the sampler's threads.
+find_package(Threads REQUIRED)
 
 find_package(ZLIB QUIET)
 if(NOT ZLIB_FOUND)

@@ -28,7 +28,8 @@ inline constexpr int kMinSamplerIntervalMs = 1;
 inline constexpr int kMaxSamplerIntervalMs = 600'000;  // ten minutes
 inline constexpr int kDefaultSamplerIntervalMs = 10;
 
-enum class ModelKind { mlp, cnn };
+// `alexnet` is a fixed convolution stack (model_spec.hpp) before `hidden`.
+enum class ModelKind { mlp, cnn, alexnet };
 enum class OptimizerKind { sgd, momentum, adam };
 
 std::string_view model_name(ModelKind kind);

@@ -1,6 +1,7 @@
 #include "config/trial_fields.hpp"
 
 #include "memsweep/byte_size.hpp"
+#include "memsweep/model_spec.hpp"
 
 #include <fmt/format.h>
 
@@ -104,7 +105,8 @@ const std::vector<std::pair<std::string_view, Apply>>& field_table() {
       {"synthetic", [](TrialSpec& t, const FieldValue& f) { t.dataset.synthetic = synthetic_spec(f); }},
       {"model",
        [](TrialSpec& t, const FieldValue& f) {
-         t.model = one_of<ModelKind>(f, {{"mlp", ModelKind::mlp}, {"cnn", ModelKind::cnn}});
+         t.model =
+             one_of<ModelKind>(f, {{"mlp", ModelKind::mlp}, {"cnn", ModelKind::cnn}, {"alexnet", ModelKind::alexnet}});
        }},
       {"channels",
        [](TrialSpec& t, const FieldValue& f) {
@@ -150,18 +152,18 @@ const Apply& applier(std::string_view name) {
   throw std::logic_error(fmt::format("no trial field named {}", name));
 }
 
-// Every pooling block halves the image (floor); a side of 0 means the model
-// cannot be built.
-void check_cnn_fits_input(const TrialSpec& trial, const Place& place) {
-  const ImageShape shape = input_shape(trial.dataset);
-  int side = std::min(shape.height, shape.width);
-  for (std::size_t block = 0; block < trial.channels.size(); ++block) {
-    side /= 2;
-    if (side == 0)
-      fail(place, fmt::format("{} convolution blocks are too many for a {}x{} input: each 2x2 pooling halves "
-                              "it, so at most {} fit",
-                              trial.channels.size(), shape.height, shape.width, block));
-  }
+// Every pooling block halves the image (rounding down); a side of 0 means
+// the model cannot be built.
+void check_conv_fits_input(const TrialSpec& trial, const Place& place) {
+  const ModelSpec model = model_spec(trial);
+  const ImageShape out = conv_output_shape(model);
+  if (out.height > 0 && out.width > 0) return;
+  int pools = 0, fitting = 0;
+  for (int side = std::min(model.input.height, model.input.width); side > 1; side /= 2) ++fitting;
+  for (const ConvBlock& block : model.conv) pools += block.pool ? 1 : 0;
+  fail(place, fmt::format("{} pooling blocks are too many for a {}x{} input: each 2x2 pooling halves it, so at most "
+                          "{} fit",
+                          pools, model.input.height, model.input.width, fitting));
 }
 
 }  // namespace
@@ -197,11 +199,10 @@ TrialSpec build_trial(const TrialDraft& draft, std::uint64_t sweep_seed, const P
   };
   if (trial.model == ModelKind::mlp && trial.hidden.empty())
     fail(place_for("hidden"), "an MLP needs at least one hidden layer; expected a non-empty list of widths");
-  if (trial.model == ModelKind::cnn) {
-    if (trial.channels.empty())
-      fail(place_for("channels"), "a CNN needs at least one convolution block; expected a non-empty list of channels");
-    check_cnn_fits_input(trial, place_for("channels"));
-  }
+  if (trial.model == ModelKind::cnn && trial.channels.empty())
+    fail(place_for("channels"), "a CNN needs at least one convolution block; expected a non-empty list of channels");
+  if (trial.model != ModelKind::mlp)
+    check_conv_fits_input(trial, place_for(trial.model == ModelKind::cnn ? "channels" : "model"));
   trial.origin = fmt::format("{}:{} {}", origin.file, origin.line, origin.key);
   trial.id = trial_id(trial);
   return trial;

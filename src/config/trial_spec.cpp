@@ -5,7 +5,14 @@
 
 namespace memsweep {
 
-std::string_view model_name(ModelKind kind) { return kind == ModelKind::mlp ? "mlp" : "cnn"; }
+std::string_view model_name(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::mlp: return "mlp";
+    case ModelKind::cnn: return "cnn";
+    case ModelKind::alexnet: return "alexnet";
+  }
+  return "unknown";
+}
 
 std::string_view optimizer_name(OptimizerKind kind) {
   switch (kind) {

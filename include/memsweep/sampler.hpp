@@ -1,0 +1,277 @@
+#pragma once
+// The sampler: a thread that wakes on absolute deadlines of the monotonic
+// clock and records the process's memory, the node's memory and hardware /
+// software counters, into preallocated chunks that a consumer thread takes
+// whole. What each figure means, and what it costs, is in docs/sampler.md.
+//
+// Threads: start(), stop(), set_phase() and the region calls belong to the
+// thread doing the measured work (the trainer); drain() to one consumer
+// thread; stats() to anyone. The sampler's tick never allocates, locks or
+// blocks on the consumer: when the consumer falls behind, samples are
+// dropped and counted.
+
+#include "memsweep/config.hpp"
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace memsweep {
+
+namespace detail {
+class SampleBuffer;  // the chunk pool and its lock-free handoff (src/sampler/sample_buffer.hpp)
+}  // namespace detail
+
+// The results file has one column per counter, so a sample has a fixed
+// number of counter slots; chunks are then plain arrays.
+inline constexpr std::size_t kMaxCounters = 16;
+// 2.56 s of samples at the default 10 ms interval.
+inline constexpr std::size_t kSamplesPerChunk = 256;
+// 32 chunks x 256 samples x ~300 bytes = 2.4 MB, allocated and touched once:
+// 80 s of backlog at 10 ms, 8 s at 1 ms.
+inline constexpr std::size_t kDefaultChunkCount = 32;
+// Reading smaps_rollup takes milliseconds and the process's memory lock.
+inline constexpr std::chrono::milliseconds kDefaultPssInterval{1000};
+// A consumer streaming to rank 0 gets a (partial) chunk at least this often.
+inline constexpr std::chrono::milliseconds kDefaultMaxChunkAge{2000};
+
+// What one process uses, from /proc/self/statm.
+struct ProcessMemory {
+  std::int64_t rss_bytes = -1;
+  std::int64_t anon_rss_bytes = -1;  // resident minus file-backed and shared memory
+};
+
+// The node's memory, from /proc/meminfo. -1: the kernel did not report it.
+struct SystemMemory {
+  std::int64_t total_bytes = -1;
+  std::int64_t free_bytes = -1;
+  std::int64_t buffers_bytes = -1;
+  std::int64_t cached_bytes = -1;
+  std::int64_t available_bytes = -1;
+  std::int64_t active_bytes = -1;
+
+  // The source paper's formula 1: total - (free + buffers + cached).
+  std::int64_t used_bytes() const;
+};
+
+// Bits of Sample::flags.
+enum SampleFlag : std::uint32_t {
+  kSampleProcessReadFailed = 1U << 0,
+  kSampleSystemReadFailed = 1U << 1,
+  kSampleCountersReadFailed = 1U << 2,
+  kSamplePssFresh = 1U << 3,  // pss_bytes was read since the previous sample
+};
+
+// One tick. Byte values are -1 when their read failed (see flags).
+struct Sample {
+  std::int64_t t_ns = 0;    // since start(), monotonic clock
+  std::int32_t epoch = 0;   // the phase set_phase() last set
+  std::uint32_t flags = 0;  // SampleFlag bits
+  std::int64_t rss_bytes = -1;
+  std::int64_t anon_rss_bytes = -1;
+  std::int64_t pss_bytes = -1;  // last known proportional set size (slower cadence)
+  std::int64_t sys_total_bytes = -1;
+  std::int64_t sys_free_bytes = -1;
+  std::int64_t sys_buffers_bytes = -1;
+  std::int64_t sys_cached_bytes = -1;
+  std::int64_t sys_available_bytes = -1;
+  std::int64_t sys_active_bytes = -1;
+  std::int64_t sys_used_bytes = -1;  // formula 1
+  // Counts since start(), already scaled up for multiplexing, in the order
+  // of Sampler::counter_names(); unused slots are zero.
+  std::array<std::int64_t, kMaxCounters> counters{};
+  // Per counter: time running / time enabled. 1 means counted all the time;
+  // below 1 the counter was multiplexed and its value is an estimate.
+  std::array<float, kMaxCounters> counter_running{};
+
+  double t_seconds() const { return static_cast<double>(t_ns) * 1e-9; }
+};
+
+struct SampleChunk {
+  std::uint64_t sequence = 0;        // 0, 1, 2, ... in the order chunks were filled
+  std::uint64_t dropped_before = 0;  // samples lost since the previous chunk (consumer behind)
+  std::size_t count = 0;
+  std::array<Sample, kSamplesPerChunk> samples{};
+
+  std::span<const Sample> view() const { return {samples.data(), count}; }
+};
+
+// Side effects on memory, behind an interface so that tests can script them.
+// read_pss() is called from its own thread, concurrently with the other reads.
+class MemoryProbe {
+ public:
+  virtual ~MemoryProbe() = default;
+  virtual bool read_process(ProcessMemory& out) noexcept = 0;
+  virtual bool read_system(SystemMemory& out) noexcept = 0;
+  virtual bool read_pss(std::int64_t& pss_bytes) noexcept = 0;
+  virtual bool read_peak_rss(std::int64_t& peak_bytes) noexcept = 0;  // VmHWM
+  virtual bool reset_peak_rss() noexcept = 0;                         // clear_refs 5
+  virtual void release_free_memory() noexcept = 0;                    // malloc_trim
+};
+
+// /proc/self/{statm,status,smaps_rollup} and /proc/meminfo, opened once and
+// re-read with pread. A file that cannot be opened makes its reads fail
+// (counted in the stats), never the construction.
+std::unique_ptr<MemoryProbe> make_proc_memory_probe();
+
+// Counters of every thread of the process, behind an interface for tests.
+class CounterSource {
+ public:
+  virtual ~CounterSource() = default;
+  virtual const std::vector<std::string>& names() const = 0;
+  // Counts every thread of the process except `excluded_tids` (the
+  // sampler's own), and every thread they create from now on. Returns false
+  // when nothing could be started; problems() says why.
+  virtual bool start(std::span<const int> excluded_tids) = 0;
+  // Writes names().size() values and running fractions.
+  virtual bool read(std::span<std::int64_t> values, std::span<float> running) noexcept = 0;
+  virtual void stop() noexcept = 0;
+  virtual std::vector<std::string> problems() const = 0;
+};
+
+// What became of one requested event.
+struct EventStatus {
+  std::string name;
+  bool available = false;
+  std::string detail;  // the description, or why the event is left out
+};
+
+struct CounterSetup {
+  std::unique_ptr<CounterSource> source;  // null when no event is available
+  std::vector<EventStatus> events;        // every requested event, in order
+};
+
+// The candidates `memsweep events` lists: memory-related presets, the
+// instruction and cycle presets, and the software page-fault events.
+std::vector<std::string> candidate_events();
+// The available subset of the memory hardware presets, plus the software
+// page-fault and context-switch events always.
+std::vector<std::string> default_events();
+// Checks each name (PAPI name resolution, then a trial perf_event_open).
+std::vector<EventStatus> probe_events(const std::vector<std::string>& names);
+// Opens the available ones among `requested` (the defaults when empty), at
+// most kMaxCounters; the others are reported in `events`, never fatal.
+CounterSetup open_counters(const std::vector<std::string>& requested);
+// "PAPI 7.0.0.0", or why PAPI could not start.
+std::string counter_library_version();
+
+struct SamplerOptions {
+  std::chrono::nanoseconds interval{std::chrono::milliseconds(kDefaultSamplerIntervalMs)};
+  // Zero: no PSS thread. Stretched to 100 x the last read's cost when longer.
+  std::chrono::nanoseconds pss_interval{kDefaultPssInterval};
+  std::chrono::nanoseconds max_chunk_age{kDefaultMaxChunkAge};
+  std::size_t chunk_count = kDefaultChunkCount;
+};
+
+// Since the last start(). Costs are wall time on the sampler's threads.
+struct SamplerStats {
+  std::uint64_t samples = 0;          // taken (including dropped ones)
+  std::uint64_t dropped_samples = 0;  // no free chunk: the consumer fell behind
+  std::uint64_t missed_ticks = 0;     // deadlines skipped after an overrun
+  std::uint64_t chunks_filled = 0;
+  std::uint64_t process_read_failures = 0;
+  std::uint64_t system_read_failures = 0;
+  std::uint64_t counter_read_failures = 0;
+  std::int64_t tick_cost_ns_total = 0;
+  std::int64_t tick_cost_ns_max = 0;
+  std::int64_t wake_late_ns_max = 0;  // how late after its deadline a tick woke
+  std::uint64_t pss_reads = 0;
+  std::uint64_t pss_read_failures = 0;
+  std::int64_t pss_read_ns_total = 0;
+  std::int64_t pss_read_ns_max = 0;
+
+  double mean_tick_cost_us() const;
+  double mean_pss_read_us() const;
+};
+
+// The state at the start of a measured region.
+struct RegionBaseline {
+  std::int64_t rss_bytes = -1;
+  bool peak_reset = false;  // false: the peak is the process's since it began
+};
+
+// Per measured region (a trial): the figures of DESIGN.md.
+struct RegionSummary {
+  std::int64_t baseline_rss_bytes = -1;
+  std::int64_t peak_rss_bytes = -1;  // VmHWM; the largest sample if it could not be read
+  bool peak_since_baseline = false;  // the kernel's peak was reset at the baseline
+  std::int64_t max_sampled_rss_bytes = -1;
+  double mean_rss_bytes = -1;
+  std::int64_t footprint_bytes = -1;  // peak - baseline
+  double sys_used_mean_bytes = -1;    // formula 2: mean of formula 1 over the samples
+  double pss_mean_bytes = -1;         // over the PSS reads in the region; -1: none
+  std::int64_t pss_peak_bytes = -1;
+  std::uint64_t samples = 0;
+  std::uint64_t dropped_samples = 0;
+  std::uint64_t missed_ticks = 0;
+  std::vector<std::string> counter_names;
+  std::vector<std::int64_t> counter_totals;  // at the end of the region, scaled
+  float counter_min_running = 1.0F;          // the least time any counter ran
+};
+
+// Before a measured region (after the caller freed what the previous one
+// held): returns free heap memory to the OS, resets the kernel's peak RSS and
+// records the baseline.
+RegionBaseline prepare_region(MemoryProbe& probe);
+
+class Sampler {
+ public:
+  // `counters` may be null: memory is sampled either way.
+  Sampler(SamplerOptions options, std::unique_ptr<MemoryProbe> probe, std::unique_ptr<CounterSource> counters);
+  ~Sampler();
+  Sampler(const Sampler&) = delete;
+  Sampler& operator=(const Sampler&) = delete;
+
+  // Starts the counters (on every existing thread but the sampler's, and on
+  // threads created later) and the sampling threads; the first sample is
+  // taken at once. Throws std::invalid_argument for an interval outside
+  // [kMinSamplerIntervalMs, kMaxSamplerIntervalMs] and std::logic_error
+  // when already running.
+  void start();
+  // Joins the threads, hands the partial chunk over and stops the counters.
+  // Returns within one interval or 50 ms, whichever is shorter (plus a PSS
+  // read in progress). Idempotent.
+  void stop();
+  bool running() const { return running_; }
+
+  // prepare_region() then start(); end_region() stops and summarises.
+  void begin_region();
+  RegionSummary end_region();
+
+  void set_phase(std::int32_t epoch) noexcept { phase_.store(epoch, std::memory_order_relaxed); }
+
+  // Consumer side: passes each full (or aged, or final) chunk to `consume`
+  // and recycles it; returns the number of chunks passed.
+  std::size_t drain(const std::function<void(const SampleChunk&)>& consume);
+
+  SamplerStats stats() const;
+  std::vector<std::string> counter_names() const;
+  std::vector<std::string> counter_problems() const;
+  const SamplerOptions& options() const { return options_; }
+
+ private:
+  struct Shared;  // what the sampling threads and the caller share
+  void tick_loop();
+  void pss_loop();
+
+  SamplerOptions options_;
+  std::unique_ptr<MemoryProbe> probe_;
+  std::unique_ptr<CounterSource> counters_;
+  std::unique_ptr<detail::SampleBuffer> buffer_;
+  std::unique_ptr<Shared> shared_;
+  std::atomic<std::int32_t> phase_{0};
+  std::thread tick_thread_;
+  std::thread pss_thread_;
+  bool running_ = false;
+  RegionBaseline baseline_;
+};
+
+}  // namespace memsweep

@@ -1,0 +1,210 @@
+#include "sampler/perf_counters.hpp"
+
+#include <fmt/format.h>
+#include <perfmon/pfmlib_perf_event.h>
+
+#include <dirent.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <system_error>
+
+namespace memsweep::detail {
+namespace {
+
+// Threads appearing while the counters open are attached in another pass;
+// a process that keeps spawning threads faster than that is not expected.
+constexpr int kMaxAttachPasses = 4;
+
+void ensure_pfm() {
+  // pfm_initialize() is idempotent; PAPI has usually called it already.
+  static const int status = pfm_initialize();
+  if (status != PFM_SUCCESS)
+    throw CounterError(fmt::format("libpfm4 could not start: {}", pfm_strerror(status)), status);
+}
+
+int perf_event_open(perf_event_attr& attr, pid_t tid) {
+  return static_cast<int>(::syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
+}
+
+perf_event_attr encode(const std::string& native_name, int privilege_levels) {
+  perf_event_attr attr{};
+  pfm_perf_encode_arg_t arg{};
+  arg.attr = &attr;
+  arg.size = sizeof(arg);
+  const int status = pfm_get_os_event_encoding(native_name.c_str(), privilege_levels, PFM_OS_PERF_EVENT_EXT, &arg);
+  if (status != PFM_SUCCESS)
+    throw CounterError(fmt::format("libpfm4 cannot encode {}: {}", native_name, pfm_strerror(status)), status);
+  attr.size = sizeof(attr);
+  // Every event its own group, so the kernel can multiplex them one by one;
+  // inherit: threads created later by a counted thread are counted too.
+  attr.inherit = 1;
+  attr.disabled = 0;
+  attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+  return attr;
+}
+
+std::string open_failure(int error) {
+  switch (error) {
+    case ENOENT:
+    case EOPNOTSUPP:
+    case ENODEV: return "this machine does not count it (no such hardware event; virtual machines often have none)";
+    case EACCES:
+    case EPERM: return "not permitted (see /proc/sys/kernel/perf_event_paranoid)";
+    default: return std::error_code(error, std::generic_category()).message();
+  }
+}
+
+// Tries user and kernel level first: context switches and page faults are
+// kernel work, and the hardware events then include the kernel's share.
+// Falls back to user level when perf_event_paranoid forbids the kernel.
+EncodedTerm encode_and_try(const CounterTerm& term, bool& kernel_counted) {
+  EncodedTerm encoded{encode(term.native_name, PFM_PLM0 | PFM_PLM3), term.sign};
+  int fd = perf_event_open(encoded.attr, 0);
+  kernel_counted = fd >= 0;
+  if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+    encoded.attr = encode(term.native_name, PFM_PLM3);
+    fd = perf_event_open(encoded.attr, 0);
+  }
+  if (fd < 0) {
+    const int error = errno;
+    throw CounterError(fmt::format("{}: {}", term.native_name, open_failure(error)), error);
+  }
+  ::close(fd);
+  return encoded;
+}
+
+std::vector<int> thread_ids() {
+  std::vector<int> tids;
+  DIR* dir = ::opendir("/proc/self/task");
+  if (dir == nullptr) return tids;
+  while (const dirent* entry = ::readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    tids.push_back(std::atoi(entry->d_name));
+  }
+  ::closedir(dir);
+  return tids;
+}
+
+class PerfCounterSource final : public CounterSource {
+ public:
+  explicit PerfCounterSource(std::vector<EncodedEvent> events) : events_(std::move(events)) {
+    for (const EncodedEvent& event : events_) names_.push_back(event.name);
+  }
+  ~PerfCounterSource() override { stop(); }
+  PerfCounterSource(const PerfCounterSource&) = delete;
+  PerfCounterSource& operator=(const PerfCounterSource&) = delete;
+
+  const std::vector<std::string>& names() const override { return names_; }
+
+  // perf_event counts one thread per descriptor (a pid is a thread here),
+  // so every existing thread gets its own; inherit covers later ones.
+  bool start(std::span<const int> excluded_tids) override {
+    stop();
+    problems_.clear();
+    std::vector<int> attached(excluded_tids.begin(), excluded_tids.end());
+    for (int pass = 0; pass < kMaxAttachPasses; ++pass) {
+      bool new_thread = false;
+      for (const int tid : thread_ids()) {
+        if (std::find(attached.begin(), attached.end(), tid) != attached.end()) continue;
+        attached.push_back(tid);
+        new_thread = true;
+        attach(tid);
+      }
+      if (!new_thread) break;
+    }
+    return !fds_.empty();
+  }
+
+  bool read(std::span<std::int64_t> values, std::span<float> running) noexcept override {
+    std::array<double, kMaxCounters> sums{};
+    std::array<double, kMaxCounters> enabled{};
+    std::array<double, kMaxCounters> ran{};
+    bool ok = true;
+    for (const OpenCounter& counter : fds_) {
+      std::array<std::uint64_t, 3> buffer{};  // value, time enabled, time running
+      if (::read(counter.fd, buffer.data(), sizeof(buffer)) != static_cast<ssize_t>(sizeof(buffer))) {
+        ok = false;
+        continue;
+      }
+      const auto [value, time_enabled, time_running] = buffer;
+      sums[counter.event] += counter.sign * scaled_count(value, time_enabled, time_running);
+      enabled[counter.event] += static_cast<double>(time_enabled);
+      ran[counter.event] += static_cast<double>(time_running);
+    }
+    for (std::size_t i = 0; i < events_.size() && i < values.size() && i < running.size(); ++i) {
+      values[i] = static_cast<std::int64_t>(sums[i] + 0.5);
+      running[i] = enabled[i] > 0 ? static_cast<float>(ran[i] / enabled[i]) : 1.0F;
+    }
+    return ok;
+  }
+
+  void stop() noexcept override {
+    for (const OpenCounter& counter : fds_) ::close(counter.fd);
+    fds_.clear();
+  }
+
+  std::vector<std::string> problems() const override { return problems_; }
+
+ private:
+  struct OpenCounter {
+    int fd;
+    std::size_t event;
+    int sign;
+  };
+
+  void attach(int tid) {
+    for (std::size_t e = 0; e < events_.size(); ++e) {
+      for (EncodedTerm& term : events_[e].terms) {
+        const int fd = perf_event_open(term.attr, tid);
+        if (fd >= 0) {
+          fds_.push_back({fd, e, term.sign});
+          continue;
+        }
+        const int error = errno;
+        if (error == ESRCH) return;  // the thread ended meanwhile: nothing to count
+        problems_.push_back(fmt::format("{} on thread {}: {}", events_[e].name, tid, open_failure(error)));
+      }
+    }
+  }
+
+  std::vector<EncodedEvent> events_;
+  std::vector<std::string> names_;
+  std::vector<OpenCounter> fds_;
+  std::vector<std::string> problems_;
+};
+
+}  // namespace
+
+double scaled_count(std::uint64_t value, std::uint64_t time_enabled, std::uint64_t time_running) {
+  if (time_running == 0) return 0.0;
+  if (time_running >= time_enabled) return static_cast<double>(value);
+  return static_cast<double>(value) * static_cast<double>(time_enabled) / static_cast<double>(time_running);
+}
+
+EncodedEvent encode_event(const PapiEvent& event) {
+  static std::mutex mutex;  // libpfm4's encoder is not documented as thread-safe
+  const std::lock_guard lock(mutex);
+  ensure_pfm();
+  EncodedEvent encoded;
+  encoded.name = event.name;
+  encoded.description = event.description;
+  encoded.kernel_counted = true;
+  for (const CounterTerm& term : event.terms) {
+    bool kernel = false;
+    encoded.terms.push_back(encode_and_try(term, kernel));
+    encoded.kernel_counted = encoded.kernel_counted && kernel;
+  }
+  return encoded;
+}
+
+std::unique_ptr<CounterSource> make_perf_counter_source(std::vector<EncodedEvent> events) {
+  return std::make_unique<PerfCounterSource>(std::move(events));
+}
+
+}  // namespace memsweep::detail

@@ -1,0 +1,28 @@
+#pragma once
+// SGD, SGD with momentum and Adam as loops over the flat parameter buffers.
+
+#include "memsweep/config.hpp"
+
+#include <cstdint>
+#include <span>
+
+namespace memsweep::trainer_detail {
+
+class Optimizer {
+ public:
+  Optimizer(const OptimizerSpec& spec, double learning_rate);
+
+  // Buffers of optimizer state the size of the parameters: 0, 1 or 2.
+  int state_copies() const;
+
+  // One update of every parameter. `state` holds state_copies() spans.
+  void update(std::span<float> values, std::span<const float> gradients, std::span<float> first_state,
+              std::span<float> second_state);
+
+ private:
+  OptimizerSpec spec_;
+  float learning_rate_;
+  std::int64_t steps_ = 0;  // Adam's bias correction
+};
+
+}  // namespace memsweep::trainer_detail

@@ -1,0 +1,381 @@
+#include "trainer/plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace memsweep::trainer_detail {
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+constexpr memory::dim kKernel = 3;  // 3x3 convolutions, stride 1, padding 1: same size out
+const memory::dims kConvStrides{1, 1};
+const memory::dims kConvPadding{1, 1};
+const memory::dims kPoolWindow{2, 2};
+const memory::dims kPoolPadding{0, 0};
+
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+dnnl::primitive_attr fused_relu() {
+  dnnl::primitive_attr attr = user_scratchpad();
+  dnnl::post_ops ops;
+  ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  attr.set_post_ops(ops);
+  return attr;
+}
+
+// ReLU's backward from its output (what the fused forward leaves behind).
+dnnl::primitive_desc relu_backward(const memory::desc& data, const dnnl::engine& engine) {
+  const auto algorithm = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
+  const dnnl::eltwise_forward::primitive_desc hint(
+      dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, algorithm, data, 0.0f, 0.0f), engine);
+  return dnnl::eltwise_backward::primitive_desc(dnnl::eltwise_backward::desc(algorithm, data, data, 0.0f, 0.0f),
+                                                user_scratchpad(), engine, hint);
+}
+
+// Builds the layouts layer by layer; the current activation's descriptor is
+// the next layer's source.
+class LayoutBuilder {
+ public:
+  LayoutBuilder(std::size_t rows, bool with_backward, ParameterStore& store, bool define, const dnnl::engine& engine)
+      : rows_(static_cast<memory::dim>(rows)), store_(store), define_(define), engine_(engine) {
+    layout_.rows = rows;
+    layout_.with_backward = with_backward;
+  }
+
+  void input(const ImageShape& shape, bool images) {
+    layout_.user_input = images ? memory::desc({rows_, shape.channels, shape.height, shape.width}, dt::f32, tag::nchw)
+                                : memory::desc({rows_, static_cast<memory::dim>(shape.pixels())}, dt::f32, tag::nc);
+    current_ = layout_.user_input;
+  }
+
+  // Every convolution primitive picks its own layouts (format any): handed a
+  // layout it did not choose, oneDNN 2.6 often falls back to its reference
+  // code (e.g. for 8 channels, forward wants nchw sources and backward
+  // nChw16c). The Plan reorders between layers where the choices differ.
+  void conv(int index, int out_channels, const ImageShape& in) {
+    LayerLayout layer{LayerLayout::Kind::conv, fmt::format("conv{}", index)};
+    layer.relu = true;
+    layer.first = layout_.layers.empty();
+    const memory::dims weight_dims{out_channels, in.channels, kKernel, kKernel};
+    const memory::desc src({rows_, in.channels, in.height, in.width}, dt::f32, tag::any);
+    const memory::desc any_weights(weight_dims, dt::f32, tag::any);
+    const memory::desc bias({out_channels}, dt::f32, tag::x);
+    const memory::desc dst({rows_, out_channels, in.height, in.width}, dt::f32, tag::any);
+    const auto forward = dnnl_call(layer.name + ": choosing the forward convolution", [&] {
+      return dnnl::convolution_forward::primitive_desc(
+          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src,
+                                          weights_desc(weight_dims), bias, dst, kConvStrides, kConvPadding,
+                                          kConvPadding),
+          fused_relu(), engine_);
+    });
+    layer.forward = forward;
+    add_parameters(layer, forward.weights_desc(), memory::desc(weight_dims, dt::f32, tag::oihw), bias,
+                   std::sqrt(2.0f / static_cast<float>(in.channels * kKernel * kKernel)));
+    if (layout_.with_backward) {
+      dnnl_call(layer.name + ": choosing the backward convolutions", [&] {
+        layer.relu_backward = relu_backward(forward.dst_desc(), engine_);
+        layer.backward_weights = dnnl::convolution_backward_weights::primitive_desc(
+            dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, src, any_weights, bias, dst,
+                                                     kConvStrides, kConvPadding, kConvPadding),
+            user_scratchpad(), engine_, forward);
+        if (!layer.first)
+          layer.backward_data = dnnl::convolution_backward_data::primitive_desc(
+              dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, src, any_weights, dst,
+                                                    kConvStrides, kConvPadding, kConvPadding),
+              user_scratchpad(), engine_, forward);
+        return 0;
+      });
+    }
+    current_ = forward.dst_desc();
+    layout_.layers.push_back(std::move(layer));
+  }
+
+  void pool(int index, int channels, const ImageShape& in) {
+    LayerLayout layer{LayerLayout::Kind::pool, fmt::format("pool{}", index)};
+    const memory::desc dst({rows_, channels, in.height / 2, in.width / 2}, dt::f32, tag::any);
+    const auto forward = dnnl_call(layer.name + ": choosing the max-pooling", [&] {
+      return dnnl::pooling_forward::primitive_desc(
+          dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::pooling_max, current_, dst,
+                                      kPoolWindow, kPoolWindow, kPoolPadding, kPoolPadding),
+          user_scratchpad(), engine_);
+    });
+    layer.forward = forward;
+    if (layout_.with_backward)
+      layer.backward_data = dnnl_call(layer.name + ": choosing the max-pooling backward", [&] {
+        return dnnl::pooling_backward::primitive_desc(
+            dnnl::pooling_backward::desc(dnnl::algorithm::pooling_max, current_, forward.dst_desc(), kPoolWindow,
+                                         kPoolWindow, kPoolPadding, kPoolPadding),
+            user_scratchpad(), engine_, forward);
+      });
+    current_ = forward.dst_desc();
+    layout_.layers.push_back(std::move(layer));
+  }
+
+  void fully_connected(const std::string& name, int outputs, bool relu) {
+    LayerLayout layer{relu ? LayerLayout::Kind::fc : LayerLayout::Kind::output, name};
+    layer.relu = relu;
+    layer.first = layout_.layers.empty();
+    // After convolutions the source is 4-D and so are the weights (o, c, h, w).
+    memory::dims weight_dims = current_.dims();
+    weight_dims[0] = outputs;
+    const memory::desc plain(weight_dims, dt::f32, weight_dims.size() == 4 ? tag::oihw : tag::oi);
+    const memory::desc bias({outputs}, dt::f32, tag::x);
+    const memory::desc dst({rows_, outputs}, dt::f32, tag::nc);
+    const auto forward = dnnl_call(layer.name + ": choosing the inner product", [&] {
+      return dnnl::inner_product_forward::primitive_desc(
+          dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, current_, weights_desc(weight_dims),
+                                            bias, dst),
+          relu ? fused_relu() : user_scratchpad(), engine_);
+    });
+    layer.forward = forward;
+    memory::dim fan_in = 1;
+    for (std::size_t d = 1; d < weight_dims.size(); ++d) fan_in *= weight_dims[d];
+    // He for ReLU layers; LeCun (variance 1/fan_in) for the output, which feeds softmax.
+    add_parameters(layer, forward.weights_desc(), plain, bias,
+                   std::sqrt((relu ? 2.0f : 1.0f) / static_cast<float>(fan_in)));
+    if (layout_.with_backward) {
+      dnnl_call(layer.name + ": choosing the backward inner products", [&] {
+        if (relu) layer.relu_backward = relu_backward(forward.dst_desc(), engine_);
+        layer.backward_weights = dnnl::inner_product_backward_weights::primitive_desc(
+            dnnl::inner_product_backward_weights::desc(forward.src_desc(), forward.weights_desc(), bias,
+                                                       forward.dst_desc()),
+            user_scratchpad(), engine_, forward);
+        if (!layer.first)
+          layer.backward_data = dnnl::inner_product_backward_data::primitive_desc(
+              dnnl::inner_product_backward_data::desc(forward.src_desc(), forward.weights_desc(), forward.dst_desc()),
+              user_scratchpad(), engine_, forward);
+        return 0;
+      });
+    }
+    current_ = forward.dst_desc();
+    layout_.layers.push_back(std::move(layer));
+  }
+
+  PlanLayout finish() {
+    layout_.softmax = dnnl_call("choosing the softmax", [&] {
+      return dnnl::softmax_forward::primitive_desc(
+          dnnl::softmax_forward::desc(dnnl::prop_kind::forward_training, current_, 1), user_scratchpad(), engine_);
+    });
+    std::size_t most = layout_.softmax.scratchpad_desc().get_size();
+    for (const LayerLayout& layer : layout_.layers) {
+      for (const dnnl::primitive_desc* pd :
+           {&layer.forward, &layer.relu_backward, &layer.backward_data, &layer.backward_weights})
+        if (*pd) most = std::max(most, pd->scratchpad_desc().get_size());
+    }
+    layout_.scratchpad_bytes = most;
+    return std::move(layout_);
+  }
+
+ private:
+  // The first plan lets oneDNN choose the weights' layout; later plans (other
+  // batch sizes) must use the same one, since the parameters exist once.
+  memory::desc weights_desc(const memory::dims& dims) const {
+    if (define_) return memory::desc(dims, dt::f32, tag::any);
+    return store_.tensor(next_tensor_).desc;
+  }
+
+  void add_parameters(LayerLayout& layer, const memory::desc& chosen, const memory::desc& plain,
+                      const memory::desc& bias, float init_stddev) {
+    if (define_) {
+      store_.add(layer.name + ".weights", chosen, plain, init_stddev);
+      store_.add(layer.name + ".bias", bias, bias, 0.0f);
+    }
+    layer.weights = next_tensor_++;
+    layer.bias = next_tensor_++;
+  }
+
+  memory::dim rows_;
+  ParameterStore& store_;
+  bool define_;
+  const dnnl::engine& engine_;
+  PlanLayout layout_;
+  memory::desc current_;
+  std::size_t next_tensor_ = 0;
+};
+
+std::string implementation(const std::string& what, const dnnl::primitive_desc& pd) {
+  return fmt::format("{}: {}", what, pd.impl_info_str());
+}
+
+}  // namespace
+
+PlanLayout make_plan_layout(const ModelSpec& model, std::size_t rows, bool with_backward, ParameterStore& store,
+                            bool define_parameters, const dnnl::engine& engine) {
+  LayoutBuilder builder(rows, with_backward, store, define_parameters, engine);
+  builder.input(model.input, !model.conv.empty());
+  ImageShape shape = model.input;
+  int index = 1;
+  for (const ConvBlock& block : model.conv) {
+    builder.conv(index, block.out_channels, shape);
+    shape.channels = block.out_channels;
+    if (block.pool) {
+      builder.pool(index, block.out_channels, shape);
+      shape.height /= 2;
+      shape.width /= 2;
+    }
+    ++index;
+  }
+  for (std::size_t layer = 0; layer < model.hidden.size(); ++layer)
+    builder.fully_connected(fmt::format("fc{}", layer + 1), model.hidden[layer], true);
+  builder.fully_connected("output", model.classes, false);
+  return builder.finish();
+}
+
+Plan::Plan(const PlanLayout& layout, ParameterStore& store, const memory& scratchpad, const dnnl::engine& engine)
+    : rows_(layout.rows),
+      with_backward_(layout.with_backward),
+      input_(layout.user_input, engine),
+      input_floats_(floats_in(layout.user_input)),
+      labels_(layout.rows) {
+  const auto allocate = [&](const memory::desc& desc, std::size_t& counter) {
+    counter += desc.get_size();
+    return memory(desc, engine);
+  };
+  const std::pair<int, memory> scratch{DNNL_ARG_SCRATCHPAD, scratchpad};
+  const auto reorder_step = [&](const std::string& what, const memory& from, const memory& to) {
+    const dnnl::reorder::primitive_desc pd(engine, from.get_desc(), engine, to.get_desc(), user_scratchpad());
+    if (pd.scratchpad_desc().get_size() > scratchpad.get_desc().get_size())
+      throw TrainerError(what + ": the reorder needs more scratchpad than any primitive");
+    return Step(what, dnnl::reorder(pd), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, scratch});
+  };
+  // `from` as the layout a primitive wants: itself, or a copy that `steps`
+  // reorders into just before the primitive runs.
+  const auto as_layout = [&](const memory& from, const memory::desc& want, std::vector<Step>& steps,
+                             const std::string& what, std::size_t& counter) {
+    if (from.get_desc() == want) return from;
+    memory copy = allocate(want, counter);
+    steps.push_back(reorder_step(what, from, copy));
+    return copy;
+  };
+
+  // Per layer: its input, the gradient of that input (none for the first
+  // layer), its output and the output's gradient.
+  struct Wiring {
+    memory in, in_gradient, out, out_gradient, workspace;
+  };
+  std::vector<Wiring> wiring;
+  memory source = input_;
+  memory source_gradient;
+  for (const LayerLayout& layer : layout.layers) {
+    const bool conv = layer.kind == LayerLayout::Kind::conv;
+    if (conv)  // a convolution reads its source in the layout it chose
+      source = as_layout(source, layer.forward.src_desc(0), forward_steps_, layer.name + " source reorder",
+                         layer.first ? reordered_input_bytes_ : activation_bytes_);
+    Wiring w{source, source_gradient, allocate(layer.forward.dst_desc(0), activation_bytes_), {}, {}};
+    if (with_backward_) w.out_gradient = allocate(layer.forward.dst_desc(0), activation_gradient_bytes_);
+    implementations_.push_back(implementation(layer.name + " forward", layer.forward));
+    if (layer.kind == LayerLayout::Kind::pool) {
+      w.workspace = allocate(layer.forward.workspace_desc(), activation_bytes_);
+      forward_steps_.emplace_back(
+          layer.name + " forward", dnnl::primitive(layer.forward),
+          std::vector<std::pair<int, memory>>{
+              {DNNL_ARG_SRC, w.in}, {DNNL_ARG_DST, w.out}, {DNNL_ARG_WORKSPACE, w.workspace}, scratch});
+    } else {
+      forward_steps_.emplace_back(
+          layer.name + " forward", dnnl::primitive(layer.forward),
+          std::vector<std::pair<int, memory>>{{DNNL_ARG_SRC, w.in},
+                                              {DNNL_ARG_WEIGHTS, store.values_memory(*layer.weights, engine)},
+                                              {DNNL_ARG_BIAS, store.values_memory(*layer.bias, engine)},
+                                              {DNNL_ARG_DST, w.out},
+                                              scratch});
+    }
+    source = w.out;
+    source_gradient = w.out_gradient;
+    wiring.push_back(std::move(w));
+  }
+
+  probabilities_ = allocate(layout.softmax.dst_desc(0), activation_bytes_);
+  implementations_.push_back(implementation("softmax", layout.softmax));
+  forward_steps_.emplace_back(
+      "softmax", dnnl::primitive(layout.softmax),
+      std::vector<std::pair<int, memory>>{{DNNL_ARG_SRC, source}, {DNNL_ARG_DST, probabilities_}, scratch});
+  if (!with_backward_) return;
+  logits_gradient_ = wiring.back().out_gradient;
+
+  for (std::size_t i = layout.layers.size(); i-- > 0;) {
+    const LayerLayout& layer = layout.layers[i];
+    const Wiring& w = wiring[i];
+    if (layer.kind == LayerLayout::Kind::pool) {
+      implementations_.push_back(implementation(layer.name + " backward", layer.backward_data));
+      backward_steps_.emplace_back(layer.name + " backward", dnnl::primitive(layer.backward_data),
+                                   std::vector<std::pair<int, memory>>{{DNNL_ARG_DIFF_DST, w.out_gradient},
+                                                                       {DNNL_ARG_WORKSPACE, w.workspace},
+                                                                       {DNNL_ARG_DIFF_SRC, w.in_gradient},
+                                                                       scratch});
+      continue;
+    }
+    if (layer.relu) {
+      implementations_.push_back(implementation(layer.name + " relu backward", layer.relu_backward));
+      // In place: the output's gradient becomes the pre-activation's.
+      backward_steps_.emplace_back(layer.name + " relu backward", dnnl::primitive(layer.relu_backward),
+                                   std::vector<std::pair<int, memory>>{{DNNL_ARG_DST, w.out},
+                                                                       {DNNL_ARG_DIFF_DST, w.out_gradient},
+                                                                       {DNNL_ARG_DIFF_SRC, w.out_gradient},
+                                                                       scratch});
+    }
+    // Weights' gradient, written straight into the optimizer's buffer when
+    // the layouts agree, else into a copy reordered there afterwards.
+    const memory gradient = store.gradient_memory(*layer.weights, engine);
+    const memory::desc gradient_layout = layer.backward_weights.diff_weights_desc(0);
+    const memory written =
+        gradient.get_desc() == gradient_layout ? gradient : allocate(gradient_layout, reordered_weight_bytes_);
+    implementations_.push_back(implementation(layer.name + " backward weights", layer.backward_weights));
+    backward_steps_.emplace_back(
+        layer.name + " backward weights", dnnl::primitive(layer.backward_weights),
+        std::vector<std::pair<int, memory>>{
+            {DNNL_ARG_SRC, as_layout(w.in, layer.backward_weights.src_desc(0), backward_steps_,
+                                     layer.name + " source reorder for backward", activation_bytes_)},
+            {DNNL_ARG_DIFF_DST,
+             as_layout(w.out_gradient, layer.backward_weights.diff_dst_desc(0), backward_steps_,
+                       layer.name + " gradient reorder for backward weights", activation_gradient_bytes_)},
+            {DNNL_ARG_DIFF_WEIGHTS, written},
+            {DNNL_ARG_DIFF_BIAS, store.gradient_memory(*layer.bias, engine)},
+            scratch});
+    if (written != gradient)
+      backward_steps_.push_back(reorder_step(layer.name + " weights gradient reorder", written, gradient));
+    if (layer.first) continue;
+
+    const memory::desc produced = layer.backward_data.diff_src_desc(0);
+    const memory target =
+        produced == w.in_gradient.get_desc() ? w.in_gradient : allocate(produced, activation_gradient_bytes_);
+    implementations_.push_back(implementation(layer.name + " backward data", layer.backward_data));
+    backward_steps_.emplace_back(
+        layer.name + " backward data", dnnl::primitive(layer.backward_data),
+        std::vector<std::pair<int, memory>>{
+            {DNNL_ARG_DIFF_DST,
+             as_layout(w.out_gradient, layer.backward_data.diff_dst_desc(0), backward_steps_,
+                       layer.name + " gradient reorder for backward data", activation_gradient_bytes_)},
+            {DNNL_ARG_WEIGHTS,
+             as_layout(store.values_memory(*layer.weights, engine), layer.backward_data.weights_desc(0),
+                       backward_steps_, layer.name + " weights reorder", reordered_weight_bytes_)},
+            {DNNL_ARG_DIFF_SRC, target},
+            scratch});
+    if (target != w.in_gradient)
+      backward_steps_.push_back(reorder_step(layer.name + " source gradient reorder", target, w.in_gradient));
+  }
+}
+
+void Plan::forward(dnnl::stream& stream) const {
+  for (const Step& step : forward_steps_) step.run(stream);
+  stream.wait();
+}
+
+void Plan::backward(dnnl::stream& stream) const {
+  for (const Step& step : backward_steps_) step.run(stream);
+  stream.wait();
+}
+
+std::size_t Plan::input_bytes() const {
+  return input_floats_ * sizeof(float) + labels_.size() * sizeof(std::int32_t) + reordered_input_bytes_;
+}
+
+}  // namespace memsweep::trainer_detail

@@ -1,0 +1,88 @@
+#pragma once
+// The network for one batch size: primitive descriptors chosen once
+// (PlanLayout), then memories, primitives and argument lists (Plan).
+//
+// Layers, in order: conv blocks (3x3 conv with fused ReLU, then 2x2 max-pool),
+// fully connected hidden layers (inner product with fused ReLU), the output
+// inner product, softmax. Backward runs them in reverse with ReLU's backward
+// computed from its output, in place on the gradient.
+
+#include "memsweep/model_spec.hpp"
+#include "trainer/dnnl_step.hpp"
+#include "trainer/parameters.hpp"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace memsweep::trainer_detail {
+
+// Primitive descriptors of one layer; which ones are set depends on the kind.
+struct LayerLayout {
+  enum class Kind { conv, pool, fc, output };
+  LayerLayout(Kind k, std::string n) : kind(k), name(std::move(n)) {}
+
+  Kind kind;
+  std::string name;                          // "conv1", "pool1", "fc1", "output"
+  std::optional<std::size_t> weights, bias;  // ParameterStore indices
+  bool relu = false;
+  bool first = false;  // the input needs no gradient
+  dnnl::primitive_desc forward;
+  dnnl::primitive_desc relu_backward;  // eltwise backward (ReLU from its output)
+  dnnl::primitive_desc backward_data;
+  dnnl::primitive_desc backward_weights;
+};
+
+struct PlanLayout {
+  std::size_t rows = 0;
+  bool with_backward = true;
+  dnnl::memory::desc user_input;  // nchw (CNN) or nc (MLP), the batch buffer
+  std::vector<LayerLayout> layers;
+  dnnl::primitive_desc softmax;
+  std::size_t scratchpad_bytes = 0;  // the most any one primitive needs
+};
+
+// The first layout of a trainer registers the parameters in `store` (letting
+// oneDNN choose their layouts); later ones reuse those layouts.
+PlanLayout make_plan_layout(const ModelSpec& model, std::size_t rows, bool with_backward, ParameterStore& store,
+                            bool define_parameters, const dnnl::engine& engine);
+
+class Plan {
+ public:
+  Plan(const PlanLayout& layout, ParameterStore& store, const dnnl::memory& scratchpad, const dnnl::engine& engine);
+
+  std::size_t rows() const { return rows_; }
+  bool with_backward() const { return with_backward_; }
+  std::span<float> images() { return {static_cast<float*>(input_.get_data_handle()), input_floats_}; }
+  std::span<std::int32_t> labels() { return labels_; }
+
+  void forward(dnnl::stream& stream) const;
+  void backward(dnnl::stream& stream) const;
+  // Softmax outputs, rows × classes, after forward().
+  const float* probabilities() const { return static_cast<const float*>(probabilities_.get_data_handle()); }
+  float* logits_gradient() { return static_cast<float*>(logits_gradient_.get_data_handle()); }
+
+  std::size_t activation_bytes() const { return activation_bytes_; }
+  std::size_t activation_gradient_bytes() const { return activation_gradient_bytes_; }
+  std::size_t reordered_weight_bytes() const { return reordered_weight_bytes_; }
+  std::size_t input_bytes() const;
+  std::vector<std::string> implementations() const { return implementations_; }
+
+ private:
+  std::size_t rows_;
+  bool with_backward_;
+  dnnl::memory input_;
+  std::size_t input_floats_;
+  std::vector<std::int32_t> labels_;
+  dnnl::memory probabilities_, logits_gradient_;
+  std::vector<Step> forward_steps_, backward_steps_;
+  std::size_t activation_bytes_ = 0, activation_gradient_bytes_ = 0, reordered_input_bytes_ = 0;
+  std::size_t reordered_weight_bytes_ = 0;
+  std::vector<std::string> implementations_;
+};
+
+}  // namespace memsweep::trainer_detail

@@ -1,0 +1,155 @@
+#include "memsweep/trainer.hpp"
+
+#include "trainer/dnnl_step.hpp"
+#include "trainer/loss.hpp"
+#include "trainer/optimizer.hpp"
+#include "trainer/parameters.hpp"
+#include "trainer/plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace memsweep {
+
+using namespace trainer_detail;
+
+struct Trainer::Impl {
+  explicit Impl(const TrainerConfig& c)
+      : config(c),
+        engine(dnnl_call("creating the CPU engine", [] { return dnnl::engine(dnnl::engine::kind::cpu, 0); })),
+        stream(engine),
+        optimizer(c.optimizer, c.learning_rate) {}
+
+  Plan& plan(std::size_t rows) {
+    for (const auto& p : plans)
+      if (p->rows() == rows) return *p;
+    throw std::invalid_argument(fmt::format("no plan for a batch of {} rows", rows));
+  }
+
+  Plan& training_plan(std::size_t rows) {
+    Plan& p = plan(rows);
+    if (!p.with_backward()) throw std::invalid_argument(fmt::format("batches of {} rows are for evaluation", rows));
+    return p;
+  }
+
+  double forward_loss(Plan& p, bool with_gradient) {
+    p.forward(stream);
+    return softmax_cross_entropy(p.probabilities(), p.labels().data(), p.rows(), config.model.classes,
+                                 with_gradient ? p.logits_gradient() : nullptr);
+  }
+
+  TrainerConfig config;
+  dnnl::engine engine;
+  dnnl::stream stream;
+  ParameterStore store;
+  Optimizer optimizer;
+  dnnl::memory scratchpad;
+  std::size_t scratchpad_bytes = 0;
+  std::vector<std::unique_ptr<Plan>> plans;
+};
+
+Trainer::Trainer(const TrainerConfig& config) : impl_(std::make_unique<Impl>(config)) {
+  // Each distinct row count once; a size used for training gets backward too.
+  std::vector<std::pair<std::size_t, bool>> sizes;
+  const auto want = [&](std::size_t rows, bool train) {
+    if (rows == 0) return;
+    const auto it = std::find_if(sizes.begin(), sizes.end(), [&](const auto& s) { return s.first == rows; });
+    if (it == sizes.end())
+      sizes.emplace_back(rows, train);
+    else
+      it->second = it->second || train;
+  };
+  for (const std::size_t rows : config.train_batch_sizes) want(rows, true);
+  for (const std::size_t rows : config.eval_batch_sizes) want(rows, false);
+  if (sizes.empty()) throw std::invalid_argument("a trainer needs at least one batch size");
+
+  std::vector<PlanLayout> layouts;
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    layouts.push_back(
+        make_plan_layout(config.model, sizes[i].first, sizes[i].second, impl_->store, i == 0, impl_->engine));
+  impl_->store.allocate(impl_->optimizer.state_copies(), config.seed, impl_->engine, impl_->stream);
+
+  // One scratchpad for every primitive: they run one after another.
+  for (const PlanLayout& layout : layouts)
+    impl_->scratchpad_bytes = std::max(impl_->scratchpad_bytes, layout.scratchpad_bytes);
+  impl_->scratchpad = dnnl::memory(
+      dnnl::memory::desc({static_cast<dnnl::memory::dim>(std::max<std::size_t>(impl_->scratchpad_bytes, 1))},
+                         dnnl::memory::data_type::u8, dnnl::memory::format_tag::x),
+      impl_->engine);
+  for (const PlanLayout& layout : layouts)
+    impl_->plans.push_back(std::make_unique<Plan>(layout, impl_->store, impl_->scratchpad, impl_->engine));
+}
+
+Trainer::~Trainer() = default;
+
+std::span<float> Trainer::batch_images(std::size_t rows) { return impl_->plan(rows).images(); }
+std::span<std::int32_t> Trainer::batch_labels(std::size_t rows) { return impl_->plan(rows).labels(); }
+
+double Trainer::train_step(std::size_t rows) {
+  Plan& p = impl_->training_plan(rows);
+  const double loss = impl_->forward_loss(p, true);
+  p.backward(impl_->stream);
+  const int copies = impl_->optimizer.state_copies();
+  impl_->optimizer.update(impl_->store.values(), impl_->store.gradients(),
+                          copies > 0 ? impl_->store.state(0) : std::span<float>{},
+                          copies > 1 ? impl_->store.state(1) : std::span<float>{});
+  return loss;
+}
+
+std::size_t Trainer::evaluate_step(std::size_t rows) {
+  Plan& p = impl_->plan(rows);
+  p.forward(impl_->stream);
+  return count_correct(p.probabilities(), p.labels().data(), rows, impl_->config.model.classes);
+}
+
+double Trainer::compute_gradients(std::size_t rows) {
+  Plan& p = impl_->training_plan(rows);
+  const double loss = impl_->forward_loss(p, true);
+  p.backward(impl_->stream);
+  return loss;
+}
+
+double Trainer::loss(std::size_t rows) { return impl_->forward_loss(impl_->plan(rows), false); }
+
+TrainerMemory Trainer::memory() const {
+  TrainerMemory m;
+  m.parameters = impl_->store.value_bytes();
+  m.gradients = impl_->store.value_bytes();
+  m.optimizer_state = impl_->store.state_bytes();
+  for (const auto& p : impl_->plans) {
+    m.activations += p->activation_bytes();
+    m.activation_gradients += p->activation_gradient_bytes();
+    m.input_batch += p->input_bytes();
+    m.reordered_weights += p->reordered_weight_bytes();
+  }
+  m.scratchpad = impl_->scratchpad_bytes;
+  return m;
+}
+
+const TrainerConfig& Trainer::config() const { return impl_->config; }
+
+std::vector<std::string> Trainer::implementations() const {
+  std::vector<std::string> all;
+  for (const auto& p : impl_->plans) {
+    for (const std::string& line : p->implementations()) all.push_back(fmt::format("[{}] {}", p->rows(), line));
+  }
+  return all;
+}
+
+std::size_t Trainer::tensor_count() const { return impl_->store.size(); }
+std::string Trainer::tensor_name(std::size_t tensor) const { return impl_->store.tensor(tensor).name; }
+
+std::vector<float> Trainer::parameter(std::size_t tensor) const {
+  return impl_->store.read_plain(tensor, false, impl_->engine, impl_->stream);
+}
+
+void Trainer::set_parameter(std::size_t tensor, std::span<const float> values) {
+  impl_->store.write_plain(tensor, values, impl_->engine, impl_->stream);
+}
+
+std::vector<float> Trainer::gradient(std::size_t tensor) const {
+  return impl_->store.read_plain(tensor, true, impl_->engine, impl_->stream);
+}
+
+}  // namespace memsweep

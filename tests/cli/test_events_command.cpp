@@ -1,0 +1,35 @@
+// `memsweep events` run as a user runs it: the candidates with their
+// availability on this machine, and the default set.
+
+#include "cli/run_command.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+
+namespace memsweep::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(EventsCommand, ListsCandidatesAvailabilityAndTheDefaultSet) {
+  const CommandResult result = run_memsweep({"events"});
+  ASSERT_EQ(result.exit_status, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("PAPI 7."));
+  for (const char* name : {"PAPI_L1_DCM", "PAPI_L2_DCM", "PAPI_L3_TCM", "PAPI_TLB_DM", "PAPI_LD_INS", "PAPI_SR_INS",
+                           "PAPI_TOT_INS", "PAPI_TOT_CYC", "perf::MAJOR-FAULTS"})
+    EXPECT_THAT(result.out, HasSubstr(name));
+  // The kernel counts software events everywhere, VMs included.
+  EXPECT_TRUE(std::regex_search(result.out, std::regex(R"(\nperf::PAGE-FAULTS +yes )")));
+  EXPECT_TRUE(std::regex_search(result.out, std::regex(R"(default set \(\d+\): .*perf::MINOR-FAULTS)")));
+}
+
+TEST(EventsCommand, ChecksExtraNamesAndReportsUnknownOnes) {
+  const CommandResult result = run_memsweep({"events", "PAPI_NOT_AN_EVENT"});
+  ASSERT_EQ(result.exit_status, 0) << result.err;
+  EXPECT_TRUE(std::regex_search(result.out, std::regex(R"(\nPAPI_NOT_AN_EVENT +no +PAPI does not know)")));
+}
+
+}  // namespace
+}  // namespace memsweep::testing
