@@ -2,12 +2,16 @@
 // and 100 ms against none, in the same process, repeats interleaved (the
 // order rotates every round), medians compared. Also the sampler's own cost
 // per sample, its interval jitter, and the cost of one PSS read.
-// Run: memsweep_bench_sampler [repeats] [seconds per run]
+// Run: memsweep_bench_sampler [repeats] [seconds per run] [trainer|matmul]
 //
-// The workload is an interface so that the trainer can be measured the
-// same way: anything that does N steps of work.
+// The default workload is the trainer itself (an MLP of the source paper's
+// kind, 784-512-256-10 at batch 64, on OMP_NUM_THREADS threads); `matmul` is
+// a plain blocked matrix multiply on two threads, for a workload without
+// oneDNN.
 
+#include "memsweep/random.hpp"
 #include "memsweep/sampler.hpp"
+#include "memsweep/trainer.hpp"
 
 #include <fmt/format.h>
 
@@ -119,6 +123,31 @@ double percentile(std::vector<double> values, double p) {
   return values[at];
 }
 
+// Training steps of the real trainer on one fixed synthetic batch.
+class TrainerSteps final : public Workload {
+ public:
+  TrainerSteps() : trainer_(config()) {
+    memsweep::Rng rng(1);
+    for (float& x : trainer_.batch_images(kBatch)) x = static_cast<float>(rng.uniform01());
+    for (std::int32_t& y : trainer_.batch_labels(kBatch)) y = static_cast<std::int32_t>(rng.uniform_int(0, 9));
+  }
+  std::string name() const override { return "trainer: MLP 784-512-256-10, batch 64, SGD"; }
+  void run(int steps) override {
+    for (int i = 0; i < steps; ++i) trainer_.train_step(kBatch);
+  }
+
+ private:
+  static constexpr std::size_t kBatch = 64;
+  static memsweep::TrainerConfig config() {
+    memsweep::TrainerConfig c;
+    c.model = memsweep::ModelSpec{{1, 28, 28}, 10, {}, {512, 256}};
+    c.learning_rate = 0.01;
+    c.train_batch_sizes = {kBatch};
+    return c;
+  }
+  memsweep::Trainer trainer_;
+};
+
 struct Config {
   Config(std::string name, int interval) : label(std::move(name)), interval_ms(interval) {}
   std::string label;
@@ -215,7 +244,13 @@ int main(int argc, char** argv) {
   const int repeats = argc > 1 ? std::atoi(argv[1]) : kDefaultRepeats;
   const double seconds_per_run = argc > 2 ? std::atof(argv[2]) : kDefaultSecondsPerRun;
 
-  BlockedMatmul workload;
+  const std::string kind = argc > 3 ? argv[3] : "trainer";
+  std::unique_ptr<Workload> chosen;
+  if (kind == "matmul")
+    chosen = std::make_unique<BlockedMatmul>();
+  else
+    chosen = std::make_unique<TrainerSteps>();
+  Workload& workload = *chosen;
   workload.run(1);  // warm up
   const auto calibration = Clock::now();
   workload.run(kCalibrationSteps);

@@ -37,13 +37,14 @@ struct TrainerMemory {
   std::size_t parameters = 0;       // weights and biases
   std::size_t gradients = 0;        // their gradients
   std::size_t optimizer_state = 0;  // momentum: 1 copy, Adam: 2 copies, SGD: none
-  std::size_t activations = 0;      // forward outputs (incl. pooling workspaces), all plans
+  std::size_t activations = 0;      // forward outputs, all plans
+  std::size_t workspace = 0;        // max-pooling's workspaces (where each max came from), all plans
   std::size_t activation_gradients = 0;
   std::size_t input_batch = 0;        // the batch buffers (images, labels, reordered input)
   std::size_t reordered_weights = 0;  // conv weights in backward-data's layout
   std::size_t scratchpad = 0;         // one buffer, the largest any primitive asks for
   std::size_t total() const {
-    return parameters + gradients + optimizer_state + activations + activation_gradients + input_batch +
+    return parameters + gradients + optimizer_state + activations + workspace + activation_gradients + input_batch +
            reordered_weights + scratchpad;
   }
 };
@@ -100,6 +101,11 @@ class Trainer {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// What a Trainer built from `config` would hold, without allocating it or
+// generating any kernel: the same layouts and sizes, from oneDNN's own
+// primitive descriptors.
+TrainerMemory predict_trainer_memory(const TrainerConfig& config);
 
 // ---- training a trial ---------------------------------------------------
 

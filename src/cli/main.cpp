@@ -1,6 +1,7 @@
 // memsweep's command line: parse, dispatch to one command, and map errors to
 // the documented exit statuses (README.md) at this one boundary.
 
+#include "cli/estimate_command.hpp"
 #include "cli/events_command.hpp"
 #include "cli/plan_command.hpp"
 #include "memsweep/error.hpp"
@@ -24,6 +25,8 @@ int main(int argc, char** argv) {
   cli::add_plan_command(app, plan);
   cli::EventsOptions events;
   cli::add_events_command(app, events);
+  cli::EstimateOptions estimate;
+  cli::add_estimate_command(app, estimate);
 
   try {
     app.parse(argc, argv);
@@ -36,17 +39,19 @@ int main(int argc, char** argv) {
   if (app.get_subcommands().empty()) {
     const std::vector<std::string> extras = app.remaining();
     if (extras.empty())
-      fmt::print(stderr, "memsweep: error: a command is required: plan, events (see memsweep --help)\n");
+      fmt::print(stderr, "memsweep: error: a command is required: plan, estimate, events (see memsweep --help)\n");
     else
-      fmt::print(stderr,
-                 "memsweep: error: unknown command \"{}\"; expected one of: plan, events (see memsweep --help)\n",
-                 extras.front());
+      fmt::print(
+          stderr,
+          "memsweep: error: unknown command \"{}\"; expected one of: plan, estimate, events (see memsweep --help)\n",
+          extras.front());
     return exit_status::kBadInput;
   }
 
   try {
     if (app.got_subcommand("plan")) return cli::run_plan_command(plan);
     if (app.got_subcommand("events")) return cli::run_events_command(events);
+    if (app.got_subcommand("estimate")) return cli::run_estimate_command(estimate);
   } catch (const InputError& error) {
     fmt::print(stderr, "memsweep: error: {}\n", error.what());
     return exit_status::kBadInput;

@@ -1,6 +1,8 @@
 #include "cli/plan_command.hpp"
 
+#include "cli/table.hpp"
 #include "memsweep/byte_size.hpp"
+#include "memsweep/estimate.hpp"
 
 #include <fmt/format.h>
 
@@ -11,7 +13,7 @@
 namespace memsweep::cli {
 namespace {
 
-using Row = std::vector<std::string>;
+using Row = TableRow;
 
 std::string hidden_text(const std::vector<int>& widths) {
   return widths.empty() ? "-" : fmt::format("{}", fmt::join(widths, "-"));
@@ -27,18 +29,16 @@ std::string counted(std::size_t count, std::string_view noun) {
   return fmt::format("{} {}{}", count, noun, count == 1 ? "" : "s");
 }
 
-std::string render(const std::vector<Row>& rows) {
-  std::vector<std::size_t> widths(rows.front().size(), 0);
-  for (const Row& row : rows)
-    for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
-  std::string out;
-  for (const Row& row : rows) {
-    std::string line;
-    for (std::size_t c = 0; c < row.size(); ++c) line += fmt::format("{:<{}}  ", row[c], widths[c]);
-    line.erase(line.find_last_not_of(' ') + 1);
-    out += line + "\n";
+// The full estimate's total (docs/estimate.md) for the published dataset
+// sizes: what the trial itself should allocate, the dataset excluded.
+std::string predicted_text(EstimateCache& cache, const TrialSpec& trial) {
+  try {
+    return format_byte_size(cache.estimate(trial, canonical_example_counts(trial.dataset)).total());
+  } catch (const std::exception& error) {
+    // A shape oneDNN cannot plan fails when the trial runs; plan still lists it.
+    fmt::print(stderr, "memsweep plan: note: trial {}: no prediction: {}\n", trial.id, error.what());
+    return "?";
   }
-  return out;
 }
 
 }  // namespace
@@ -56,6 +56,8 @@ std::string format_plan(const SweepSpec& sweep) {
   Row header{"id", "repeat", "dataset", "model", "optimizer", "lr", "epochs", "batch", "hidden"};
   if (any_cnn) header.push_back("channels");
   if (any_budget) header.push_back("budget");
+  header.push_back("predicted");
+  EstimateCache estimates;
   std::vector<Row> rows{header};
   for (const TrialSpec& t : sweep.trials) {
     Row row{t.id,
@@ -69,6 +71,7 @@ std::string format_plan(const SweepSpec& sweep) {
             hidden_text(t.hidden)};
     if (any_cnn) row.push_back(t.model == ModelKind::cnn ? hidden_text(t.channels) : "-");
     if (any_budget) row.push_back(t.mem_budget_bytes ? format_byte_size(*t.mem_budget_bytes) : "-");
+    row.push_back(predicted_text(estimates, t));
     rows.push_back(std::move(row));
   }
   const std::size_t distinct = sweep.trials.size() / static_cast<std::size_t>(sweep.repeats);
@@ -76,7 +79,9 @@ std::string format_plan(const SweepSpec& sweep) {
                      sweep.source_name, counted(sweep.trials.size(), "trial"), distinct,
                      counted(static_cast<std::size_t>(sweep.repeats), "repeat"), sweep.seed,
                      sweep.sampler.interval_ms) +
-         render(rows) + counted(sweep.trials.size(), "trial") + "\n";
+         render_table(rows) + counted(sweep.trials.size(), "trial") +
+         "\npredicted: each trial's own memory, dataset excluded, for the published dataset sizes "
+         "(memsweep estimate shows the parts)\n";
 }
 
 int run_plan_command(const PlanOptions& options) {

@@ -2,8 +2,8 @@
 
 namespace memsweep::trainer_detail {
 
-Step::Step(std::string what, dnnl::primitive primitive, const std::vector<std::pair<int, dnnl::memory>>& args)
-    : what_(std::move(what)), primitive_(std::move(primitive)) {
+Step::Step(std::string what, const_dnnl_primitive_desc_t pd, const std::vector<std::pair<int, dnnl::memory>>& args)
+    : what_(what), primitive_(dnnl_call("creating " + what, [&] { return dnnl::primitive(pd); })) {
   for (const auto& [arg, memory] : args) {
     keep_alive_.push_back(memory);
     args_.push_back(dnnl_exec_arg_t{arg, memory.get()});

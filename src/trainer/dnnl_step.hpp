@@ -28,7 +28,7 @@ auto dnnl_call(const std::string& what, Build&& build) {
 // allocates nothing in memsweep's code.
 class Step {
  public:
-  Step(std::string what, dnnl::primitive primitive, const std::vector<std::pair<int, dnnl::memory>>& args);
+  Step(std::string what, const_dnnl_primitive_desc_t pd, const std::vector<std::pair<int, dnnl::memory>>& args);
 
   void run(const dnnl::stream& stream) const;
   const std::string& what() const { return what_; }

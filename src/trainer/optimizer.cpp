@@ -17,18 +17,19 @@ int Optimizer::state_copies() const {
   return 0;
 }
 
-// The loops are OpenMP-parallel and vectorised: at small batches the update
-// of a 0.5M-parameter MLP is a visible part of a step.
+// Vectorised but not threaded: the trainer calls this once per layer, right
+// after the layer's gradients are ready, and an OpenMP team per call would
+// cost more than it saves on these memory-bound loops (and libgomp allocates
+// when it switches between teams; a step must allocate nothing).
 void Optimizer::update(std::span<float> values, std::span<const float> gradients, std::span<float> first_state,
                        std::span<float> second_state) {
   const auto n = static_cast<std::ptrdiff_t>(values.size());
   float* __restrict w = values.data();
   const float* __restrict g = gradients.data();
   const float lr = learning_rate_;
-  ++steps_;
   switch (spec_.kind) {
     case OptimizerKind::sgd: {
-#pragma omp parallel for simd schedule(static)
+#pragma omp simd
       for (std::ptrdiff_t i = 0; i < n; ++i) w[i] -= lr * g[i];
       break;
     }
@@ -36,7 +37,7 @@ void Optimizer::update(std::span<float> values, std::span<const float> gradients
       // PyTorch's form: v = mu v + g; w -= lr v.
       float* __restrict v = first_state.data();
       const auto mu = static_cast<float>(spec_.momentum);
-#pragma omp parallel for simd schedule(static)
+#pragma omp simd
       for (std::ptrdiff_t i = 0; i < n; ++i) {
         v[i] = mu * v[i] + g[i];
         w[i] -= lr * v[i];
@@ -53,7 +54,7 @@ void Optimizer::update(std::span<float> values, std::span<const float> gradients
           static_cast<float>(learning_rate_ / (1.0 - std::pow(spec_.beta1, static_cast<double>(steps_))));
       const auto v_correction =
           static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(spec_.beta2, static_cast<double>(steps_))));
-#pragma omp parallel for simd schedule(static)
+#pragma omp simd
       for (std::ptrdiff_t i = 0; i < n; ++i) {
         m[i] = beta1 * m[i] + (1.0f - beta1) * g[i];
         v[i] = beta2 * v[i] + (1.0f - beta2) * g[i] * g[i];

@@ -15,7 +15,11 @@ class Optimizer {
   // Buffers of optimizer state the size of the parameters: 0, 1 or 2.
   int state_copies() const;
 
-  // One update of every parameter. `state` holds state_copies() spans.
+  // Starts a training step (Adam's bias correction counts steps); then
+  // update() is called for every part of the parameters once.
+  void begin_step() { ++steps_; }
+  // Updates one part of the parameters: the spans are the same range of the
+  // values, gradients and state buffers (unused states may be empty).
   void update(std::span<float> values, std::span<const float> gradients, std::span<float> first_state,
               std::span<float> second_state);
 

@@ -29,9 +29,13 @@ std::size_t ParameterStore::add(std::string name, const dnnl::memory::desc& desc
   return tensors_.size() - 1;
 }
 
+std::size_t ParameterStore::buffer_bytes() const {
+  if (tensors_.empty()) return 0;
+  return (tensors_.back().offset + round_up_to_line(floats_in(tensors_.back().desc))) * sizeof(float);
+}
+
 void ParameterStore::allocate(int state_copies, std::uint64_t seed, const dnnl::engine& engine, dnnl::stream& stream) {
-  const std::size_t total =
-      tensors_.empty() ? 0 : tensors_.back().offset + round_up_to_line(floats_in(tensors_.back().desc));
+  const std::size_t total = buffer_bytes() / sizeof(float);
   values_ = AlignedBuffer(total);
   gradients_ = AlignedBuffer(total);
   state_.clear();
@@ -48,13 +52,21 @@ void ParameterStore::allocate(int state_copies, std::uint64_t seed, const dnnl::
   }
 }
 
+std::pair<std::size_t, std::size_t> ParameterStore::span_of(std::size_t first, std::size_t last) const {
+  const ParameterTensor& end = tensors_.at(last);
+  const std::size_t offset = tensors_.at(first).offset;
+  return {offset, end.offset + round_up_to_line(floats_in(end.desc)) - offset};
+}
+
 dnnl::memory ParameterStore::values_memory(std::size_t index, const dnnl::engine& engine) {
   const ParameterTensor& t = tensors_.at(index);
+  if (values_.data() == nullptr) return dnnl::memory(t.desc, engine, DNNL_MEMORY_NONE);
   return dnnl::memory(t.desc, engine, values_.data() + t.offset);
 }
 
 dnnl::memory ParameterStore::gradient_memory(std::size_t index, const dnnl::engine& engine) {
   const ParameterTensor& t = tensors_.at(index);
+  if (gradients_.data() == nullptr) return dnnl::memory(t.desc, engine, DNNL_MEMORY_NONE);
   return dnnl::memory(t.desc, engine, gradients_.data() + t.offset);
 }
 
@@ -75,12 +87,6 @@ void ParameterStore::write_plain(std::size_t index, std::span<const float> plain
         fmt::format("{}: expected {} values, got {}", t.name, floats_in(t.plain_desc), plain.size()));
   dnnl::memory from(t.plain_desc, engine, const_cast<float*>(plain.data()));
   reorder(from, values_memory(index, engine), stream);
-}
-
-std::size_t ParameterStore::state_bytes() const {
-  std::size_t bytes = 0;
-  for (const AlignedBuffer& copy : state_) bytes += copy.bytes();
-  return bytes;
 }
 
 }  // namespace memsweep::trainer_detail

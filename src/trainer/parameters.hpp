@@ -36,9 +36,13 @@ class ParameterStore {
   std::size_t size() const { return tensors_.size(); }
   const ParameterTensor& tensor(std::size_t index) const { return tensors_.at(index); }
 
+  // Before allocate(), memories without a buffer (for dry plans).
   dnnl::memory values_memory(std::size_t index, const dnnl::engine& engine);
   dnnl::memory gradient_memory(std::size_t index, const dnnl::engine& engine);
 
+  // Floats [offset, offset + count) that tensors first..last (consecutive)
+  // occupy in every buffer, padding included.
+  std::pair<std::size_t, std::size_t> span_of(std::size_t first, std::size_t last) const;
   std::span<float> values() { return {values_.data(), values_.size()}; }
   std::span<float> gradients() { return {gradients_.data(), gradients_.size()}; }
   std::span<float> state(int copy) { return {state_[copy].data(), state_[copy].size()}; }
@@ -46,8 +50,9 @@ class ParameterStore {
   std::vector<float> read_plain(std::size_t index, bool gradient, const dnnl::engine& engine, dnnl::stream& stream);
   void write_plain(std::size_t index, std::span<const float> plain, const dnnl::engine& engine, dnnl::stream& stream);
 
-  std::size_t value_bytes() const { return values_.bytes(); }
-  std::size_t state_bytes() const;
+  // Bytes of one buffer (values, gradients or one optimizer state), known as
+  // soon as the tensors are added: the prediction of a dry run.
+  std::size_t buffer_bytes() const;
 
  private:
   std::vector<ParameterTensor> tensors_;

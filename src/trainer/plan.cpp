@@ -230,22 +230,30 @@ PlanLayout make_plan_layout(const ModelSpec& model, std::size_t rows, bool with_
   return builder.finish();
 }
 
-Plan::Plan(const PlanLayout& layout, ParameterStore& store, const memory& scratchpad, const dnnl::engine& engine)
+Plan::Plan(const PlanLayout& layout, ParameterStore& store, const memory& scratchpad, const dnnl::engine& engine,
+           bool dry)
     : rows_(layout.rows),
       with_backward_(layout.with_backward),
-      input_(layout.user_input, engine),
+      input_(dry ? memory(layout.user_input, engine, DNNL_MEMORY_NONE) : memory(layout.user_input, engine)),
       input_floats_(floats_in(layout.user_input)),
-      labels_(layout.rows) {
+      labels_(dry ? 0 : layout.rows) {
   const auto allocate = [&](const memory::desc& desc, std::size_t& counter) {
     counter += desc.get_size();
-    return memory(desc, engine);
+    return dry ? memory(desc, engine, DNNL_MEMORY_NONE) : memory(desc, engine);
   };
   const std::pair<int, memory> scratch{DNNL_ARG_SCRATCHPAD, scratchpad};
-  const auto reorder_step = [&](const std::string& what, const memory& from, const memory& to) {
+  // A dry plan (for memory predictions) creates no primitives: generating
+  // their code is the slow part of building a plan.
+  const auto add = [&](std::vector<Step>& steps, std::string what, const auto& pd,
+                       std::vector<std::pair<int, memory>> args) {
+    if (!dry) steps.emplace_back(std::move(what), pd.get(), args);
+  };
+  const auto add_reorder = [&](std::vector<Step>& steps, const std::string& what, const memory& from,
+                               const memory& to) {
     const dnnl::reorder::primitive_desc pd(engine, from.get_desc(), engine, to.get_desc(), user_scratchpad());
     if (pd.scratchpad_desc().get_size() > scratchpad.get_desc().get_size())
       throw TrainerError(what + ": the reorder needs more scratchpad than any primitive");
-    return Step(what, dnnl::reorder(pd), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, scratch});
+    add(steps, what, pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, scratch});
   };
   // `from` as the layout a primitive wants: itself, or a copy that `steps`
   // reorders into just before the primitive runs.
@@ -253,7 +261,7 @@ Plan::Plan(const PlanLayout& layout, ParameterStore& store, const memory& scratc
                              const std::string& what, std::size_t& counter) {
     if (from.get_desc() == want) return from;
     memory copy = allocate(want, counter);
-    steps.push_back(reorder_step(what, from, copy));
+    add_reorder(steps, what, from, copy);
     return copy;
   };
 
@@ -274,14 +282,12 @@ Plan::Plan(const PlanLayout& layout, ParameterStore& store, const memory& scratc
     if (with_backward_) w.out_gradient = allocate(layer.forward.dst_desc(0), activation_gradient_bytes_);
     implementations_.push_back(implementation(layer.name + " forward", layer.forward));
     if (layer.kind == LayerLayout::Kind::pool) {
-      w.workspace = allocate(layer.forward.workspace_desc(), activation_bytes_);
-      forward_steps_.emplace_back(
-          layer.name + " forward", dnnl::primitive(layer.forward),
+      w.workspace = allocate(layer.forward.workspace_desc(), workspace_bytes_);
+      add(forward_steps_, layer.name + " forward", layer.forward,
           std::vector<std::pair<int, memory>>{
               {DNNL_ARG_SRC, w.in}, {DNNL_ARG_DST, w.out}, {DNNL_ARG_WORKSPACE, w.workspace}, scratch});
     } else {
-      forward_steps_.emplace_back(
-          layer.name + " forward", dnnl::primitive(layer.forward),
+      add(forward_steps_, layer.name + " forward", layer.forward,
           std::vector<std::pair<int, memory>>{{DNNL_ARG_SRC, w.in},
                                               {DNNL_ARG_WEIGHTS, store.values_memory(*layer.weights, engine)},
                                               {DNNL_ARG_BIAS, store.values_memory(*layer.bias, engine)},
@@ -295,8 +301,7 @@ Plan::Plan(const PlanLayout& layout, ParameterStore& store, const memory& scratc
 
   probabilities_ = allocate(layout.softmax.dst_desc(0), activation_bytes_);
   implementations_.push_back(implementation("softmax", layout.softmax));
-  forward_steps_.emplace_back(
-      "softmax", dnnl::primitive(layout.softmax),
+  add(forward_steps_, "softmax", layout.softmax,
       std::vector<std::pair<int, memory>>{{DNNL_ARG_SRC, source}, {DNNL_ARG_DST, probabilities_}, scratch});
   if (!with_backward_) return;
   logits_gradient_ = wiring.back().out_gradient;
@@ -306,21 +311,21 @@ Plan::Plan(const PlanLayout& layout, ParameterStore& store, const memory& scratc
     const Wiring& w = wiring[i];
     if (layer.kind == LayerLayout::Kind::pool) {
       implementations_.push_back(implementation(layer.name + " backward", layer.backward_data));
-      backward_steps_.emplace_back(layer.name + " backward", dnnl::primitive(layer.backward_data),
-                                   std::vector<std::pair<int, memory>>{{DNNL_ARG_DIFF_DST, w.out_gradient},
-                                                                       {DNNL_ARG_WORKSPACE, w.workspace},
-                                                                       {DNNL_ARG_DIFF_SRC, w.in_gradient},
-                                                                       scratch});
+      add(backward_steps_, layer.name + " backward", layer.backward_data,
+          std::vector<std::pair<int, memory>>{{DNNL_ARG_DIFF_DST, w.out_gradient},
+                                              {DNNL_ARG_WORKSPACE, w.workspace},
+                                              {DNNL_ARG_DIFF_SRC, w.in_gradient},
+                                              scratch});
       continue;
     }
     if (layer.relu) {
       implementations_.push_back(implementation(layer.name + " relu backward", layer.relu_backward));
       // In place: the output's gradient becomes the pre-activation's.
-      backward_steps_.emplace_back(layer.name + " relu backward", dnnl::primitive(layer.relu_backward),
-                                   std::vector<std::pair<int, memory>>{{DNNL_ARG_DST, w.out},
-                                                                       {DNNL_ARG_DIFF_DST, w.out_gradient},
-                                                                       {DNNL_ARG_DIFF_SRC, w.out_gradient},
-                                                                       scratch});
+      add(backward_steps_, layer.name + " relu backward", layer.relu_backward,
+          std::vector<std::pair<int, memory>>{{DNNL_ARG_DST, w.out},
+                                              {DNNL_ARG_DIFF_DST, w.out_gradient},
+                                              {DNNL_ARG_DIFF_SRC, w.out_gradient},
+                                              scratch});
     }
     // Weights' gradient, written straight into the optimizer's buffer when
     // the layouts agree, else into a copy reordered there afterwards.
@@ -329,8 +334,7 @@ Plan::Plan(const PlanLayout& layout, ParameterStore& store, const memory& scratc
     const memory written =
         gradient.get_desc() == gradient_layout ? gradient : allocate(gradient_layout, reordered_weight_bytes_);
     implementations_.push_back(implementation(layer.name + " backward weights", layer.backward_weights));
-    backward_steps_.emplace_back(
-        layer.name + " backward weights", dnnl::primitive(layer.backward_weights),
+    add(backward_steps_, layer.name + " backward weights", layer.backward_weights,
         std::vector<std::pair<int, memory>>{
             {DNNL_ARG_SRC, as_layout(w.in, layer.backward_weights.src_desc(0), backward_steps_,
                                      layer.name + " source reorder for backward", activation_bytes_)},
@@ -340,16 +344,17 @@ Plan::Plan(const PlanLayout& layout, ParameterStore& store, const memory& scratc
             {DNNL_ARG_DIFF_WEIGHTS, written},
             {DNNL_ARG_DIFF_BIAS, store.gradient_memory(*layer.bias, engine)},
             scratch});
-    if (written != gradient)
-      backward_steps_.push_back(reorder_step(layer.name + " weights gradient reorder", written, gradient));
-    if (layer.first) continue;
+    if (written != gradient) add_reorder(backward_steps_, layer.name + " weights gradient reorder", written, gradient);
+    if (layer.first) {
+      gradients_ready_.push_back({backward_steps_.size(), *layer.weights, *layer.bias});
+      continue;
+    }
 
     const memory::desc produced = layer.backward_data.diff_src_desc(0);
     const memory target =
         produced == w.in_gradient.get_desc() ? w.in_gradient : allocate(produced, activation_gradient_bytes_);
     implementations_.push_back(implementation(layer.name + " backward data", layer.backward_data));
-    backward_steps_.emplace_back(
-        layer.name + " backward data", dnnl::primitive(layer.backward_data),
+    add(backward_steps_, layer.name + " backward data", layer.backward_data,
         std::vector<std::pair<int, memory>>{
             {DNNL_ARG_DIFF_DST,
              as_layout(w.out_gradient, layer.backward_data.diff_dst_desc(0), backward_steps_,
@@ -360,7 +365,8 @@ Plan::Plan(const PlanLayout& layout, ParameterStore& store, const memory& scratc
             {DNNL_ARG_DIFF_SRC, target},
             scratch});
     if (target != w.in_gradient)
-      backward_steps_.push_back(reorder_step(layer.name + " source gradient reorder", target, w.in_gradient));
+      add_reorder(backward_steps_, layer.name + " source gradient reorder", target, w.in_gradient);
+    gradients_ready_.push_back({backward_steps_.size(), *layer.weights, *layer.bias});
   }
 }
 
@@ -369,13 +375,18 @@ void Plan::forward(dnnl::stream& stream) const {
   stream.wait();
 }
 
-void Plan::backward(dnnl::stream& stream) const {
-  for (const Step& step : backward_steps_) step.run(stream);
+void Plan::backward(dnnl::stream& stream, LayerGradientsReady* ready) const {
+  auto next = gradients_ready_.begin();
+  for (std::size_t i = 0; i < backward_steps_.size(); ++i) {
+    backward_steps_[i].run(stream);
+    for (; ready != nullptr && next != gradients_ready_.end() && next->after_steps == i + 1; ++next)
+      ready->gradients_ready(next->weights, next->bias);
+  }
   stream.wait();
 }
 
 std::size_t Plan::input_bytes() const {
-  return input_floats_ * sizeof(float) + labels_.size() * sizeof(std::int32_t) + reordered_input_bytes_;
+  return input_floats_ * sizeof(float) + rows_ * sizeof(std::int32_t) + reordered_input_bytes_;
 }
 
 }  // namespace memsweep::trainer_detail

@@ -51,9 +51,21 @@ struct PlanLayout {
 PlanLayout make_plan_layout(const ModelSpec& model, std::size_t rows, bool with_backward, ParameterStore& store,
                             bool define_parameters, const dnnl::engine& engine);
 
+// Told during the backward pass as soon as a layer's gradients are final and
+// its weights are no longer needed by the pass: the optimizer updates that
+// layer then, while its gradient is still in cache.
+class LayerGradientsReady {
+ public:
+  virtual ~LayerGradientsReady() = default;
+  virtual void gradients_ready(std::size_t weights, std::size_t bias) = 0;
+};
+
 class Plan {
  public:
-  Plan(const PlanLayout& layout, ParameterStore& store, const dnnl::memory& scratchpad, const dnnl::engine& engine);
+  // A `dry` plan allocates no memory and creates no primitives: it only
+  // counts what a real one would hold.
+  Plan(const PlanLayout& layout, ParameterStore& store, const dnnl::memory& scratchpad, const dnnl::engine& engine,
+       bool dry = false);
 
   std::size_t rows() const { return rows_; }
   bool with_backward() const { return with_backward_; }
@@ -61,7 +73,7 @@ class Plan {
   std::span<std::int32_t> labels() { return labels_; }
 
   void forward(dnnl::stream& stream) const;
-  void backward(dnnl::stream& stream) const;
+  void backward(dnnl::stream& stream, LayerGradientsReady* ready = nullptr) const;
   // Softmax outputs, rows × classes, after forward().
   const float* probabilities() const { return static_cast<const float*>(probabilities_.get_data_handle()); }
   float* logits_gradient() { return static_cast<float*>(logits_gradient_.get_data_handle()); }
@@ -69,6 +81,7 @@ class Plan {
   std::size_t activation_bytes() const { return activation_bytes_; }
   std::size_t activation_gradient_bytes() const { return activation_gradient_bytes_; }
   std::size_t reordered_weight_bytes() const { return reordered_weight_bytes_; }
+  std::size_t workspace_bytes() const { return workspace_bytes_; }  // max-pooling's argmax
   std::size_t input_bytes() const;
   std::vector<std::string> implementations() const { return implementations_; }
 
@@ -80,8 +93,12 @@ class Plan {
   std::vector<std::int32_t> labels_;
   dnnl::memory probabilities_, logits_gradient_;
   std::vector<Step> forward_steps_, backward_steps_;
+  struct GradientsReady {
+    std::size_t after_steps, weights, bias;
+  };
+  std::vector<GradientsReady> gradients_ready_;  // in backward order
   std::size_t activation_bytes_ = 0, activation_gradient_bytes_ = 0, reordered_input_bytes_ = 0;
-  std::size_t reordered_weight_bytes_ = 0;
+  std::size_t reordered_weight_bytes_ = 0, workspace_bytes_ = 0;
   std::vector<std::string> implementations_;
 };
 

@@ -14,7 +14,7 @@ namespace memsweep {
 
 using namespace trainer_detail;
 
-struct Trainer::Impl {
+struct Trainer::Impl : LayerGradientsReady {
   explicit Impl(const TrainerConfig& c)
       : config(c),
         engine(dnnl_call("creating the CPU engine", [] { return dnnl::engine(dnnl::engine::kind::cpu, 0); })),
@@ -33,6 +33,15 @@ struct Trainer::Impl {
     return p;
   }
 
+  // Updates one layer as soon as the backward pass is done with it.
+  void gradients_ready(std::size_t weights, std::size_t bias) override {
+    const auto [offset, count] = store.span_of(weights, bias);
+    const int copies = optimizer.state_copies();
+    optimizer.update(store.values().subspan(offset, count), store.gradients().subspan(offset, count),
+                     copies > 0 ? store.state(0).subspan(offset, count) : std::span<float>{},
+                     copies > 1 ? store.state(1).subspan(offset, count) : std::span<float>{});
+  }
+
   double forward_loss(Plan& p, bool with_gradient) {
     p.forward(stream);
     return softmax_cross_entropy(p.probabilities(), p.labels().data(), p.rows(), config.model.classes,
@@ -49,8 +58,11 @@ struct Trainer::Impl {
   std::vector<std::unique_ptr<Plan>> plans;
 };
 
-Trainer::Trainer(const TrainerConfig& config) : impl_(std::make_unique<Impl>(config)) {
-  // Each distinct row count once; a size used for training gets backward too.
+namespace {
+
+// Each distinct row count once, the first training size first (it fixes the
+// parameters' layouts); a size used for training gets a backward pass too.
+std::vector<std::pair<std::size_t, bool>> plan_sizes(const TrainerConfig& config) {
   std::vector<std::pair<std::size_t, bool>> sizes;
   const auto want = [&](std::size_t rows, bool train) {
     if (rows == 0) return;
@@ -63,22 +75,68 @@ Trainer::Trainer(const TrainerConfig& config) : impl_(std::make_unique<Impl>(con
   for (const std::size_t rows : config.train_batch_sizes) want(rows, true);
   for (const std::size_t rows : config.eval_batch_sizes) want(rows, false);
   if (sizes.empty()) throw std::invalid_argument("a trainer needs at least one batch size");
+  return sizes;
+}
 
+std::vector<PlanLayout> plan_layouts(const TrainerConfig& config, ParameterStore& store, const dnnl::engine& engine) {
   std::vector<PlanLayout> layouts;
+  const auto sizes = plan_sizes(config);
   for (std::size_t i = 0; i < sizes.size(); ++i)
-    layouts.push_back(
-        make_plan_layout(config.model, sizes[i].first, sizes[i].second, impl_->store, i == 0, impl_->engine));
-  impl_->store.allocate(impl_->optimizer.state_copies(), config.seed, impl_->engine, impl_->stream);
+    layouts.push_back(make_plan_layout(config.model, sizes[i].first, sizes[i].second, store, i == 0, engine));
+  return layouts;
+}
 
-  // One scratchpad for every primitive: they run one after another.
-  for (const PlanLayout& layout : layouts)
-    impl_->scratchpad_bytes = std::max(impl_->scratchpad_bytes, layout.scratchpad_bytes);
-  impl_->scratchpad = dnnl::memory(
-      dnnl::memory::desc({static_cast<dnnl::memory::dim>(std::max<std::size_t>(impl_->scratchpad_bytes, 1))},
-                         dnnl::memory::data_type::u8, dnnl::memory::format_tag::x),
-      impl_->engine);
+// One scratchpad for every primitive: they run one after another.
+std::size_t scratchpad_bytes(const std::vector<PlanLayout>& layouts) {
+  std::size_t most = 0;
+  for (const PlanLayout& layout : layouts) most = std::max(most, layout.scratchpad_bytes);
+  return most;
+}
+
+dnnl::memory::desc scratchpad_desc(std::size_t bytes) {
+  return dnnl::memory::desc({static_cast<dnnl::memory::dim>(std::max<std::size_t>(bytes, 1))},
+                            dnnl::memory::data_type::u8, dnnl::memory::format_tag::x);
+}
+
+TrainerMemory account(const ParameterStore& store, int state_copies, const std::vector<std::unique_ptr<Plan>>& plans,
+                      std::size_t scratchpad) {
+  TrainerMemory m;
+  m.parameters = store.buffer_bytes();
+  m.gradients = store.buffer_bytes();
+  m.optimizer_state = static_cast<std::size_t>(state_copies) * store.buffer_bytes();
+  for (const auto& p : plans) {
+    m.activations += p->activation_bytes();
+    m.activation_gradients += p->activation_gradient_bytes();
+    m.input_batch += p->input_bytes();
+    m.reordered_weights += p->reordered_weight_bytes();
+    m.workspace += p->workspace_bytes();
+  }
+  m.scratchpad = scratchpad;
+  return m;
+}
+
+}  // namespace
+
+Trainer::Trainer(const TrainerConfig& config) : impl_(std::make_unique<Impl>(config)) {
+  const std::vector<PlanLayout> layouts = plan_layouts(config, impl_->store, impl_->engine);
+  impl_->store.allocate(impl_->optimizer.state_copies(), config.seed, impl_->engine, impl_->stream);
+  impl_->scratchpad_bytes = scratchpad_bytes(layouts);
+  impl_->scratchpad = dnnl::memory(scratchpad_desc(impl_->scratchpad_bytes), impl_->engine);
   for (const PlanLayout& layout : layouts)
     impl_->plans.push_back(std::make_unique<Plan>(layout, impl_->store, impl_->scratchpad, impl_->engine));
+}
+
+TrainerMemory predict_trainer_memory(const TrainerConfig& config) {
+  const dnnl::engine engine =
+      dnnl_call("creating the CPU engine", [] { return dnnl::engine(dnnl::engine::kind::cpu, 0); });
+  ParameterStore store;
+  const std::vector<PlanLayout> layouts = plan_layouts(config, store, engine);
+  const std::size_t scratchpad = scratchpad_bytes(layouts);
+  const dnnl::memory no_scratchpad(scratchpad_desc(scratchpad), engine, DNNL_MEMORY_NONE);
+  std::vector<std::unique_ptr<Plan>> plans;
+  for (const PlanLayout& layout : layouts)
+    plans.push_back(std::make_unique<Plan>(layout, store, no_scratchpad, engine, /*dry=*/true));
+  return account(store, Optimizer(config.optimizer, config.learning_rate).state_copies(), plans, scratchpad);
 }
 
 Trainer::~Trainer() = default;
@@ -89,11 +147,8 @@ std::span<std::int32_t> Trainer::batch_labels(std::size_t rows) { return impl_->
 double Trainer::train_step(std::size_t rows) {
   Plan& p = impl_->training_plan(rows);
   const double loss = impl_->forward_loss(p, true);
-  p.backward(impl_->stream);
-  const int copies = impl_->optimizer.state_copies();
-  impl_->optimizer.update(impl_->store.values(), impl_->store.gradients(),
-                          copies > 0 ? impl_->store.state(0) : std::span<float>{},
-                          copies > 1 ? impl_->store.state(1) : std::span<float>{});
+  impl_->optimizer.begin_step();
+  p.backward(impl_->stream, impl_.get());
   return loss;
 }
 
@@ -113,18 +168,7 @@ double Trainer::compute_gradients(std::size_t rows) {
 double Trainer::loss(std::size_t rows) { return impl_->forward_loss(impl_->plan(rows), false); }
 
 TrainerMemory Trainer::memory() const {
-  TrainerMemory m;
-  m.parameters = impl_->store.value_bytes();
-  m.gradients = impl_->store.value_bytes();
-  m.optimizer_state = impl_->store.state_bytes();
-  for (const auto& p : impl_->plans) {
-    m.activations += p->activation_bytes();
-    m.activation_gradients += p->activation_gradient_bytes();
-    m.input_batch += p->input_bytes();
-    m.reordered_weights += p->reordered_weight_bytes();
-  }
-  m.scratchpad = impl_->scratchpad_bytes;
-  return m;
+  return account(impl_->store, impl_->optimizer.state_copies(), impl_->plans, impl_->scratchpad_bytes);
 }
 
 const TrainerConfig& Trainer::config() const { return impl_->config; }

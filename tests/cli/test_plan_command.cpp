@@ -61,16 +61,19 @@ TEST_P(PlanPaperStudy, PrintsThePublishedTrialsWithTheirExactValues) {
   ASSERT_EQ(rows.size(), study.trials) << result.out;
   ASSERT_EQ(published.size(), study.trials);
   EXPECT_THAT(result.out, HasSubstr(fmt::format("\n{} trials\n", study.trials)));
-  // id repeat dataset model optimizer lr epochs batch hidden
+  // id repeat dataset model optimizer lr epochs batch hidden predicted ("5.23 MiB": two cells)
   for (std::size_t i = 0; i < rows.size(); ++i) {
     SCOPED_TRACE(fmt::format("published trial {}", i + 1));
-    ASSERT_EQ(rows[i].size(), 9u);
+    ASSERT_EQ(rows[i].size(), 11u);
     EXPECT_EQ(rows[i][2], study.dataset);
     EXPECT_EQ(rows[i][3], "mlp");
     EXPECT_DOUBLE_EQ(std::stod(rows[i][5]), published[i].learning_rate);
     EXPECT_EQ(rows[i][6], std::to_string(published[i].epochs));
     EXPECT_EQ(rows[i][7], std::to_string(published[i].batch_size));
     EXPECT_EQ(rows[i][8], fmt::format("{}", fmt::join(published[i].hidden, "-")));
+    // The paper's MLPs need a few MiB each (docs/estimate.md).
+    EXPECT_GT(std::stod(rows[i][9]), 0.0);
+    EXPECT_EQ(rows[i][10], "MiB");
   }
 }
 

@@ -135,6 +135,28 @@ TEST(TrainerMemoryAccounting, OptimizerStateIsZeroOneOrTwoCopies) {
   }
 }
 
+TEST(TrainerMemoryAccounting, DryPredictionEqualsWhatATrainerHolds) {
+  const std::vector<TrainerConfig> configs{
+      tiny_config(mlp({1, 28, 28}, {285, 389, 423, 173, 61}, 10), 8, OptimizerKind::adam),
+      tiny_config(cnn({3, 32, 32}, {{8, true}, {16, true}}, {64}, 10), 32, OptimizerKind::momentum),
+      tiny_config(ModelSpec{{3, 32, 32}, 10, alexnet_conv_blocks(), {256}}, 16)};
+  for (TrainerConfig config : configs) {
+    config.train_batch_sizes.push_back(5);
+    config.eval_batch_sizes = {config.train_batch_sizes.front(), 3};
+    const TrainerMemory predicted = predict_trainer_memory(config);
+    const TrainerMemory held = Trainer(config).memory();
+    EXPECT_EQ(predicted.parameters, held.parameters);
+    EXPECT_EQ(predicted.optimizer_state, held.optimizer_state);
+    EXPECT_EQ(predicted.activations, held.activations);
+    EXPECT_EQ(predicted.workspace, held.workspace);
+    EXPECT_EQ(predicted.activation_gradients, held.activation_gradients);
+    EXPECT_EQ(predicted.input_batch, held.input_batch);
+    EXPECT_EQ(predicted.reordered_weights, held.reordered_weights);
+    EXPECT_EQ(predicted.scratchpad, held.scratchpad);
+    EXPECT_GT(predicted.total(), 0u);
+  }
+}
+
 TEST(TrainerImplementations, NoReferenceFallbacksForTheStudiedShapes) {
   const std::vector<std::pair<ModelSpec, std::size_t>> shapes{
       {mlp({1, 28, 28}, {285, 389, 423, 173, 61}, 10), 8},

@@ -1,0 +1,141 @@
+#pragma once
+// The memory a trial should need, worked out before it runs (docs/estimate.md).
+//
+// Two modes:
+// - full: what the trainer will hold, part by part, from oneDNN's own memory
+//   and primitive descriptors for the layouts the trainer will use (padding,
+//   reorder copies, scratchpad, pooling workspaces included); nothing is
+//   allocated and no kernel is generated;
+// - the Q&A rule (../shared/paper/README.md §3): parameters × 3 × 4 B,
+//   activations × 2 × batch × 4 B, input × batch × 4 B, from plain counts.
+// The dataset a rank holds is a part of its own, outside the trial's
+// peak − baseline (the sweep loads it before the trial's baseline).
+
+#include "memsweep/config.hpp"
+#include "memsweep/dataset.hpp"
+#include "memsweep/dataset_spec.hpp"
+#include "memsweep/model_spec.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace memsweep {
+
+struct TrainerMemory;
+
+// One named part of an estimate: how many bytes, and where the figure comes from.
+struct EstimatePart {
+  std::string name;
+  std::uint64_t bytes = 0;
+  std::string note;
+};
+
+struct MemoryEstimate {
+  std::vector<EstimatePart> parts;
+
+  std::uint64_t total() const;
+  // The part called `name`; throws std::out_of_range when there is none.
+  const EstimatePart& part(std::string_view name) const;
+};
+
+// Part names, shared by the CLI, the docs and the tests.
+namespace estimate_part {
+inline constexpr std::string_view kParameters = "parameters";
+inline constexpr std::string_view kGradients = "gradients";
+inline constexpr std::string_view kOptimizerState = "optimizer state";
+inline constexpr std::string_view kActivations = "activations";
+inline constexpr std::string_view kPoolingWorkspace = "pooling workspace";
+inline constexpr std::string_view kActivationGradients = "activation gradients";
+inline constexpr std::string_view kInputBatch = "input batch";
+inline constexpr std::string_view kReorderedWeights = "reordered weight copies";
+inline constexpr std::string_view kScratchpad = "oneDNN scratchpad";
+inline constexpr std::string_view kInitBuffer = "weight initialisation buffer";
+inline constexpr std::string_view kResidentDataset = "resident dataset";
+// The Q&A rule's parts.
+inline constexpr std::string_view kRuleParameters = "parameters x3";
+inline constexpr std::string_view kRuleActivations = "activations x2 x batch";
+inline constexpr std::string_view kRuleInput = "input batch";
+}  // namespace estimate_part
+
+// ---- the dataset a rank holds ---------------------------------------------
+
+// How many examples each split holds.
+struct ExampleCounts {
+  std::size_t train = 0;
+  std::size_t test = 0;
+  auto operator<=>(const ExampleCounts&) const = default;
+};
+
+// The published sizes: MNIST and Fashion-MNIST 60000 / 10000, CIFAR-10
+// 50000 / 10000; a synthetic dataset's own train_size / test_size.
+ExampleCounts canonical_example_counts(const DatasetSpec& spec);
+// What a loaded dataset holds (e.g. 4000 / 1000 for the shared CIFAR-10 subset).
+ExampleCounts example_counts(const Dataset& data);
+
+// float32 images and int32 labels of both splits, as the loaders keep them.
+std::uint64_t resident_dataset_bytes(const ImageShape& shape, ExampleCounts counts);
+EstimatePart resident_dataset_part(const DatasetSpec& spec, ExampleCounts counts);
+
+// ---- the full estimate ------------------------------------------------------
+
+// The parts of what a trainer holds, in the order a table shows them, and
+// the buffer its weights are initialised through: a plain copy of the
+// largest weight tensor (`init_buffer_bytes`), freed once the weights are
+// set but still in the trial's peak (docs/estimate.md).
+MemoryEstimate estimate_from_trainer_memory(const TrainerMemory& memory, std::uint64_t init_buffer_bytes);
+
+// What `trial` allocates when it trains on a dataset of `counts` examples:
+// the trainer of trainer_config(trial, counts.train, counts.test) (main
+// batch, the train split's last partial batch, the test split's batches).
+// This is the prediction of the trial's peak − baseline; the dataset is not in it.
+MemoryEstimate estimate_trial(const TrialSpec& trial, ExampleCounts counts);
+
+// estimate_trial for many trials, computed once per distinct shape (layers,
+// batch sizes, optimizer kind): a sweep has many trials of one shape, and
+// each estimate builds oneDNN primitive descriptors.
+class EstimateCache {
+ public:
+  const MemoryEstimate& estimate(const TrialSpec& trial, ExampleCounts counts);
+  std::size_t distinct_shapes() const { return estimates_.size(); }
+
+ private:
+  std::map<std::string, MemoryEstimate> estimates_;
+};
+
+// ---- the Q&A rule -------------------------------------------------------------
+
+inline constexpr std::uint64_t kRuleParameterCopies = 3;   // values, gradients, momentum-style state
+inline constexpr std::uint64_t kRuleActivationCopies = 2;  // values and their gradients
+inline constexpr std::uint64_t kRuleBytesPerValue = 4;     // float32
+
+struct RuleCounts {
+  std::uint64_t parameters = 0;               // weights and biases
+  std::uint64_t activations_per_example = 0;  // layer outputs, input excluded
+  std::uint64_t input_per_example = 0;        // floats of one input
+  std::uint64_t batch = 0;
+};
+
+// Weights and biases of the model, exactly (no padding).
+std::uint64_t parameter_count(const ModelSpec& model);
+// Values of the model's largest weight tensor, in its plain layout.
+std::uint64_t largest_weight_tensor(const ModelSpec& model);
+// Outputs of every layer for one example: each convolution's and each
+// pool's output, each hidden layer and the output layer (the logits). The
+// input is not an activation: the rule has a term of its own for it.
+std::uint64_t activations_per_example(const ModelSpec& model);
+
+RuleCounts rule_counts(const ModelSpec& model, std::uint64_t batch);
+RuleCounts rule_counts(const TrialSpec& trial);
+
+// Activations and their gradients of one example: activations × 2 × 4 B.
+std::uint64_t rule_bytes_per_example(const RuleCounts& counts);
+
+// Three parts: parameters × 3 × 4 B, activations × 2 × batch × 4 B,
+// batch × input × 4 B.
+MemoryEstimate rule_estimate(const RuleCounts& counts);
+
+}  // namespace memsweep

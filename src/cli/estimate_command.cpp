@@ -1,0 +1,171 @@
+#include "cli/estimate_command.hpp"
+
+#include "cli/table.hpp"
+#include "memsweep/byte_size.hpp"
+#include "memsweep/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+#include <utility>
+
+namespace memsweep::cli {
+namespace {
+
+constexpr std::string_view kCommandLineSource = "command line";
+constexpr std::string_view kRuleFull = "full";
+constexpr std::string_view kRuleQa = "qa";
+
+// Sweep-file keys of a trial and the options that set them.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kOptionOfKey{{{"dataset", "--dataset"},
+                                                                                     {"model", "--model"},
+                                                                                     {"optimizer", "--optimizer"},
+                                                                                     {"hidden", "--hidden"},
+                                                                                     {"channels", "--channels"},
+                                                                                     {"batch_size", "--batch"},
+                                                                                     {"epochs", "--epochs"}}};
+
+// A TOML basic string holding `text` exactly, whatever it contains.
+std::string toml_string(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\')
+      out += fmt::format("\\{}", c);
+    else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
+    else
+      out += c;
+  }
+  return out + "\"";
+}
+
+bool describes_a_trial(const EstimateOptions& o) {
+  return o.dataset || o.model || o.optimizer || !o.hidden.empty() || !o.channels.empty() || o.batch || o.epochs;
+}
+
+// "command line:3: trial[0].batch_size: expected ..." -> "--batch: expected ...".
+InputError option_error(const ConfigError& error) {
+  const std::string what = error.what();
+  const std::string prefix = fmt::format("{}:{}: {}: ", error.file(), error.line(), error.key());
+  const std::string message = what.starts_with(prefix) ? what.substr(prefix.size()) : what;
+  // "trial[0].hidden[2]" -> "hidden"
+  std::string_view key = std::string_view(error.key()).substr(error.key().find('.') + 1);
+  key = key.substr(0, key.find('['));
+  for (const auto& [name, option] : kOptionOfKey)
+    if (key == name) return InputError(fmt::format("{}: {}", option, message));
+  return InputError(message);
+}
+
+std::string trial_heading(const TrialSpec& trial, ExampleCounts counts) {
+  return fmt::format("trial {} ({}): {}, {} {}, {}, batch {}, {} + {} examples", trial.id, trial.origin,
+                     dataset_name(trial.dataset.kind), model_name(trial.model), describe_layers(model_spec(trial)),
+                     optimizer_name(trial.optimizer.kind), trial.batch_size, counts.train, counts.test);
+}
+
+TableRow part_row(const EstimatePart& part) {
+  return {part.name, format_byte_size(part.bytes), std::to_string(part.bytes), part.note};
+}
+
+}  // namespace
+
+void add_estimate_command(CLI::App& app, EstimateOptions& options) {
+  CLI::App* estimate = app.add_subcommand(
+      "estimate", "Print a trial's predicted memory, part by part (a sweep file's trials, or one trial from options)");
+  estimate->add_option("sweep", options.sweep_file, "A sweep file (TOML); or describe one trial with the options");
+  estimate->add_option("--trial", options.trial_id, "With a sweep file: only the trial with this id");
+  estimate->add_option("--dataset", options.dataset, "mnist, fashion-mnist, cifar-10 or synthetic");
+  estimate->add_option("--model", options.model, "mlp, cnn or alexnet");
+  estimate->add_option("--hidden", options.hidden, "Hidden widths, input side first: 128,64")->delimiter(',');
+  estimate->add_option("--channels", options.channels, "CNN: channels of each convolution block: 16,32")
+      ->delimiter(',');
+  estimate->add_option("--batch", options.batch, "Batch size");
+  estimate->add_option("--optimizer", options.optimizer, "sgd, momentum or adam");
+  estimate->add_option("--epochs", options.epochs, "Epochs (the estimate does not depend on them)");
+  estimate->add_option("--rule", options.rule, "full (the trainer's own layouts) or qa (the Q&A rule)")
+      ->check(CLI::IsMember({std::string(kRuleFull), std::string(kRuleQa)}));
+  estimate->add_option("--train-examples", options.train_examples, "Training examples (default: the published size)")
+      ->check(CLI::PositiveNumber);
+  estimate->add_option("--test-examples", options.test_examples, "Test examples (default: the published size)")
+      ->check(CLI::PositiveNumber);
+}
+
+TrialSpec trial_from_options(const EstimateOptions& o) {
+  std::string text = "[[trial]]\n";
+  if (o.dataset) text += fmt::format("dataset = {}\n", toml_string(*o.dataset));
+  if (o.model) text += fmt::format("model = {}\n", toml_string(*o.model));
+  if (o.optimizer) text += fmt::format("optimizer = {}\n", toml_string(*o.optimizer));
+  if (!o.hidden.empty()) text += fmt::format("hidden = [{}]\n", fmt::join(o.hidden, ", "));
+  if (!o.channels.empty()) text += fmt::format("channels = [{}]\n", fmt::join(o.channels, ", "));
+  if (o.batch) text += fmt::format("batch_size = {}\n", *o.batch);
+  if (o.epochs) text += fmt::format("epochs = {}\n", *o.epochs);
+  try {
+    SweepSpec sweep = parse_sweep(text, std::string(kCommandLineSource));
+    return std::move(sweep.trials.front());
+  } catch (const ConfigError& error) {
+    throw option_error(error);
+  }
+}
+
+std::string format_trial_estimate(const TrialSpec& trial, ExampleCounts counts, bool rule) {
+  std::string out = trial_heading(trial, counts) + "\n";
+  std::vector<TableRow> rows{{"part", "size", "bytes", "where it comes from"}};
+  if (rule) {
+    const RuleCounts c = rule_counts(trial);
+    const MemoryEstimate estimate = rule_estimate(c);
+    out += fmt::format(
+        "Q&A rule: {} parameters, {} activations and {} inputs per example ({} per example with "
+        "gradients)\n",
+        c.parameters, c.activations_per_example, c.input_per_example, format_byte_size(rule_bytes_per_example(c)));
+    for (const EstimatePart& part : estimate.parts) rows.push_back(part_row(part));
+    rows.push_back(
+        {"total", format_byte_size(estimate.total()), std::to_string(estimate.total()), "the rule's training memory"});
+    return out + render_table(rows);
+  }
+  const MemoryEstimate estimate = estimate_trial(trial, counts);
+  for (const EstimatePart& part : estimate.parts) rows.push_back(part_row(part));
+  rows.push_back({"total", format_byte_size(estimate.total()), std::to_string(estimate.total()),
+                  "the trial's own memory: its predicted peak - baseline"});
+  rows.push_back(part_row(resident_dataset_part(trial.dataset, counts)));
+  return out + render_table(rows);
+}
+
+int run_estimate_command(const EstimateOptions& options) {
+  const bool from_options = describes_a_trial(options);
+  if (!options.sweep_file.empty() && from_options)
+    throw InputError("give a sweep file or a trial's options (--dataset, --hidden, ...), not both");
+  if (options.sweep_file.empty() && !options.trial_id.empty())
+    throw InputError("--trial selects a trial of a sweep file; no sweep file was given");
+  if (options.sweep_file.empty() && !from_options)
+    throw InputError("a sweep file or a trial's options (--dataset, --hidden, --batch, ...) are required");
+
+  std::vector<TrialSpec> trials;
+  if (from_options) {
+    trials.push_back(trial_from_options(options));
+  } else {
+    SweepSpec sweep = load_sweep_file(options.sweep_file);
+    trials = std::move(sweep.trials);
+    if (options.trial_id.empty()) {
+      // A repeat trains the same shapes: its estimate is its first run's.
+      std::erase_if(trials, [](const TrialSpec& t) { return t.repeat > 0; });
+    } else {
+      std::erase_if(trials, [&](const TrialSpec& t) { return t.id != options.trial_id; });
+      if (trials.empty())
+        throw InputError(fmt::format("{}: no trial has the id \"{}\" (memsweep plan {} lists them)", options.sweep_file,
+                                     options.trial_id, options.sweep_file));
+    }
+  }
+  std::string out;
+  for (const TrialSpec& trial : trials) {
+    ExampleCounts counts = canonical_example_counts(trial.dataset);
+    if (options.train_examples) counts.train = *options.train_examples;
+    if (options.test_examples) counts.test = *options.test_examples;
+    if (!out.empty()) out += "\n";
+    out += format_trial_estimate(trial, counts, options.rule == kRuleQa);
+  }
+  fmt::print("{}", out);
+  return exit_status::kOk;
+}
+
+}  // namespace memsweep::cli

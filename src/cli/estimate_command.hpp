@@ -1,0 +1,43 @@
+#pragma once
+// `memsweep estimate`: a trial's predicted memory, part by part, for the
+// trials of a sweep file or one trial described on the command line
+// (docs/estimate.md).
+
+#include "memsweep/config.hpp"
+#include "memsweep/estimate.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memsweep::cli {
+
+struct EstimateOptions {
+  std::string sweep_file;  // empty: the trial is described by the options below
+  std::string trial_id;    // with a sweep file: only this trial
+  // A trial on the command line; what is not given keeps the sweep file's default.
+  std::optional<std::string> dataset, model, optimizer;
+  std::vector<int> hidden, channels;
+  std::optional<int> batch, epochs;
+  std::string rule = "full";  // full | qa
+  // Split sizes; default: the dataset's published sizes.
+  std::optional<std::size_t> train_examples, test_examples;
+};
+
+void add_estimate_command(CLI::App& app, EstimateOptions& options);
+
+// The trial the command-line options describe, checked by the sweep file's
+// own parser (a one-trial sweep is written and parsed), so every check and
+// message is the same; errors name the option (--batch, --hidden, ...).
+TrialSpec trial_from_options(const EstimateOptions& options);
+
+// One trial's report as `estimate` prints it: a heading, the table of parts
+// and the total, and (full mode) the resident dataset outside the total.
+std::string format_trial_estimate(const TrialSpec& trial, ExampleCounts counts, bool rule);
+
+int run_estimate_command(const EstimateOptions& options);
+
+}  // namespace memsweep::cli

@@ -1,0 +1,74 @@
+// The full estimate: the trainer's own prediction of what it will hold,
+// named part by part, and a cache of it per distinct shape.
+
+#include "memsweep/estimate.hpp"
+
+#include "memsweep/trainer.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace memsweep {
+
+std::uint64_t MemoryEstimate::total() const {
+  std::uint64_t sum = 0;
+  for (const EstimatePart& p : parts) sum += p.bytes;
+  return sum;
+}
+
+const EstimatePart& MemoryEstimate::part(std::string_view name) const {
+  for (const EstimatePart& p : parts)
+    if (p.name == name) return p;
+  throw std::out_of_range(fmt::format("the estimate has no part \"{}\"", name));
+}
+
+MemoryEstimate estimate_from_trainer_memory(const TrainerMemory& m, std::uint64_t init_buffer_bytes) {
+  namespace part = estimate_part;
+  const auto make = [](std::string_view name, std::size_t bytes, std::string_view note) {
+    return EstimatePart{std::string(name), static_cast<std::uint64_t>(bytes), std::string(note)};
+  };
+  return MemoryEstimate{{
+      make(part::kParameters, m.parameters,
+           "weights and biases in the layouts oneDNN chose (blocked layouts pad), 64-byte aligned"),
+      make(part::kGradients, m.gradients, "one buffer shaped like the parameters"),
+      make(part::kOptimizerState, m.optimizer_state, "copies of the parameters: SGD 0, momentum 1, Adam 2"),
+      make(part::kActivations, m.activations,
+           "forward outputs (and layout copies) of every batch size the trainer prepares, softmax included"),
+      make(part::kPoolingWorkspace, m.workspace, "max-pooling's workspace (where each max came from), oneDNN's size"),
+      make(part::kActivationGradients, m.activation_gradients, "gradients of the forward outputs, per batch size"),
+      make(part::kInputBatch, m.input_batch, "images and labels of each batch size, and a reordered input copy"),
+      make(part::kReorderedWeights, m.reordered_weights, "weights and weight gradients in another primitive's layout"),
+      make(part::kScratchpad, m.scratchpad, "one buffer, the largest scratchpad any primitive reports"),
+      make(part::kInitBuffer, init_buffer_bytes,
+           "plain copy of the largest weight tensor while the weights are initialised; freed, but in the peak"),
+  }};
+}
+
+namespace {
+
+MemoryEstimate estimate_config(const TrainerConfig& config) {
+  return estimate_from_trainer_memory(predict_trainer_memory(config),
+                                      largest_weight_tensor(config.model) * sizeof(float));
+}
+
+}  // namespace
+
+MemoryEstimate estimate_trial(const TrialSpec& trial, ExampleCounts counts) {
+  return estimate_config(trainer_config(trial, counts.train, counts.test));
+}
+
+const MemoryEstimate& EstimateCache::estimate(const TrialSpec& trial, ExampleCounts counts) {
+  const TrainerConfig config = trainer_config(trial, counts.train, counts.test);
+  // Everything the prediction depends on: the layers (describe_layers names
+  // the input shape, every block with its pool, every width and the
+  // classes), the batch sizes the trainer prepares and the optimizer kind.
+  const std::string key =
+      fmt::format("{}|{}|{}|{}", describe_layers(config.model), fmt::join(config.train_batch_sizes, ","),
+                  fmt::join(config.eval_batch_sizes, ","), optimizer_name(config.optimizer.kind));
+  const auto found = estimates_.find(key);
+  if (found != estimates_.end()) return found->second;
+  return estimates_.emplace(key, estimate_config(config)).first->second;
+}
+
+}  // namespace memsweep
