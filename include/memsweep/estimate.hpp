@@ -53,7 +53,6 @@ inline constexpr std::string_view kActivationGradients = "activation gradients";
 inline constexpr std::string_view kInputBatch = "input batch";
 inline constexpr std::string_view kReorderedWeights = "reordered weight copies";
 inline constexpr std::string_view kScratchpad = "oneDNN scratchpad";
-inline constexpr std::string_view kInitBuffer = "weight initialisation buffer";
 inline constexpr std::string_view kResidentDataset = "resident dataset";
 // The Q&A rule's parts.
 inline constexpr std::string_view kRuleParameters = "parameters x3";
@@ -82,11 +81,8 @@ EstimatePart resident_dataset_part(const DatasetSpec& spec, ExampleCounts counts
 
 // ---- the full estimate ------------------------------------------------------
 
-// The parts of what a trainer holds, in the order a table shows them, and
-// the buffer its weights are initialised through: a plain copy of the
-// largest weight tensor (`init_buffer_bytes`), freed once the weights are
-// set but still in the trial's peak (docs/estimate.md).
-MemoryEstimate estimate_from_trainer_memory(const TrainerMemory& memory, std::uint64_t init_buffer_bytes);
+// The parts of what a trainer holds, in the order a table shows them.
+MemoryEstimate estimate_from_trainer_memory(const TrainerMemory& memory);
 
 // What `trial` allocates when it trains on a dataset of `counts` examples:
 // the trainer of trainer_config(trial, counts.train, counts.test) (main

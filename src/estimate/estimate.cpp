@@ -23,7 +23,7 @@ const EstimatePart& MemoryEstimate::part(std::string_view name) const {
   throw std::out_of_range(fmt::format("the estimate has no part \"{}\"", name));
 }
 
-MemoryEstimate estimate_from_trainer_memory(const TrainerMemory& m, std::uint64_t init_buffer_bytes) {
+MemoryEstimate estimate_from_trainer_memory(const TrainerMemory& m) {
   namespace part = estimate_part;
   const auto make = [](std::string_view name, std::size_t bytes, std::string_view note) {
     return EstimatePart{std::string(name), static_cast<std::uint64_t>(bytes), std::string(note)};
@@ -40,16 +40,13 @@ MemoryEstimate estimate_from_trainer_memory(const TrainerMemory& m, std::uint64_
       make(part::kInputBatch, m.input_batch, "images and labels of each batch size, and a reordered input copy"),
       make(part::kReorderedWeights, m.reordered_weights, "weights and weight gradients in another primitive's layout"),
       make(part::kScratchpad, m.scratchpad, "one buffer, the largest scratchpad any primitive reports"),
-      make(part::kInitBuffer, init_buffer_bytes,
-           "plain copy of the largest weight tensor while the weights are initialised; freed, but in the peak"),
   }};
 }
 
 namespace {
 
 MemoryEstimate estimate_config(const TrainerConfig& config) {
-  return estimate_from_trainer_memory(predict_trainer_memory(config),
-                                      largest_weight_tensor(config.model) * sizeof(float));
+  return estimate_from_trainer_memory(predict_trainer_memory(config));
 }
 
 }  // namespace

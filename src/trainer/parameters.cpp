@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace memsweep::trainer_detail {
 namespace {
 
@@ -44,11 +46,16 @@ void ParameterStore::allocate(int state_copies, std::uint64_t seed, const dnnl::
   for (std::size_t index = 0; index < tensors_.size(); ++index) {
     const ParameterTensor& t = tensors_[index];
     if (t.init_stddev == 0.0f) continue;  // zero-filled already
+    // The values are drawn in the plain layout into the tensor's own slot of
+    // the gradient buffer (zero until the first backward pass, and at least
+    // as large: blocked layouts only pad), then reordered into place: no
+    // extra copy of a weight tensor ever exists, so none shows in the peak.
+    const std::span<float> plain(gradients_.data() + t.offset, floats_in(t.plain_desc));
     // One stream per tensor, so adding a layer leaves the others' values alone.
     Rng rng(mix_seed(seed, stable_hash(t.name)));
-    std::vector<float> plain(floats_in(t.plain_desc));
     for (float& value : plain) value = static_cast<float>(rng.normal()) * t.init_stddev;
     write_plain(index, plain, engine, stream);
+    std::fill(plain.begin(), plain.end(), 0.0f);
   }
 }
 

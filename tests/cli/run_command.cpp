@@ -60,6 +60,12 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
   return result;
 }
 
+std::vector<std::string> with_file(const std::vector<std::string>& args, const std::string& file) {
+  std::vector<std::string> out;
+  for (const std::string& arg : args) out.push_back(arg == "@" ? file : arg);
+  return out;
+}
+
 CommandResult run_memsweep(const std::vector<std::string>& args, const std::string& working_dir) {
   std::vector<std::string> argv{MEMSWEEP_EXECUTABLE};
   argv.insert(argv.end(), args.begin(), args.end());

@@ -17,6 +17,10 @@ struct CommandResult {
 CommandResult run_command(const std::vector<std::string>& argv, const std::string& working_dir = "",
                           const std::map<std::string, std::string>& environment = {});
 
+// `args` with every "@" replaced by `file` (bad-input tables name the file
+// they write as "@").
+std::vector<std::string> with_file(const std::vector<std::string>& args, const std::string& file);
+
 // The memsweep executable under test, with `args`.
 CommandResult run_memsweep(const std::vector<std::string>& args, const std::string& working_dir = "");
 

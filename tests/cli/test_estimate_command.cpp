@@ -52,11 +52,11 @@ TEST(EstimateCommand, FullBreakdownOfATrialFromOptions) {
   ASSERT_EQ(result.exit_status, 0) << result.err;
   EXPECT_THAT(result.out, HasSubstr("mnist, mlp 784-128-10, adam, batch 32, 60000 + 10000 examples"));
   const auto parts = parts_of(result.out);
-  for (const char* name : {"parameters", "gradients", "optimizer state", "activations", "pooling workspace",
-                           "activation gradients", "input batch", "reordered weight copies", "oneDNN scratchpad",
-                           "weight initialisation buffer", "total", "resident dataset"})
+  for (const char* name :
+       {"parameters", "gradients", "optimizer state", "activations", "pooling workspace", "activation gradients",
+        "input batch", "reordered weight copies", "oneDNN scratchpad", "total", "resident dataset"})
     EXPECT_EQ(parts.count(name), 1u) << name << "\n" << result.out;
-  ASSERT_EQ(parts.size(), 12u) << result.out;
+  ASSERT_EQ(parts.size(), 11u) << result.out;
   EXPECT_EQ(parts.at("total").bytes, sum_except(parts, {"total", "resident dataset"}));
   EXPECT_EQ(parts.at("optimizer state").bytes, 2 * parts.at("parameters").bytes);
   EXPECT_EQ(parts.at("resident dataset").bytes, 70000u * (784 * 4 + 4));
@@ -131,9 +131,7 @@ TEST_P(EstimateBadInput, OneClearLineAndExitStatusTwo) {
   const BadEstimate& c = GetParam();
   const TempDir dir;
   const auto file = dir.write("sweep.toml", "[[trial]]\n");
-  std::vector<std::string> args;
-  for (const std::string& arg : c.args) args.push_back(arg == "@" ? file.string() : arg);
-  const CommandResult result = run_memsweep(args, dir.path().string());
+  const CommandResult result = run_memsweep(with_file(c.args, file.string()), dir.path().string());
   EXPECT_EQ(result.exit_status, kBadInput) << result.err;
   EXPECT_TRUE(result.out.empty()) << result.out;
   EXPECT_THAT(result.err, HasSubstr(c.expected));

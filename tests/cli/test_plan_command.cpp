@@ -133,9 +133,7 @@ TEST_P(PlanBadInput, OneClearLineAndExitStatusTwo) {
   const BadInvocation& c = GetParam();
   const TempDir dir;
   const auto file = dir.write("sweep.toml", c.contents);
-  std::vector<std::string> args;
-  for (const std::string& arg : c.args) args.push_back(arg == "@" ? file.string() : arg);
-  const CommandResult result = run_memsweep(args, dir.path().string());
+  const CommandResult result = run_memsweep(with_file(c.args, file.string()), dir.path().string());
   EXPECT_EQ(result.exit_status, kBadInput) << result.err;
   EXPECT_TRUE(result.out.empty()) << result.out;
   EXPECT_THAT(result.err, HasSubstr(c.expected));
