@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# The run command (README.md): installs the Debian packages, builds, and runs
-# memsweep on the default sweep, jobs/examples/quickstart.toml.
+# The run command (README.md): installs the Debian packages, builds, runs the
+# default sweep (jobs/examples/quickstart.toml: small MLPs on a synthetic
+# dataset) as an MPI job of three ranks — rank 0 writes, two train — and
+# prints its summary. The results go to results/quickstart.h5, replacing the
+# previous run's (this is a demonstration; `memsweep run` itself never
+# replaces a file without --force).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash ci/install-deps.sh
 bash ci/build.sh
-# Until the sweep runner lands (issue: the sweep over MPI), the default job
-# stops at the plan: the trials the sweep will run.
-"${MEMSWEEP_BUILD_DIR:-build}/memsweep" plan jobs/examples/quickstart.toml
+
+memsweep="${MEMSWEEP_BUILD_DIR:-build}/memsweep"
+mkdir -p results
+# --allow-run-as-root: Open MPI refuses root otherwise; --oversubscribe: three
+# ranks on machines with fewer cores. One OpenMP thread per training rank.
+OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -np 3 \
+  "$memsweep" run jobs/examples/quickstart.toml -o results/quickstart.h5 --force
+"$memsweep" summary results/quickstart.h5

@@ -19,6 +19,9 @@ namespace exit_status {
 inline constexpr int kOk = 0;
 inline constexpr int kFailure = 1;   // an internal or system error
 inline constexpr int kBadInput = 2;  // bad arguments, sweep file or dataset
+// `memsweep run` stopped by a signal (SIGTERM, SIGUSR1, SIGINT) before every
+// trial had a final status: continue with --resume (job scripts requeue).
+inline constexpr int kStopped = 3;
 }  // namespace exit_status
 
 }  // namespace memsweep

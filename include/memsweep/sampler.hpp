@@ -237,8 +237,8 @@ class Sampler {
   // when already running.
   void start();
   // Joins the threads, hands the partial chunk over and stops the counters.
-  // Returns within one interval or 50 ms, whichever is shorter (plus a PSS
-  // read in progress). Idempotent.
+  // The sleeping threads wake at once; returns after a tick or a PSS read
+  // in progress. Idempotent.
   void stop();
   bool running() const { return running_; }
 

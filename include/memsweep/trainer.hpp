@@ -154,4 +154,7 @@ int default_thread_count();
 // Sets oneDNN's (OpenMP's) thread count for work started from this thread.
 void set_thread_count(int threads);
 
+// "oneDNN 2.6.3 (git hash ...)": the library loaded at run time.
+std::string onednn_version();
+
 }  // namespace memsweep

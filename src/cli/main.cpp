@@ -4,6 +4,8 @@
 #include "cli/estimate_command.hpp"
 #include "cli/events_command.hpp"
 #include "cli/plan_command.hpp"
+#include "cli/run_command.hpp"
+#include "cli/summary_command.hpp"
 #include "memsweep/error.hpp"
 #include "memsweep/version.hpp"
 
@@ -21,6 +23,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   app.allow_extras();
 
+  cli::RunOptions run;
+  cli::add_run_command(app, run);
+  run.command_line.assign(argv, argv + argc);
+  cli::SummaryOptions summary;
+  cli::add_summary_command(app, summary);
   cli::PlanOptions plan;
   cli::add_plan_command(app, plan);
   cli::EventsOptions events;
@@ -39,16 +46,20 @@ int main(int argc, char** argv) {
   if (app.get_subcommands().empty()) {
     const std::vector<std::string> extras = app.remaining();
     if (extras.empty())
-      fmt::print(stderr, "memsweep: error: a command is required: plan, estimate, events (see memsweep --help)\n");
-    else
       fmt::print(
           stderr,
-          "memsweep: error: unknown command \"{}\"; expected one of: plan, estimate, events (see memsweep --help)\n",
-          extras.front());
+          "memsweep: error: a command is required: run, summary, plan, estimate, events (see memsweep --help)\n");
+    else
+      fmt::print(stderr,
+                 "memsweep: error: unknown command \"{}\"; expected one of: run, summary, plan, estimate, events (see "
+                 "memsweep --help)\n",
+                 extras.front());
     return exit_status::kBadInput;
   }
 
   try {
+    if (app.got_subcommand("run")) return cli::run_run_command(run);
+    if (app.got_subcommand("summary")) return cli::run_summary_command(summary);
     if (app.got_subcommand("plan")) return cli::run_plan_command(plan);
     if (app.got_subcommand("events")) return cli::run_events_command(events);
     if (app.got_subcommand("estimate")) return cli::run_estimate_command(estimate);

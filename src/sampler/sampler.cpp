@@ -6,13 +6,17 @@
 #include "sampler/sample_buffer.hpp"
 
 #include <fmt/format.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstdint>
 #include <stdexcept>
 
 namespace memsweep {
@@ -20,8 +24,6 @@ namespace {
 
 constexpr std::int64_t kNsPerSecond = 1'000'000'000;
 constexpr std::int64_t kNsPerMs = 1'000'000;
-// Longer waits are cut into slices this long so that stop() is prompt.
-constexpr std::int64_t kStopCheckNs = 50 * kNsPerMs;
 // The kernel adds the thread's timer slack (50 us by default) to every
 // sleep; 1 ns asks for wake-ups on time.
 constexpr unsigned long kTimerSlackNs = 1;
@@ -48,7 +50,10 @@ void name_this_thread(const char* name) noexcept {
 }  // namespace
 
 struct Sampler::Shared {
-  std::atomic<bool> stop{false};
+  // A futex word: the sampling threads sleep on it until their deadline, so
+  // that stop() wakes them at once (a PSS thread may be asleep for seconds).
+  std::atomic<std::uint32_t> stop{0};
+  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
   std::atomic<bool> go{false};
   std::atomic<bool> abandoned{false};  // start() failed before the run began
   std::atomic<int> ready{0};
@@ -79,17 +84,25 @@ struct Sampler::Shared {
   // Written by one sampling thread each; read after they are joined.
   detail::RegionTotals totals;
 
-  // Waits on the monotonic clock for an absolute deadline, in slices so that
-  // a stop request is seen. False: stop was requested.
-  bool sleep_until(std::int64_t deadline) const noexcept {
+  // Waits for an absolute deadline of the monotonic clock, or until
+  // request_stop(). FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC
+  // deadline and sleeps on the same high-resolution timer as
+  // clock_nanosleep, so ticks stay as punctual. False: stop was requested.
+  bool sleep_until(std::int64_t deadline) noexcept {
     for (;;) {
-      if (stop.load(std::memory_order_acquire)) return false;
-      const std::int64_t now = now_ns();
-      if (now >= deadline) return true;
-      const std::int64_t wake = std::min(deadline, now + kStopCheckNs);
-      const timespec ts{static_cast<time_t>(wake / kNsPerSecond), static_cast<long>(wake % kNsPerSecond)};
-      ::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);  // EINTR: the loop re-checks
+      if (stop.load(std::memory_order_acquire) != 0) return false;
+      if (now_ns() >= deadline) return true;
+      const timespec ts{static_cast<time_t>(deadline / kNsPerSecond), static_cast<long>(deadline % kNsPerSecond)};
+      // EINTR, EAGAIN (stop already set) and ETIMEDOUT: the loop re-checks.
+      ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&stop), FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, 0U, &ts,
+                nullptr, FUTEX_BITSET_MATCH_ANY);
     }
+  }
+
+  void request_stop() noexcept {
+    stop.store(1, std::memory_order_release);
+    ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&stop), FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX, nullptr,
+              nullptr, 0);
   }
 
   void signal_ready() noexcept {
@@ -134,7 +147,7 @@ void Sampler::start() {
 
   const auto abandon = [&] {
     shared.abandoned.store(true, std::memory_order_release);
-    shared.stop.store(true, std::memory_order_release);
+    shared.request_stop();
     shared.go.store(true, std::memory_order_release);
     shared.go.notify_all();
     if (tick_thread_.joinable()) tick_thread_.join();
@@ -164,7 +177,7 @@ void Sampler::start() {
 void Sampler::stop() {
   if (!running_) return;
   Shared& shared = *shared_;
-  shared.stop.store(true, std::memory_order_release);
+  shared.request_stop();
   if (tick_thread_.joinable()) tick_thread_.join();
   if (pss_thread_.joinable()) pss_thread_.join();
   // One last read, after the last tick: the region's totals.

@@ -176,8 +176,9 @@ INSTANTIATE_TEST_SUITE_P(
                       "",
                       "no-such-sweep.toml: cannot read the sweep file: No such file or directory"},
         BadInvocation{"directory", {"plan", "."}, "", ".: is a directory; expected a sweep file"},
-        BadInvocation{"no_command", {}, "", "a command is required: plan"},
-        BadInvocation{"unknown_command", {"plant", "@"}, "", "unknown command \"plant\"; expected one of: plan"},
+        BadInvocation{"no_command", {}, "", "a command is required: run, summary, plan"},
+        BadInvocation{
+            "unknown_command", {"plant", "@"}, "", "unknown command \"plant\"; expected one of: run, summary, plan"},
         BadInvocation{"plan_without_file", {"plan"}, "", "sweep is required"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 

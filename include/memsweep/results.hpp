@@ -1,0 +1,208 @@
+#pragma once
+// What a sweep records, as plain rows: one per trial attempt, per sample and
+// per epoch. The rows are fixed-size and trivially copyable, so that the same
+// bytes are a row of the results file's tables (store.hpp), an MPI message
+// from a worker to rank 0 (sweep.hpp), and a struct a test can build by hand.
+// The schema (DESIGN.md, version 1) is documented in docs/results-file.md.
+//
+// Also here, as pure functions: which trials a sweep still has to run, given
+// what a results file already holds (resume), and the sweep's identity hash.
+
+#include "memsweep/config.hpp"
+#include "memsweep/sampler.hpp"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace memsweep {
+
+inline constexpr int kSchemaVersion = 1;
+inline constexpr std::string_view kFormatName = "memsweep";
+
+// Fixed string widths of the tables' text columns (NUL-padded, not
+// necessarily NUL-terminated: a 12-character trial id fills its 12 bytes).
+inline constexpr std::size_t kTrialIdChars = 12;
+inline constexpr std::size_t kNameChars = 16;  // dataset, model, optimizer, status
+inline constexpr std::size_t kHostChars = 64;
+inline constexpr std::size_t kMessageChars = 256;
+inline constexpr std::size_t kDefinitionChars = 512;  // TrialSpec::canonical_text()
+
+template <std::size_t N>
+using FixedString = std::array<char, N>;
+
+// Copies `text` into `out`, cut at N bytes (on a UTF-8 boundary), NUL-padded.
+template <std::size_t N>
+void set_fixed(FixedString<N>& out, std::string_view text);
+// The text up to the first NUL or the end.
+template <std::size_t N>
+std::string get_fixed(const FixedString<N>& field);
+
+// A trial attempt's final status. `interrupted` and `killed` are not final
+// for the trial: a resume may run it again (killed: per --retry-killed).
+enum class TrialStatus { ok, failed, diverged, over_budget, interrupted, killed };
+std::string_view status_name(TrialStatus status);
+std::optional<TrialStatus> parse_status(std::string_view name);
+inline constexpr std::string_view kStatusNames = "ok, failed, diverged, over_budget, interrupted, killed";
+// ok, failed, diverged, over_budget: the trial has its result and never runs again.
+bool is_final(TrialStatus status);
+
+// One row of /trials: a trial attempt, its hyperparameters and its result.
+// Bytes are bytes of the rank's process (RSS) or of the node (sys_*); -1
+// where a figure could not be measured. Times are seconds: start_time and
+// end_time since the Unix epoch, the others since the trial's start.
+struct TrialRow {
+  FixedString<kTrialIdChars> trial_id{};
+  std::int32_t attempt = 0;  // 0 for a trial's first run, then 1, 2, ... (resumes)
+  std::int32_t repeat = 0;
+  std::int32_t run = 0;  // which invocation of `memsweep run` on this file: 0, then one more per resume
+  FixedString<kNameChars> dataset{};
+  FixedString<kNameChars> model{};
+  FixedString<kNameChars> optimizer{};
+  double learning_rate = 0.0;
+  std::int32_t epochs = 0;
+  std::int32_t batch_size = 0;
+  std::int32_t depth = 0;  // number of hidden layers
+  std::array<std::int32_t, kMaxHiddenLayers> hidden{};
+  std::array<std::int32_t, kMaxConvBlocks> channels{};  // cnn only
+  std::uint64_t seed = 0;
+  std::int32_t rank = -1;
+  FixedString<kHostChars> host{};
+  FixedString<kNameChars> status{};
+  FixedString<kMessageChars> message{};
+  double start_time = 0.0;
+  double end_time = 0.0;
+  double wall_seconds = 0.0;
+  std::int64_t rss_baseline = -1;
+  std::int64_t rss_peak = -1;
+  double rss_mean = -1.0;
+  std::int64_t rss_footprint = -1;    // peak - baseline: the trial's own memory
+  double sys_used_mean = -1.0;        // the paper's formula 2 (mean of formula 1 over the samples)
+  std::int64_t predicted_bytes = -1;  // estimate.hpp's full estimate of the footprint
+  std::int32_t epochs_done = 0;
+  double final_train_loss = -1.0;
+  double test_accuracy = -1.0;  // after the last epoch done, in [0, 1]
+  std::uint64_t samples = 0;
+  std::uint64_t dropped_samples = 0;
+  FixedString<kDefinitionChars> definition{};  // TrialSpec::canonical_text()
+};
+
+// One row of /samples. `counters` follow the file's counter columns
+// (FileHeader::counter_columns); a worker that could not open one writes -1.
+struct SampleRow {
+  FixedString<kTrialIdChars> trial_id{};
+  std::int32_t attempt = 0;
+  std::int32_t rank = -1;
+  std::int32_t epoch = 0;  // 0 before the first epoch (setup), then 1, 2, ...
+  double t = 0.0;          // seconds since the trial's sampler started
+  std::int64_t rss = -1;
+  std::int64_t anon_rss = -1;
+  std::int64_t pss = -1;
+  std::int64_t sys_used = -1;
+  std::int64_t sys_available = -1;
+  std::int64_t sys_active = -1;
+  std::array<std::int64_t, kMaxCounters> counters{};
+};
+
+// One row of /epochs.
+struct EpochRow {
+  FixedString<kTrialIdChars> trial_id{};
+  std::int32_t attempt = 0;
+  std::int32_t epoch = 0;  // from 1
+  double train_loss = 0.0;
+  double test_accuracy = 0.0;
+  double seconds = 0.0;   // this epoch's wall time
+  std::int64_t rss = -1;  // at the end of the epoch
+  std::int64_t sys_used = -1;
+};
+
+static_assert(std::is_trivially_copyable_v<TrialRow>);
+static_assert(std::is_trivially_copyable_v<SampleRow>);
+static_assert(std::is_trivially_copyable_v<EpochRow>);
+
+// A row with the trial's identity and hyperparameters filled in, and
+// everything else at its "not measured" value.
+TrialRow trial_row_for(const TrialSpec& trial, int attempt);
+
+// A sampler sample as a row, its counters moved from the sampler's order
+// (`sampler_counters`) to the file's (`columns`); a column the sampler does
+// not have gets -1.
+SampleRow sample_row(const Sample& sample, std::span<const std::string> sampler_counters,
+                     std::span<const std::string> columns);
+
+// ---- the sweep's identity -----------------------------------------------
+
+// A hash of what makes two runs the same sweep: the set of trial ids (order
+// does not matter, so reordering a sweep file keeps it) and the sampler's
+// interval and requested events (they decide the samples table's columns).
+// 16 hex digits.
+std::string sweep_hash(const SweepSpec& sweep);
+
+// ---- resume ---------------------------------------------------------------
+
+// What the samples table says about one attempt (store.hpp scans it).
+struct SeriesSummary {
+  std::string trial_id;
+  std::int32_t attempt = 0;
+  std::int32_t rank = -1;
+  std::uint64_t samples = 0;
+  std::int64_t first_rss = -1;  // the first sample follows the baseline closely
+  std::int64_t peak_rss = -1;   // the largest sample
+  double mean_rss = -1.0;
+  double sys_used_mean = -1.0;
+  double last_t = 0.0;
+  std::int32_t last_epoch = 0;
+};
+
+// One attempt to run: trials[index], as attempt number `attempt`.
+struct PendingTrial {
+  std::size_t index = 0;
+  std::int32_t attempt = 0;
+  auto operator<=>(const PendingTrial&) const = default;
+};
+
+struct ResumePlan {
+  // Rows to append before running anything: one `killed` row per attempt
+  // that streamed samples but has no trial row (its rank died), with the
+  // peak and mean its samples reached.
+  std::vector<TrialRow> killed_rows;
+  std::vector<PendingTrial> pending;   // in the sweep's order
+  std::size_t already_final = 0;       // trials with a final status in the file
+  std::size_t killed_not_retried = 0;  // killed more than retry_killed times: not run again
+  std::size_t unknown_rows = 0;        // rows whose trial id is not in this sweep (kept, ignored)
+};
+
+// Which trials still need to run. A trial is done when one of its rows has a
+// final status, or when it was killed more than `retry_killed` times; its
+// next attempt number is one past the largest attempt seen in rows or
+// series. `run` is written into the killed rows.
+ResumePlan plan_resume(const std::vector<TrialSpec>& trials, const std::vector<TrialRow>& rows,
+                       const std::vector<SeriesSummary>& series, int retry_killed, int run);
+
+// ---- template definitions ---------------------------------------------------
+
+namespace detail {
+std::size_t utf8_cut(std::string_view text, std::size_t max_bytes);
+}  // namespace detail
+
+template <std::size_t N>
+void set_fixed(FixedString<N>& out, std::string_view text) {
+  out.fill('\0');
+  const std::size_t length = detail::utf8_cut(text, N);
+  for (std::size_t i = 0; i < length; ++i) out[i] = text[i];
+}
+
+template <std::size_t N>
+std::string get_fixed(const FixedString<N>& field) {
+  std::size_t length = 0;
+  while (length < N && field[length] != '\0') ++length;
+  return std::string(field.data(), length);
+}
+
+}  // namespace memsweep

@@ -1,0 +1,157 @@
+#pragma once
+// The results file: HDF5 1.10, one file per sweep, written by one process
+// (rank 0) and readable while it is written (SWMR). Tables /trials, /samples,
+// /epochs and /runs are chunked, deflate-compressed, extendable 1-D datasets
+// of the compound rows of results.hpp; root attributes describe the sweep and
+// the machine. Layout and units: docs/results-file.md.
+//
+// SWMR: every dataset and attribute is created before SWMR writing starts
+// (HDF5 cannot create objects afterwards); it needs a filesystem that keeps
+// write order (local disks, Lustre, GPFS; not NFS), hence StoreOptions::swmr.
+
+#include "memsweep/error.hpp"
+#include "memsweep/results.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace memsweep {
+
+// The file cannot be used: not HDF5, not a memsweep file, another schema
+// version, truncated or damaged. The message names the file and what is wrong.
+class StoreError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
+// The output file exists and neither --resume nor --force was given.
+class StoreExistsError : public StoreError {
+ public:
+  using StoreError::StoreError;
+};
+
+// Root attributes. Written once, when the file is created.
+struct FileHeader {
+  std::string format{kFormatName};
+  int schema_version = kSchemaVersion;
+  std::string sweep_name;
+  std::string sweep_file;  // as given on the command line
+  std::string sweep_text;  // its whole text
+  std::string sweep_hash;  // results.hpp sweep_hash()
+  std::string command_line;
+  std::string memsweep_version;
+  std::string onednn_version;
+  std::string mpi_version;
+  std::string papi_version;
+  std::string hdf5_version;
+  int ranks = 1;
+  std::vector<std::string> hosts;  // by rank
+  std::string start_time;          // ISO 8601, UTC
+  int sampler_interval_ms = 0;
+  std::int64_t planned_trials = 0;            // attempts the sweep defines (trials x repeats)
+  std::vector<std::string> events_requested;  // as the sweep file asked (empty: defaults)
+  std::vector<std::string> counter_columns;   // events recorded, in the samples table's column order
+  std::vector<std::string> event_notes;       // events left out, and why
+  bool swmr = true;
+};
+
+// One row of /runs: each invocation of `memsweep run` on the file.
+struct RunRow {
+  std::int32_t run = 0;
+  double start_time = 0.0;  // seconds since the Unix epoch
+  std::int32_t ranks = 0;
+  FixedString<kMessageChars> hosts{};  // comma-separated
+  FixedString<kMessageChars * 4> command_line{};
+  FixedString<kNameChars> memsweep_version{};
+};
+
+struct StoreOptions {
+  bool swmr = true;
+};
+
+// Everything a reader gets at once. Samples are read only when asked.
+struct StoreContents {
+  FileHeader header;
+  std::vector<RunRow> runs;
+  std::vector<TrialRow> trials;
+  std::vector<EpochRow> epochs;
+};
+
+// The writer (rank 0). Every method throws StoreError (an I/O or HDF5
+// failure names the file and the operation).
+class ResultStore {
+ public:
+  // A new file. Refuses (StoreExistsError) when `path` exists unless
+  // `replace`; with `replace`, the new file is written beside it and renamed
+  // over it only once it is complete, so a failure keeps the old one.
+  static ResultStore create(const std::filesystem::path& path, const FileHeader& header, bool replace,
+                            const StoreOptions& options);
+  // An existing file, to continue it (--resume): checks format and schema
+  // version, and clears the "open for writing" mark an HDF5 writer that was
+  // killed leaves in the superblock. Appends `run` to /runs.
+  // `accept` sees the file's header before anything is written to it, and
+  // throws to refuse the file (e.g. another sweep's): it is left untouched.
+  static ResultStore open_for_resume(const std::filesystem::path& path, const RunRow& run, const StoreOptions& options,
+                                     const std::function<void(const FileHeader&)>& accept = {});
+
+  ResultStore(ResultStore&&) noexcept;
+  ResultStore& operator=(ResultStore&&) noexcept;
+  ~ResultStore();  // closes (flushing); never throws
+
+  const FileHeader& header() const;
+  int run_index() const;  // this invocation's row of /runs
+
+  // Appends (in memory order) and makes the rows visible to SWMR readers at
+  // the next flush. append_trial flushes at once. Sample rows are written to
+  // the file a whole chunk of /samples at a time (with SWMR, also once they
+  // have waited a few seconds); close() writes the rest
+  // (docs/results-file.md, Storage).
+  void append_trial(const TrialRow& row);
+  void append_samples(std::span<const SampleRow> rows);
+  void append_epoch(const EpochRow& row);
+  void flush();
+  void close();
+
+  // For resume: what is already there.
+  std::vector<TrialRow> read_trials() const;
+  std::vector<SeriesSummary> scan_series() const;  // one per (trial id, attempt) present in /samples
+
+ private:
+  struct Impl;
+  explicit ResultStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// A reader: summary, watch, tests. Opens with SWMR read access when the file
+// was written with SWMR, so it can follow a writer; refresh() sees new rows.
+class ResultReader {
+ public:
+  explicit ResultReader(const std::filesystem::path& path);
+  ResultReader(ResultReader&&) noexcept;
+  ResultReader& operator=(ResultReader&&) noexcept;
+  ~ResultReader();
+
+  const FileHeader& header() const;
+  void refresh();
+  std::vector<RunRow> runs() const;
+  std::vector<TrialRow> trials() const;
+  std::vector<EpochRow> epochs() const;
+  std::uint64_t sample_count() const;
+  // Rows [first, first + count) of /samples (clamped to the end).
+  std::vector<SampleRow> samples(std::uint64_t first, std::uint64_t count) const;
+  std::vector<SeriesSummary> scan_series() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// "1.10.8"
+std::string hdf5_library_version();
+
+}  // namespace memsweep

@@ -1,0 +1,171 @@
+#pragma once
+// The sweep scheduler: rank 0 hands out trials on request (dynamic
+// scheduling) and writes what the workers stream back; workers run trials
+// through a TrialRunner. With one rank, that rank runs the trials in turn and
+// writes them itself. See DESIGN.md (process model) and docs/sweep.md.
+//
+// Everything goes through three small interfaces, so that this module runs
+// without MPI (a serial communicator), without oneDNN (a scripted runner) and
+// without HDF5 (any result sink):
+// - Communicator: point-to-point messages and two collectives;
+// - TrialRunner: runs one trial, streaming its samples and epochs;
+// - ResultSink: where rank 0 puts rows (the results file).
+
+#include "memsweep/config.hpp"
+#include "memsweep/results.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace memsweep {
+
+// ---- communication ----------------------------------------------------------
+
+inline constexpr int kAnySource = -1;
+
+struct Message {
+  int source = 0;
+  int tag = 0;
+  std::vector<std::byte> bytes;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Returns when `bytes` may be reused.
+  virtual void send(int destination, int tag, std::span<const std::byte> bytes) = 0;
+  // The next message from `source` (or kAnySource), in the order each sender
+  // sent them; nullopt after `timeout`. Waiting must not keep a core busy.
+  virtual std::optional<Message> receive(int source, std::chrono::milliseconds timeout) = 0;
+  // Collective: every rank's `value`, in rank order, on every rank.
+  virtual std::vector<std::string> all_gather(const std::string& value) = 0;
+  // Collective: rank 0's `value` on every rank.
+  virtual void broadcast(std::string& value) = 0;
+  virtual std::string host_name() const = 0;
+  virtual std::string library_version() const = 0;  // "Open MPI v4.1.4, ...", or "none (serial)"
+};
+
+// One rank, no MPI: size() == 1; send and receive throw std::logic_error.
+std::unique_ptr<Communicator> make_serial_communicator();
+
+// ---- running one trial --------------------------------------------------------
+
+// Where a running trial's series go. A runner calls it from its own threads,
+// one call at a time.
+class TrialSink {
+ public:
+  virtual ~TrialSink() = default;
+  virtual void samples(std::span<const SampleRow> rows) = 0;
+  virtual void epoch(const EpochRow& row) = 0;
+};
+
+struct TrialContext {
+  std::int32_t attempt = 0;
+  std::int32_t run = 0;
+  std::int32_t rank = 0;
+  std::string host;
+  // --mem-budget: per rank, on the process's RSS. The trial's own
+  // mem_budget_bytes applies as well; the smaller one wins.
+  std::optional<std::uint64_t> mem_budget_bytes;
+  // Set when the trial must end at its next step (signal): status interrupted.
+  const std::atomic<bool>* stop = nullptr;
+};
+
+class TrialRunner {
+ public:
+  virtual ~TrialRunner() = default;
+  // Runs `trial` to its end and returns its row: trial_row_for() plus the
+  // result. A trial's own failure (an exception, bad_alloc included,
+  // divergence, the budget, a missing dataset) is a status and a message,
+  // never an exception out of run().
+  virtual TrialRow run(const TrialSpec& trial, const TrialContext& context, TrialSink& sink) = 0;
+};
+
+// ---- rank 0's output ----------------------------------------------------------
+
+class ResultSink {
+ public:
+  virtual ~ResultSink() = default;
+  virtual void samples(std::span<const SampleRow> rows) = 0;
+  virtual void epoch(const EpochRow& row) = 0;
+  // Durable (flushed) when it returns.
+  virtual void trial(const TrialRow& row) = 0;
+};
+
+// ---- progress on rank 0's stderr ----------------------------------------------
+
+enum class Verbosity { quiet, normal, verbose };
+
+// One line per finished trial (id, status, seconds, peak memory) with a
+// running count and an ETA. quiet: nothing but failures; verbose: also each
+// trial's start and its hyperparameters.
+class ProgressReporter {
+ public:
+  using Clock = std::chrono::steady_clock;
+  ProgressReporter(std::ostream& out, Verbosity verbosity, std::size_t total_trials, int workers);
+  void trial_started(const TrialSpec& trial, int attempt, int rank);
+  void trial_finished(const TrialRow& row);
+  void note(const std::string& text);  // shown unless quiet
+  // The ETA from the finished trials' mean wall time, the ones left and the
+  // workers; nullopt before the first trial finishes.
+  std::optional<std::chrono::seconds> eta() const;
+
+ private:
+  std::ostream& out_;
+  Verbosity verbosity_;
+  std::size_t total_;
+  std::size_t finished_ = 0;
+  int workers_;
+  double seconds_sum_ = 0.0;
+  Clock::time_point start_ = Clock::now();
+};
+
+// ---- the sweep ----------------------------------------------------------------
+
+enum class Dispatch {
+  dynamic,            // the next pending trial to whichever worker asks (the default)
+  static_round_robin  // trial k to worker k mod P, for the benchmark's comparison only
+};
+
+struct SweepOptions {
+  std::int32_t run = 0;
+  std::optional<std::uint64_t> mem_budget_bytes;
+  // A worker sends what its trial streamed at least this often.
+  std::chrono::milliseconds flush_interval{2000};
+  // Set by a signal (stop_signals.hpp): no new trials, running ones interrupted.
+  const std::atomic<bool>* stop = nullptr;
+  ProgressReporter* progress = nullptr;  // rank 0; may be null
+  Dispatch dispatch = Dispatch::dynamic;
+};
+
+struct SweepResult {
+  std::size_t finished = 0;  // trial rows written in this run
+  std::map<std::string, std::size_t> by_status;
+  std::size_t not_started = 0;  // pending trials left when the sweep stopped
+  bool stopped = false;         // by a signal (on any rank)
+};
+
+// Every rank must pass the same `trials` (check_same_sweep first); rank 0's
+// `pending` and `sink` are used, other ranks' ignored. `runner` is used on
+// the ranks that train: every rank but 0 when size() > 1, rank 0 otherwise.
+// Collective: returns on every rank when the sweep is over or stopped; the
+// result is complete on rank 0.
+SweepResult run_sweep(Communicator& comm, std::span<const TrialSpec> trials, std::span<const PendingTrial> pending,
+                      TrialRunner* runner, ResultSink* sink, const SweepOptions& options);
+
+// Collective: throws InputError on every rank, naming the ranks whose
+// `sweep_hash` differs from rank 0's, when they do not all agree.
+void check_same_sweep(Communicator& comm, const std::string& sweep_hash);
+
+}  // namespace memsweep

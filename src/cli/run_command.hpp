@@ -1,0 +1,40 @@
+#pragma once
+// `memsweep run SWEEP.toml -o results.h5`: the sweep as one MPI job (or one
+// process). The only place besides the scheduler that touches MPI: it starts
+// the session, agrees on the sweep and the file with every rank, and wires
+// the scheduler to the trainer (workers) and the results file (rank 0).
+
+#include "memsweep/sweep.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memsweep::cli {
+
+struct RunOptions {
+  std::string sweep_file;
+  std::string output;  // default: the sweep file's stem + ".h5", in the working directory
+  bool resume = false;
+  bool force = false;
+  int retry_killed = 0;
+  std::string mem_budget;  // as written; parsed with parse_byte_size
+  std::optional<std::string> data_dir;
+  int threads = 0;
+  double flush_seconds = 2.0;
+  bool no_swmr = false;
+  bool quiet = false;
+  bool verbose = false;
+  std::size_t max_train_examples = 0;
+  std::size_t max_test_examples = 0;
+  std::vector<std::string> command_line;  // set by main, for the results file
+};
+
+void add_run_command(CLI::App& app, RunOptions& options);
+
+int run_run_command(const RunOptions& options);
+
+}  // namespace memsweep::cli

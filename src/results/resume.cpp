@@ -1,0 +1,110 @@
+// Which trials a resumed sweep still runs, from what the results file holds:
+// its trial rows and, for attempts whose rank died before sending a row,
+// the series of samples they left behind.
+
+#include "memsweep/byte_size.hpp"
+#include "memsweep/results.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+namespace memsweep {
+namespace {
+
+// What the file says about one trial of the sweep.
+struct TrialHistory {
+  std::set<std::int32_t> attempts_with_row;
+  std::int32_t max_attempt = -1;
+  bool has_final = false;
+  std::size_t killed = 0;
+};
+
+std::string killed_message(const SeriesSummary& series) {
+  const std::string peak =
+      series.peak_rss >= 0 ? format_byte_size(static_cast<std::uint64_t>(series.peak_rss)) : std::string("unknown");
+  return fmt::format(
+      "rank {} died during the trial (no result was received); its last sample was at {:.3f} s in epoch {}, "
+      "{} samples, peak RSS {}",
+      series.rank, series.last_t, series.last_epoch, series.samples, peak);
+}
+
+TrialRow killed_row(const TrialSpec& trial, const SeriesSummary& series, int run) {
+  TrialRow row = trial_row_for(trial, series.attempt);
+  row.run = run;
+  row.rank = series.rank;
+  set_fixed(row.status, status_name(TrialStatus::killed));
+  set_fixed(row.message, killed_message(series));
+  // The samples are all that is left: the first one follows the baseline
+  // closely (it is taken right after it), and the trial ran at least until
+  // the last one.
+  row.wall_seconds = series.last_t;
+  row.rss_baseline = series.first_rss;
+  row.rss_peak = series.peak_rss;
+  row.rss_mean = series.mean_rss;
+  if (series.first_rss >= 0 && series.peak_rss >= 0) row.rss_footprint = series.peak_rss - series.first_rss;
+  row.sys_used_mean = series.sys_used_mean;
+  row.samples = series.samples;
+  return row;
+}
+
+}  // namespace
+
+ResumePlan plan_resume(const std::vector<TrialSpec>& trials, const std::vector<TrialRow>& rows,
+                       const std::vector<SeriesSummary>& series, int retry_killed, int run) {
+  std::unordered_map<std::string, std::size_t> index_of;
+  for (std::size_t i = 0; i < trials.size(); ++i) index_of.emplace(trials[i].id, i);
+
+  ResumePlan plan;
+  std::vector<TrialHistory> history(trials.size());
+  for (const TrialRow& row : rows) {
+    const auto found = index_of.find(get_fixed(row.trial_id));
+    if (found == index_of.end()) {
+      ++plan.unknown_rows;
+      continue;
+    }
+    TrialHistory& trial = history[found->second];
+    trial.attempts_with_row.insert(row.attempt);
+    trial.max_attempt = std::max(trial.max_attempt, row.attempt);
+    // An unreadable status is neither final nor killed: the trial runs again.
+    const std::optional<TrialStatus> status = parse_status(get_fixed(row.status));
+    if (status && is_final(*status)) trial.has_final = true;
+    if (status == TrialStatus::killed) ++trial.killed;
+  }
+
+  // Attempts that streamed samples but never sent a row: their rank died.
+  // Ordered by the sweep's order, then attempt, so the rows appended are the
+  // same whatever order the samples table holds them in.
+  std::map<std::pair<std::size_t, std::int32_t>, const SeriesSummary*> orphans;
+  for (const SeriesSummary& summary : series) {
+    const auto found = index_of.find(summary.trial_id);
+    if (found == index_of.end()) continue;  // another sweep's trial: nothing to build a row from
+    TrialHistory& trial = history[found->second];
+    trial.max_attempt = std::max(trial.max_attempt, summary.attempt);
+    if (!trial.attempts_with_row.contains(summary.attempt))
+      orphans.emplace(std::pair{found->second, summary.attempt}, &summary);
+  }
+  for (const auto& [key, summary] : orphans) {
+    plan.killed_rows.push_back(killed_row(trials[key.first], *summary, run));
+    ++history[key.first].killed;
+  }
+
+  const std::size_t killed_limit = retry_killed < 0 ? 0 : static_cast<std::size_t>(retry_killed);
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    const TrialHistory& trial = history[i];
+    if (trial.has_final) {
+      ++plan.already_final;
+    } else if (trial.killed > killed_limit) {
+      ++plan.killed_not_retried;
+    } else {
+      plan.pending.push_back(PendingTrial{i, trial.max_attempt + 1});
+    }
+  }
+  return plan;
+}
+
+}  // namespace memsweep

@@ -1,0 +1,121 @@
+// The rows a sweep records: statuses, building a trial's row from its spec
+// and a sample's row from the sampler's sample, and the sweep's identity.
+
+#include "memsweep/random.hpp"
+#include "memsweep/results.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+namespace memsweep {
+namespace {
+
+constexpr std::array<std::pair<TrialStatus, std::string_view>, 6> kStatuses{{
+    {TrialStatus::ok, "ok"},
+    {TrialStatus::failed, "failed"},
+    {TrialStatus::diverged, "diverged"},
+    {TrialStatus::over_budget, "over_budget"},
+    {TrialStatus::interrupted, "interrupted"},
+    {TrialStatus::killed, "killed"},
+}};
+
+constexpr int kSweepHashHexDigits = 16;
+
+bool is_utf8_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0U) == 0x80U; }
+
+}  // namespace
+
+namespace detail {
+
+std::size_t utf8_cut(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return text.size();
+  // Back up to the start of the character that would be split: a cut never
+  // leaves half a character for a reader to choke on.
+  std::size_t length = max_bytes;
+  while (length > 0 && is_utf8_continuation(text[length])) --length;
+  return length;
+}
+
+}  // namespace detail
+
+std::string_view status_name(TrialStatus status) {
+  for (const auto& [value, name] : kStatuses)
+    if (value == status) return name;
+  return "unknown";
+}
+
+std::optional<TrialStatus> parse_status(std::string_view name) {
+  for (const auto& [value, known] : kStatuses)
+    if (known == name) return value;
+  return std::nullopt;
+}
+
+bool is_final(TrialStatus status) {
+  return status == TrialStatus::ok || status == TrialStatus::failed || status == TrialStatus::diverged ||
+         status == TrialStatus::over_budget;
+}
+
+TrialRow trial_row_for(const TrialSpec& trial, int attempt) {
+  TrialRow row;
+  set_fixed(row.trial_id, trial.id);
+  row.attempt = attempt;
+  row.repeat = trial.repeat;
+  set_fixed(row.dataset, dataset_name(trial.dataset.kind));
+  set_fixed(row.model, model_name(trial.model));
+  set_fixed(row.optimizer, optimizer_name(trial.optimizer.kind));
+  row.learning_rate = trial.learning_rate;
+  row.epochs = trial.epochs;
+  row.batch_size = trial.batch_size;
+  // The sweep file's checks bound both lists; the min() keeps a hand-built
+  // spec from writing past the fixed columns.
+  row.depth = static_cast<std::int32_t>(trial.hidden.size());
+  const std::size_t hidden = std::min(trial.hidden.size(), row.hidden.size());
+  for (std::size_t i = 0; i < hidden; ++i) row.hidden[i] = trial.hidden[i];
+  if (trial.model == ModelKind::cnn) {
+    const std::size_t channels = std::min(trial.channels.size(), row.channels.size());
+    for (std::size_t i = 0; i < channels; ++i) row.channels[i] = trial.channels[i];
+  }
+  row.seed = trial.seed;
+  set_fixed(row.definition, trial.canonical_text());
+  return row;
+}
+
+SampleRow sample_row(const Sample& sample, std::span<const std::string> sampler_counters,
+                     std::span<const std::string> columns) {
+  SampleRow row;
+  row.epoch = sample.epoch;
+  row.t = sample.t_seconds();
+  row.rss = sample.rss_bytes;
+  row.anon_rss = sample.anon_rss_bytes;
+  row.pss = sample.pss_bytes;
+  row.sys_used = sample.sys_used_bytes;
+  row.sys_available = sample.sys_available_bytes;
+  row.sys_active = sample.sys_active_bytes;
+  const std::size_t column_count = std::min(columns.size(), row.counters.size());
+  for (std::size_t column = 0; column < column_count; ++column) {
+    row.counters[column] = -1;
+    for (std::size_t source = 0; source < sampler_counters.size() && source < sample.counters.size(); ++source) {
+      if (sampler_counters[source] == columns[column]) {
+        row.counters[column] = sample.counters[source];
+        break;
+      }
+    }
+  }
+  return row;
+}
+
+std::string sweep_hash(const SweepSpec& sweep) {
+  std::vector<std::string> ids;
+  ids.reserve(sweep.trials.size());
+  for (const TrialSpec& trial : sweep.trials) ids.push_back(trial.id);
+  std::sort(ids.begin(), ids.end());
+  // Events keep their order: it is the samples table's column order.
+  const std::string text = fmt::format("trials={}\ninterval_ms={}\nevents={}\n", fmt::join(ids, ","),
+                                       sweep.sampler.interval_ms, fmt::join(sweep.sampler.events, ","));
+  return fmt::format("{:0{}x}", stable_hash(text), kSweepHashHexDigits);
+}
+
+}  // namespace memsweep

@@ -1,0 +1,30 @@
+#pragma once
+// The memory budget of a trial (--mem-budget and the trial's own), as pure
+// decisions: which budget applies, whether a trial may start, and what the
+// row says when a budget ends it. The runner does the reading.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace memsweep::runner_detail {
+
+// The smaller of the two; nullopt when neither is set.
+std::optional<std::uint64_t> effective_budget(std::optional<std::uint64_t> rank_budget,
+                                              std::optional<std::uint64_t> trial_budget);
+
+// The message of a trial that must not start because its prediction on top
+// of the baseline would pass the budget; nullopt when it fits.
+std::optional<std::string> over_budget_before_start(std::uint64_t predicted_bytes, std::uint64_t baseline_bytes,
+                                                    std::uint64_t budget_bytes);
+
+// True when the process's RSS has passed the budget.
+inline bool passes_budget(std::int64_t rss_bytes, std::uint64_t budget_bytes) {
+  return rss_bytes >= 0 && static_cast<std::uint64_t>(rss_bytes) > budget_bytes;
+}
+
+// The message of a trial stopped while running: the RSS seen, the budget,
+// when (seconds since the trial's start) and in which epoch.
+std::string over_budget_while_running(std::int64_t rss_bytes, std::uint64_t budget_bytes, double seconds, int epoch);
+
+}  // namespace memsweep::runner_detail

@@ -1,0 +1,94 @@
+#pragma once
+// The one place memsweep touches HDF5's C API error handling and handle
+// lifetimes: every hid_t is owned by a Handle that closes it, and every
+// negative return becomes a StoreError that names the file, says what was
+// being attempted and carries HDF5's own most specific message.
+
+#include "memsweep/store.hpp"
+
+#include <hdf5.h>
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace memsweep::store {
+
+// HDF5 prints its error stack to stderr on every failure by default; the
+// library here is thread-safe, which makes that setting per thread, so each
+// entry point calls this (cheap after the first call on a thread).
+void silence_hdf5_errors();
+
+// The innermost (most specific) message of the calling thread's HDF5 error
+// stack, e.g. "truncated file: eof = 4096, ..."; empty when there is none.
+std::string innermost_hdf5_error();
+
+// Owns one HDF5 identifier; `Close` is the matching H5?close function.
+template <herr_t (*Close)(hid_t)>
+class Handle {
+ public:
+  Handle() = default;
+  explicit Handle(hid_t id) : id_(id) {}
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  Handle(Handle&& other) noexcept : id_(std::exchange(other.id_, H5I_INVALID_HID)) {}
+  Handle& operator=(Handle&& other) noexcept {
+    if (this != &other) {
+      reset();
+      id_ = std::exchange(other.id_, H5I_INVALID_HID);
+    }
+    return *this;
+  }
+  ~Handle() { reset(); }
+
+  hid_t get() const { return id_; }
+  bool valid() const { return id_ >= 0; }
+  // Closes now, ignoring a failure (destructors, error paths).
+  void reset() noexcept {
+    if (id_ >= 0) Close(id_);
+    id_ = H5I_INVALID_HID;
+  }
+  // Closes now and returns what the close returned, for the places where a
+  // failed close means lost data (the file's final flush).
+  herr_t close() noexcept { return id_ >= 0 ? Close(std::exchange(id_, H5I_INVALID_HID)) : 0; }
+
+ private:
+  hid_t id_ = H5I_INVALID_HID;
+};
+
+using FileHandle = Handle<H5Fclose>;
+using DatasetHandle = Handle<H5Dclose>;
+using TypeHandle = Handle<H5Tclose>;
+using SpaceHandle = Handle<H5Sclose>;
+using PropertyHandle = Handle<H5Pclose>;
+using AttributeHandle = Handle<H5Aclose>;
+
+// Turns HDF5 failures on one file into StoreErrors:
+// "results.h5: cannot extend /samples: <HDF5's message>".
+class Hdf5Errors {
+ public:
+  explicit Hdf5Errors(std::filesystem::path file) : file_(std::move(file)) {}
+
+  const std::filesystem::path& file() const { return file_; }
+
+  // Returns `result` when it is not negative (an id, a size, a tri-state).
+  hid_t check(hid_t result, std::string_view attempted) const {
+    if (result < 0) fail(attempted);
+    return result;
+  }
+  herr_t check(herr_t result, std::string_view attempted) const {
+    if (result < 0) fail(attempted);
+    return result;
+  }
+
+  // Throws StoreError for the failure HDF5 just reported.
+  [[noreturn]] void fail(std::string_view attempted) const;
+  // Throws StoreError without an HDF5 cause.
+  [[noreturn]] void fail_plain(std::string_view what) const;
+
+ private:
+  std::filesystem::path file_;
+};
+
+}  // namespace memsweep::store

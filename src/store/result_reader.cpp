@@ -1,0 +1,100 @@
+// ResultReader: reads a results file, following a live SWMR writer.
+
+#include "memsweep/store.hpp"
+#include "store/file_access.hpp"
+#include "store/file_header.hpp"
+#include "store/series_scan.hpp"
+#include "store/table.hpp"
+
+#include <algorithm>
+#include <optional>
+
+namespace memsweep {
+
+struct ResultReader::Impl {
+  explicit Impl(const std::filesystem::path& path) : errors(path) {}
+
+  store::Hdf5Errors errors;
+  store::FileHandle file;
+  bool swmr = false;
+  FileHeader header;
+  std::optional<store::Table> trials;
+  std::optional<store::Table> samples;
+  std::optional<store::Table> epochs;
+  std::optional<store::Table> runs;
+
+  // Rows without a trial id at the end of a table were never written
+  // (store::trial_id_schema()): not part of what this reader shows.
+  void hide_unwritten_rows() {
+    for (auto* table : {&trials, &samples, &epochs}) (*table)->hide_unwritten_tail();
+  }
+
+  template <typename Row>
+  std::vector<Row> read_all(const store::Table& table) const {
+    std::vector<Row> rows(table.rows());
+    table.read(0, rows.size(), rows.data());
+    return rows;
+  }
+};
+
+ResultReader::ResultReader(const std::filesystem::path& path) : impl_(std::make_unique<Impl>(path)) {
+  store::silence_hdf5_errors();
+  const store::Hdf5Errors& errors = impl_->errors;
+  store::OpenedForReading opened = store::open_file_for_reading(path, errors);
+  impl_->file = std::move(opened.file);
+  impl_->swmr = opened.swmr;
+  const hid_t file = impl_->file.get();
+  impl_->header = store::read_header(file, errors);
+  impl_->trials.emplace(store::Table::open(file, store::trials_schema(), errors));
+  impl_->samples.emplace(
+      store::Table::open(file, store::samples_schema(impl_->header.counter_columns, errors), errors));
+  impl_->epochs.emplace(store::Table::open(file, store::epochs_schema(), errors));
+  impl_->runs.emplace(store::Table::open(file, store::runs_schema(), errors));
+  impl_->hide_unwritten_rows();
+}
+
+ResultReader::ResultReader(ResultReader&&) noexcept = default;
+ResultReader& ResultReader::operator=(ResultReader&&) noexcept = default;
+ResultReader::~ResultReader() = default;
+
+const FileHeader& ResultReader::header() const { return impl_->header; }
+
+void ResultReader::refresh() {
+  store::silence_hdf5_errors();
+  store::address_whole_file(impl_->file.get(), impl_->errors);
+  for (auto* table : {&impl_->trials, &impl_->samples, &impl_->epochs, &impl_->runs}) (*table)->refresh(impl_->swmr);
+  impl_->hide_unwritten_rows();
+}
+
+std::vector<RunRow> ResultReader::runs() const {
+  store::silence_hdf5_errors();
+  return impl_->read_all<RunRow>(*impl_->runs);
+}
+
+std::vector<TrialRow> ResultReader::trials() const {
+  store::silence_hdf5_errors();
+  return impl_->read_all<TrialRow>(*impl_->trials);
+}
+
+std::vector<EpochRow> ResultReader::epochs() const {
+  store::silence_hdf5_errors();
+  return impl_->read_all<EpochRow>(*impl_->epochs);
+}
+
+std::uint64_t ResultReader::sample_count() const { return impl_->samples->rows(); }
+
+std::vector<SampleRow> ResultReader::samples(std::uint64_t first, std::uint64_t count) const {
+  store::silence_hdf5_errors();
+  const std::uint64_t rows = impl_->samples->rows();
+  if (first >= rows) return {};
+  std::vector<SampleRow> out(std::min(count, rows - first));
+  impl_->samples->read(first, out.size(), out.data());
+  return out;
+}
+
+std::vector<SeriesSummary> ResultReader::scan_series() const {
+  store::silence_hdf5_errors();
+  return store::scan_series(*impl_->samples, impl_->errors);
+}
+
+}  // namespace memsweep

@@ -1,0 +1,228 @@
+#include "store/schema.hpp"
+
+#include "memsweep/store.hpp"
+
+#include <fmt/format.h>
+
+#include <cstddef>
+#include <set>
+
+namespace memsweep::store {
+namespace {
+
+// Units as the tables' `unit:<column>` attributes spell them.
+constexpr char kText[] = "text";
+constexpr char kOne[] = "1";  // counts, ratios, identifiers
+constexpr char kSeconds[] = "s";
+constexpr char kUnixTime[] = "s since 1970-01-01T00:00:00Z";
+constexpr char kBytes[] = "bytes";
+constexpr char kEvents[] = "events";
+
+Column text(const char* name, std::size_t offset, std::size_t chars) {
+  return Column{name, offset, ColumnKind::text, chars, kText};
+}
+Column int32(const char* name, std::size_t offset, const char* unit) {
+  return Column{name, offset, ColumnKind::int32, 1, unit};
+}
+Column int64(const char* name, std::size_t offset, const char* unit) {
+  return Column{name, offset, ColumnKind::int64, 1, unit};
+}
+Column uint64(const char* name, std::size_t offset, const char* unit) {
+  return Column{name, offset, ColumnKind::uint64, 1, unit};
+}
+Column float64(const char* name, std::size_t offset, const char* unit) {
+  return Column{name, offset, ColumnKind::float64, 1, unit};
+}
+Column int32_array(const char* name, std::size_t offset, std::size_t elements, const char* unit) {
+  return Column{name, offset, ColumnKind::int32_array, elements, unit};
+}
+
+TypeHandle member_type(const Column& column, const Hdf5Errors& errors) {
+  switch (column.kind) {
+    case ColumnKind::int32: return TypeHandle(errors.check(H5Tcopy(H5T_NATIVE_INT32), "copy an int32 type"));
+    case ColumnKind::int64: return TypeHandle(errors.check(H5Tcopy(H5T_NATIVE_INT64), "copy an int64 type"));
+    case ColumnKind::uint64: return TypeHandle(errors.check(H5Tcopy(H5T_NATIVE_UINT64), "copy a uint64 type"));
+    case ColumnKind::float64: return TypeHandle(errors.check(H5Tcopy(H5T_NATIVE_DOUBLE), "copy a double type"));
+    case ColumnKind::text: {
+      // NUL-padded, not NUL-terminated: FixedString fills every byte when
+      // the text is that long, and h5py shows the value without the padding.
+      TypeHandle type(errors.check(H5Tcopy(H5T_C_S1), "copy the string type"));
+      errors.check(H5Tset_size(type.get(), column.extent), "size a string type");
+      errors.check(H5Tset_strpad(type.get(), H5T_STR_NULLPAD), "set a string type's padding");
+      errors.check(H5Tset_cset(type.get(), H5T_CSET_UTF8), "set a string type's character set");
+      return type;
+    }
+    case ColumnKind::int32_array: {
+      const hsize_t elements = column.extent;
+      return TypeHandle(errors.check(H5Tarray_create2(H5T_NATIVE_INT32, 1, &elements), "create an int32 array type"));
+    }
+  }
+  errors.fail_plain(fmt::format("unknown column kind for column {}", column.name));
+}
+
+}  // namespace
+
+TableSchema trials_schema() {
+  return TableSchema{
+      kTrialsTable,
+      "One row per trial attempt: its hyperparameters and its result (memsweep, docs/results-file.md).",
+      sizeof(TrialRow),
+      {
+          text("trial_id", offsetof(TrialRow, trial_id), kTrialIdChars),
+          int32("attempt", offsetof(TrialRow, attempt), kOne),
+          int32("repeat", offsetof(TrialRow, repeat), kOne),
+          int32("run", offsetof(TrialRow, run), kOne),
+          text("dataset", offsetof(TrialRow, dataset), kNameChars),
+          text("model", offsetof(TrialRow, model), kNameChars),
+          text("optimizer", offsetof(TrialRow, optimizer), kNameChars),
+          float64("learning_rate", offsetof(TrialRow, learning_rate), kOne),
+          int32("epochs", offsetof(TrialRow, epochs), kOne),
+          int32("batch_size", offsetof(TrialRow, batch_size), kOne),
+          int32("depth", offsetof(TrialRow, depth), kOne),
+          int32_array("hidden", offsetof(TrialRow, hidden), kMaxHiddenLayers, kOne),
+          int32_array("channels", offsetof(TrialRow, channels), kMaxConvBlocks, kOne),
+          uint64("seed", offsetof(TrialRow, seed), kOne),
+          int32("rank", offsetof(TrialRow, rank), kOne),
+          text("host", offsetof(TrialRow, host), kHostChars),
+          text("status", offsetof(TrialRow, status), kNameChars),
+          text("message", offsetof(TrialRow, message), kMessageChars),
+          float64("start_time", offsetof(TrialRow, start_time), kUnixTime),
+          float64("end_time", offsetof(TrialRow, end_time), kUnixTime),
+          float64("wall_seconds", offsetof(TrialRow, wall_seconds), kSeconds),
+          int64("rss_baseline", offsetof(TrialRow, rss_baseline), kBytes),
+          int64("rss_peak", offsetof(TrialRow, rss_peak), kBytes),
+          float64("rss_mean", offsetof(TrialRow, rss_mean), kBytes),
+          int64("rss_footprint", offsetof(TrialRow, rss_footprint), kBytes),
+          float64("sys_used_mean", offsetof(TrialRow, sys_used_mean), kBytes),
+          int64("predicted_bytes", offsetof(TrialRow, predicted_bytes), kBytes),
+          int32("epochs_done", offsetof(TrialRow, epochs_done), kOne),
+          float64("final_train_loss", offsetof(TrialRow, final_train_loss), kOne),
+          float64("test_accuracy", offsetof(TrialRow, test_accuracy), kOne),
+          uint64("samples", offsetof(TrialRow, samples), kOne),
+          uint64("dropped_samples", offsetof(TrialRow, dropped_samples), kOne),
+          text("definition", offsetof(TrialRow, definition), kDefinitionChars),
+      },
+  };
+}
+
+TableSchema samples_schema(std::span<const std::string> counter_columns, const Hdf5Errors& errors) {
+  TableSchema schema{
+      kSamplesTable,
+      "One row per memory sample of a trial attempt, then one column per recorded counter "
+      "(counts since the trial's start; the root attribute counter_columns lists them).",
+      sizeof(SampleRow),
+      {
+          text("trial_id", offsetof(SampleRow, trial_id), kTrialIdChars),
+          int32("attempt", offsetof(SampleRow, attempt), kOne),
+          int32("rank", offsetof(SampleRow, rank), kOne),
+          int32("epoch", offsetof(SampleRow, epoch), kOne),
+          float64("t", offsetof(SampleRow, t), kSeconds),
+          int64("rss", offsetof(SampleRow, rss), kBytes),
+          int64("anon_rss", offsetof(SampleRow, anon_rss), kBytes),
+          int64("pss", offsetof(SampleRow, pss), kBytes),
+          int64("sys_used", offsetof(SampleRow, sys_used), kBytes),
+          int64("sys_available", offsetof(SampleRow, sys_available), kBytes),
+          int64("sys_active", offsetof(SampleRow, sys_active), kBytes),
+      },
+  };
+  if (counter_columns.size() > kMaxCounters)
+    errors.fail_plain(
+        fmt::format("{} counter columns, more than the {} a sample row holds", counter_columns.size(), kMaxCounters));
+  std::set<std::string> names;
+  for (const Column& column : schema.columns) names.insert(column.name);
+  for (std::size_t i = 0; i < counter_columns.size(); ++i) {
+    if (counter_columns[i].empty() || !names.insert(counter_columns[i]).second)
+      errors.fail_plain(
+          fmt::format("counter column name \"{}\" is empty or used twice in the samples table", counter_columns[i]));
+    schema.columns.push_back(
+        int64(counter_columns[i].c_str(), offsetof(SampleRow, counters) + i * sizeof(SampleRow::counters[0]), kEvents));
+  }
+  return schema;
+}
+
+TableSchema epochs_schema() {
+  return TableSchema{
+      kEpochsTable,
+      "One row per finished epoch of a trial attempt.",
+      sizeof(EpochRow),
+      {
+          text("trial_id", offsetof(EpochRow, trial_id), kTrialIdChars),
+          int32("attempt", offsetof(EpochRow, attempt), kOne),
+          int32("epoch", offsetof(EpochRow, epoch), kOne),
+          float64("train_loss", offsetof(EpochRow, train_loss), kOne),
+          float64("test_accuracy", offsetof(EpochRow, test_accuracy), kOne),
+          float64("seconds", offsetof(EpochRow, seconds), kSeconds),
+          int64("rss", offsetof(EpochRow, rss), kBytes),
+          int64("sys_used", offsetof(EpochRow, sys_used), kBytes),
+      },
+  };
+}
+
+TableSchema runs_schema() {
+  return TableSchema{
+      kRunsTable,
+      "One row per invocation of `memsweep run` on this file: 0 created it, each resume adds one.",
+      sizeof(RunRow),
+      {
+          int32("run", offsetof(RunRow, run), kOne),
+          float64("start_time", offsetof(RunRow, start_time), kUnixTime),
+          int32("ranks", offsetof(RunRow, ranks), kOne),
+          text("hosts", offsetof(RunRow, hosts), kMessageChars),
+          text("command_line", offsetof(RunRow, command_line), kMessageChars * 4),
+          text("memsweep_version", offsetof(RunRow, memsweep_version), kNameChars),
+      },
+  };
+}
+
+TableSchema series_schema() {
+  return TableSchema{
+      kSamplesTable,
+      "",
+      sizeof(SeriesColumns),
+      {
+          text("trial_id", offsetof(SeriesColumns, trial_id), kTrialIdChars),
+          int32("attempt", offsetof(SeriesColumns, attempt), kOne),
+          int32("rank", offsetof(SeriesColumns, rank), kOne),
+          int32("epoch", offsetof(SeriesColumns, epoch), kOne),
+          float64("t", offsetof(SeriesColumns, t), kSeconds),
+          int64("rss", offsetof(SeriesColumns, rss), kBytes),
+          int64("sys_used", offsetof(SeriesColumns, sys_used), kBytes),
+      },
+  };
+}
+
+std::uint64_t samples_chunk_rows(const FileHeader& header) {
+  constexpr double kSecondsPerChunk = 2.0;
+  const int workers = header.ranks > 1 ? header.ranks - 1 : 1;
+  const int interval_ms = header.sampler_interval_ms > 0 ? header.sampler_interval_ms : kDefaultSamplerIntervalMs;
+  const double rows = kSecondsPerChunk * 1000.0 / interval_ms * workers;
+  std::uint64_t chunk = kMinSampleChunkRows;
+  while (chunk < kMaxSampleChunkRows && static_cast<double>(chunk) < rows) chunk *= 2;
+  return chunk;
+}
+
+TableSchema trial_id_schema(const std::string& table) {
+  return TableSchema{table, "", kTrialIdChars, {text("trial_id", 0, kTrialIdChars)}};
+}
+
+TypeHandle memory_type(const TableSchema& schema, const Hdf5Errors& errors) {
+  TypeHandle compound(
+      errors.check(H5Tcreate(H5T_COMPOUND, schema.row_size), fmt::format("create the {} row type", schema.name)));
+  for (const Column& column : schema.columns) {
+    const TypeHandle member = member_type(column, errors);
+    errors.check(H5Tinsert(compound.get(), column.name.c_str(), column.offset, member.get()),
+                 fmt::format("add column {} to the {} row type", column.name, schema.name));
+  }
+  return compound;
+}
+
+TypeHandle file_type(const TableSchema& schema, const Hdf5Errors& errors) {
+  // The row structs' padding would be stored too; packing drops it (the
+  // samples row has none, so its conversion stays a plain copy).
+  const TypeHandle in_memory = memory_type(schema, errors);
+  TypeHandle packed(errors.check(H5Tcopy(in_memory.get()), fmt::format("copy the {} row type", schema.name)));
+  errors.check(H5Tpack(packed.get()), fmt::format("pack the {} row type", schema.name));
+  return packed;
+}
+
+}  // namespace memsweep::store

@@ -1,0 +1,125 @@
+#pragma once
+// The results file's tables as data: for each table its columns (name, place
+// in the row struct, kind, unit), description and storage layout. The
+// compound types HDF5 needs are built from these descriptions, so a column's
+// name, its unit attribute and its memory mapping are written in one place.
+// docs/results-file.md documents the same tables for readers.
+
+#include "memsweep/results.hpp"
+#include "memsweep/store.hpp"
+#include "store/hdf5_handles.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace memsweep::store {
+
+inline constexpr char kTrialsTable[] = "trials";
+inline constexpr char kSamplesTable[] = "samples";
+inline constexpr char kEpochsTable[] = "epochs";
+inline constexpr char kRunsTable[] = "runs";
+
+// Attribute names on each table: "unit:<column>" per column, and one
+// description.
+inline constexpr char kUnitPrefix[] = "unit:";
+inline constexpr char kDescriptionAttribute[] = "description";
+
+enum class ColumnKind { int32, int64, uint64, float64, text, int32_array };
+
+struct Column {
+  std::string name;
+  std::size_t offset = 0;  // in the row struct
+  ColumnKind kind = ColumnKind::int32;
+  std::size_t extent = 1;  // bytes of a text column, elements of an array column
+  std::string unit;
+};
+
+struct TableSchema {
+  std::string name;  // the dataset's name under the root group
+  std::string description;
+  std::size_t row_size = 0;  // sizeof the row struct
+  std::vector<Column> columns;
+};
+
+TableSchema trials_schema();
+// One int64 column per counter, named as given (FileHeader::counter_columns),
+// mapped to SampleRow::counters[i]. Throws StoreError (naming `file`) for
+// more counters than SampleRow holds, or a name used twice.
+TableSchema samples_schema(std::span<const std::string> counter_columns, const Hdf5Errors& errors);
+TableSchema epochs_schema();
+TableSchema runs_schema();
+
+// The /samples columns a scan of the series needs, read through a partial
+// compound type so that HDF5 converts only these.
+struct SeriesColumns {
+  FixedString<kTrialIdChars> trial_id{};
+  std::int32_t attempt = 0;
+  std::int32_t rank = -1;
+  std::int32_t epoch = 0;
+  double t = 0.0;
+  std::int64_t rss = -1;
+  std::int64_t sys_used = -1;
+};
+TableSchema series_schema();
+
+// Just the trial_id column of /trials, /samples or /epochs. A row whose id
+// is empty was never written: its chunk did not reach the file while the
+// table's size did (a writer without SWMR killed during a flush).
+TableSchema trial_id_schema(const std::string& table);
+
+// The row struct's layout (for reading and writing rows in memory) and the
+// file's packed layout of the same columns.
+TypeHandle memory_type(const TableSchema& schema, const Hdf5Errors& errors);
+TypeHandle file_type(const TableSchema& schema, const Hdf5Errors& errors);
+
+// How a table is stored: 1-D chunks of `chunk_rows` rows, optionally
+// shuffled and deflated.
+struct TableStorage {
+  std::uint64_t chunk_rows = 1;
+  unsigned deflate_level = 0;  // 0: no compression filter at all
+  bool shuffle = false;        // byte shuffle before deflate
+};
+
+// The tables' storage and the writer's policy, chosen with
+// bench/bench_store.cpp and the crash tests (docs/results-file.md, Storage).
+//
+// The rule behind them: a compressed chunk that is written again with more
+// rows changes size and moves. Under SWMR HDF5 never frees the old copy (a
+// reader may still follow the old index), so every rewrite leaks its size;
+// without SWMR it frees it, the next allocation can take that space before
+// the next flush, and a writer killed in between leaves a flushed index
+// pointing at other data. So compressed chunks are written once, whole:
+// - /trials and /runs: one row per chunk, each row its own chunk;
+// - /samples: rows wait in the writer until they fill a chunk (with SWMR,
+//   a partial chunk is written too once its first row is samples_max_age
+//   old, so that a live reader, and a resume after rank 0's death, lose
+//   little); chunks hold about two seconds of the sweep's samples, so that
+//   few partial chunks are written, and so leaked;
+// - /epochs: rows come one at a time and must be as durable as the trial's
+//   row, so the table is not compressed: an uncompressed chunk keeps its
+//   size and place however often it is rewritten (epochs are a small part of
+//   the file).
+struct StoreLayout {
+  TableStorage trials{1, 1, false};
+  // Deflate 1 after the shuffle filter stores a 112-byte row in about 26
+  // bytes; levels 4 and 6 save 2% more at 0.75 and 0.68 times the rate;
+  // without the shuffle the row takes 45 bytes, and more time. 0 rows:
+  // samples_chunk_rows(header).
+  TableStorage samples{0, 1, true};
+  TableStorage epochs{1024, 0, false};
+  TableStorage runs{1, 1, false};
+  std::chrono::milliseconds samples_max_age{1000};
+};
+
+inline constexpr std::uint64_t kMinSampleChunkRows = 256;
+inline constexpr std::uint64_t kMaxSampleChunkRows = 4096;
+// The rows the sweep's workers sample in two seconds (ranks - 1 workers, or
+// the one rank), as a power of two in [256, 4096]: 256 for one rank at
+// 10 ms, 4096 from 11 ranks on.
+std::uint64_t samples_chunk_rows(const FileHeader& header);
+
+}  // namespace memsweep::store

@@ -1,0 +1,171 @@
+#include "store/table.hpp"
+
+#include "store/attributes.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace memsweep::store {
+namespace {
+
+// Appends fill the chunk at the end; the cache holds a few of them so that a
+// partial chunk is not read back on every append. w0 = 1: chunks already
+// written in full leave the cache first.
+constexpr std::size_t kCachedChunks = 4;
+constexpr std::size_t kMinChunkCacheBytes = 1 << 20;
+constexpr std::size_t kChunkCacheSlots = 521;  // a prime, as HDF5 advises for its hash
+constexpr double kEvictFullChunksFirst = 1.0;
+
+PropertyHandle access_properties(std::size_t chunk_bytes, const Hdf5Errors& errors) {
+  PropertyHandle dapl(errors.check(H5Pcreate(H5P_DATASET_ACCESS), "create dataset access properties"));
+  errors.check(H5Pset_chunk_cache(dapl.get(), kChunkCacheSlots,
+                                  std::max(kMinChunkCacheBytes, kCachedChunks * chunk_bytes), kEvictFullChunksFirst),
+               "set the chunk cache");
+  return dapl;
+}
+
+}  // namespace
+
+Table::Table(std::string name, DatasetHandle dataset, TypeHandle memory_type, std::uint64_t chunk_rows,
+             const Hdf5Errors& errors)
+    : name_(std::move(name)),
+      dataset_(std::move(dataset)),
+      memory_type_(std::move(memory_type)),
+      errors_(errors),
+      chunk_rows_(chunk_rows) {
+  rows_ = stored_rows();
+}
+
+Table Table::create(hid_t file, const TableSchema& schema, const TableStorage& storage, const Hdf5Errors& errors) {
+  const std::string where = "/" + schema.name;
+  const TypeHandle stored = file_type(schema, errors);
+  const hsize_t empty = 0;
+  const hsize_t unlimited = H5S_UNLIMITED;
+  const SpaceHandle space(errors.check(H5Screate_simple(1, &empty, &unlimited), "create an extendable dataspace"));
+
+  PropertyHandle dcpl(errors.check(H5Pcreate(H5P_DATASET_CREATE), "create dataset creation properties"));
+  const hsize_t chunk = storage.chunk_rows;
+  errors.check(H5Pset_chunk(dcpl.get(), 1, &chunk), fmt::format("set the chunk size of {}", where));
+  if (storage.shuffle) errors.check(H5Pset_shuffle(dcpl.get()), fmt::format("add the shuffle filter to {}", where));
+  if (storage.deflate_level > 0)
+    errors.check(H5Pset_deflate(dcpl.get(), storage.deflate_level), fmt::format("add deflate to {}", where));
+  // Every row is written before it is read: filling new chunks first is waste.
+  errors.check(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), fmt::format("set the fill time of {}", where));
+
+  const PropertyHandle dapl = access_properties(storage.chunk_rows * H5Tget_size(stored.get()), errors);
+  DatasetHandle dataset(errors.check(
+      H5Dcreate2(file, schema.name.c_str(), stored.get(), space.get(), H5P_DEFAULT, dcpl.get(), dapl.get()),
+      fmt::format("create table {}", where)));
+  write_string_attribute(dataset.get(), kDescriptionAttribute, schema.description, errors);
+  for (const Column& column : schema.columns)
+    write_string_attribute(dataset.get(), kUnitPrefix + column.name, column.unit, errors);
+  return Table(schema.name, std::move(dataset), memory_type(schema, errors), storage.chunk_rows, errors);
+}
+
+Table Table::open(hid_t file, const TableSchema& schema, const Hdf5Errors& errors) {
+  const std::string where = "/" + schema.name;
+  if (errors.check(H5Lexists(file, schema.name.c_str(), H5P_DEFAULT), fmt::format("look for table {}", where)) == 0)
+    errors.fail_plain(fmt::format("damaged memsweep results file: table {} is missing", where));
+  const std::string attempted = fmt::format("open table {}", where);
+  std::size_t chunk_bytes = 0;
+  hsize_t chunk_rows = 1;
+  {
+    // A first open reads the row type and chunk size: the chunk cache is an
+    // access property, set when the dataset is opened for real below.
+    const DatasetHandle probe(errors.check(H5Dopen2(file, schema.name.c_str(), H5P_DEFAULT), attempted));
+    const TypeHandle stored(errors.check(H5Dget_type(probe.get()), attempted));
+    if (H5Tget_class(stored.get()) != H5T_COMPOUND)
+      errors.fail_plain(fmt::format("damaged memsweep results file: {} is not a table of compound rows", where));
+    // HDF5 matches compound members by name and leaves the ones it does not
+    // find untouched: a missing column would read as zeros, silently.
+    for (const Column& column : schema.columns) {
+      if (H5Tget_member_index(stored.get(), column.name.c_str()) < 0)
+        errors.fail_plain(fmt::format("damaged memsweep results file: table {} has no column {}", where, column.name));
+    }
+    const PropertyHandle dcpl(errors.check(H5Dget_create_plist(probe.get()), attempted));
+    if (H5Pget_layout(dcpl.get()) == H5D_CHUNKED && H5Pget_chunk(dcpl.get(), 1, &chunk_rows) == 1)
+      chunk_bytes = chunk_rows * H5Tget_size(stored.get());
+  }
+  const PropertyHandle dapl = access_properties(chunk_bytes, errors);
+  DatasetHandle dataset(errors.check(H5Dopen2(file, schema.name.c_str(), dapl.get()), attempted));
+  return Table(schema.name, std::move(dataset), memory_type(schema, errors), chunk_rows, errors);
+}
+
+std::uint64_t Table::stored_rows() const {
+  const std::string attempted = fmt::format("read the size of table /{}", name_);
+  const SpaceHandle space(errors_.check(H5Dget_space(dataset_.get()), attempted));
+  hsize_t rows = 0;
+  if (H5Sget_simple_extent_dims(space.get(), &rows, nullptr) != 1) errors_.fail(attempted);
+  return rows;
+}
+
+void Table::append(const void* rows, std::size_t count) {
+  if (count == 0) return;
+  if (!dataset_.valid()) errors_.fail_plain(fmt::format("cannot append to table /{}: the file is closed", name_));
+  const std::string attempted = fmt::format("append {} rows to table /{}", count, name_);
+  const hsize_t start = rows_;
+  const hsize_t added = count;
+  const hsize_t new_rows = rows_ + count;
+  errors_.check(H5Dset_extent(dataset_.get(), &new_rows), attempted);
+  const SpaceHandle file_space(errors_.check(H5Dget_space(dataset_.get()), attempted));
+  errors_.check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &start, nullptr, &added, nullptr), attempted);
+  const SpaceHandle memory_space(errors_.check(H5Screate_simple(1, &added, nullptr), attempted));
+  if (H5Dwrite(dataset_.get(), memory_type_.get(), memory_space.get(), file_space.get(), H5P_DEFAULT, rows) < 0) {
+    const std::string cause = innermost_hdf5_error();
+    // Rows that were not written must not appear in the table as zeros.
+    H5Dset_extent(dataset_.get(), &start);
+    errors_.fail_plain(fmt::format("cannot {}: {}", attempted, cause));
+  }
+  rows_ = new_rows;
+}
+
+void Table::read(std::uint64_t first, std::uint64_t count, void* out) const {
+  read_as(memory_type_.get(), first, count, out);
+}
+
+void Table::read_as(hid_t memory_type, std::uint64_t first, std::uint64_t count, void* out) const {
+  if (count == 0) return;
+  if (!dataset_.valid()) errors_.fail_plain(fmt::format("cannot read table /{}: the file is closed", name_));
+  const std::string attempted = fmt::format("read rows {} to {} of table /{}", first, first + count - 1, name_);
+  const hsize_t start = first;
+  const hsize_t rows = count;
+  const SpaceHandle file_space(errors_.check(H5Dget_space(dataset_.get()), attempted));
+  errors_.check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &start, nullptr, &rows, nullptr), attempted);
+  const SpaceHandle memory_space(errors_.check(H5Screate_simple(1, &rows, nullptr), attempted));
+  errors_.check(H5Dread(dataset_.get(), memory_type, memory_space.get(), file_space.get(), H5P_DEFAULT, out),
+                attempted);
+}
+
+std::uint64_t Table::unwritten_tail() const {
+  constexpr std::uint64_t kBlockRows = 1024;
+  const TypeHandle id_type = memory_type(trial_id_schema(name_), errors_);
+  std::vector<FixedString<kTrialIdChars>> ids;
+  std::uint64_t end = rows_;
+  while (end > 0) {
+    const std::uint64_t count = std::min(kBlockRows, end);
+    ids.assign(count, FixedString<kTrialIdChars>{});
+    read_as(id_type.get(), end - count, count, ids.data());
+    const auto written = std::find_if(ids.rbegin(), ids.rend(), [](const auto& id) { return id[0] != '\0'; });
+    end -= static_cast<std::uint64_t>(written - ids.rbegin());
+    if (written != ids.rend()) break;
+  }
+  return rows_ - end;
+}
+
+void Table::drop_unwritten_tail() {
+  const std::uint64_t dropped = unwritten_tail();
+  if (dropped == 0) return;
+  const hsize_t size = rows_ - dropped;
+  errors_.check(H5Dset_extent(dataset_.get(), &size),
+                fmt::format("drop {} rows never written from the end of table /{}", dropped, name_));
+  rows_ = size;
+}
+
+void Table::refresh(bool swmr) {
+  if (swmr) errors_.check(H5Drefresh(dataset_.get()), fmt::format("refresh table /{}", name_));
+  rows_ = stored_rows();
+}
+
+}  // namespace memsweep::store

@@ -1,0 +1,58 @@
+#pragma once
+// One table of the results file: a 1-D, chunked, extendable dataset of
+// compound rows, with its row type built once, so that an append is an
+// extend and one hyperslab write.
+
+#include "store/hdf5_handles.hpp"
+#include "store/schema.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace memsweep::store {
+
+class Table {
+ public:
+  // Creates /<schema.name>, empty, with a `unit:<column>` attribute per
+  // column and a `description`.
+  static Table create(hid_t file, const TableSchema& schema, const TableStorage& storage, const Hdf5Errors& errors);
+  // Opens /<schema.name>; throws StoreError when the table is missing or
+  // lacks one of the schema's columns.
+  static Table open(hid_t file, const TableSchema& schema, const Hdf5Errors& errors);
+
+  const std::string& name() const { return name_; }
+  std::uint64_t rows() const { return rows_; }
+  std::uint64_t chunk_rows() const { return chunk_rows_; }
+
+  // `rows` points at `count` row structs of the schema's layout.
+  void append(const void* rows, std::size_t count);
+  // Rows [first, first + count) into `out`, in the schema's layout, or in
+  // `memory_type`'s (a compound of some of the columns).
+  void read(std::uint64_t first, std::uint64_t count, void* out) const;
+  void read_as(hid_t memory_type, std::uint64_t first, std::uint64_t count, void* out) const;
+  // Re-reads the row count; with `swmr`, first drops what HDF5 cached of the
+  // dataset so that rows a SWMR writer added since are seen.
+  void refresh(bool swmr);
+  // Rows at the end of the table without a trial id (trial_id_schema() says
+  // why). For tables with that column.
+  std::uint64_t unwritten_tail() const;
+  // A reader leaves them out of rows(); a writer shrinks the table.
+  void hide_unwritten_tail() { rows_ -= unwritten_tail(); }
+  void drop_unwritten_tail();
+  void close() { dataset_.reset(); }
+
+ private:
+  Table(std::string name, DatasetHandle dataset, TypeHandle memory_type, std::uint64_t chunk_rows,
+        const Hdf5Errors& errors);
+  std::uint64_t stored_rows() const;
+
+  std::string name_;
+  DatasetHandle dataset_;
+  TypeHandle memory_type_;
+  Hdf5Errors errors_;
+  std::uint64_t chunk_rows_ = 1;
+  std::uint64_t rows_ = 0;
+};
+
+}  // namespace memsweep::store

@@ -1,0 +1,25 @@
+#include "sweep/protocol.hpp"
+
+namespace memsweep::detail {
+
+std::string tag_name(int message_tag) {
+  switch (message_tag) {
+    case tag::kRequest: return "REQUEST";
+    case tag::kSamples: return "SAMPLES";
+    case tag::kEpochs: return "EPOCHS";
+    case tag::kRecord: return "RECORD";
+    case tag::kLeaving: return "LEAVING";
+    case tag::kAssign: return "ASSIGN";
+    case tag::kStop: return "STOP";
+    case tag::kFinish: return "FINISH";
+    default: return "an unknown message (tag " + std::to_string(message_tag) + ")";
+  }
+}
+
+void throw_bad_payload(const Message& message, std::size_t item_size) {
+  throw std::runtime_error("sweep protocol: " + tag_name(message.tag) + " from rank " + std::to_string(message.source) +
+                           " holds " + std::to_string(message.bytes.size()) + " bytes, which does not fit " +
+                           std::to_string(item_size) + "-byte items (are all ranks running the same memsweep build?)");
+}
+
+}  // namespace memsweep::detail

@@ -1,0 +1,85 @@
+#pragma once
+// The messages between rank 0 (the coordinator) and the workers, and their
+// payloads: plain bytes of trivially copyable structs and rows (results.hpp).
+// Every rank runs the same build, so the layouts agree; a payload whose size
+// does not fit is a protocol error (a mixed installation), not a guess.
+// docs/sweep.md draws the exchange.
+
+#include "memsweep/sweep.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace memsweep::detail {
+
+namespace tag {
+// worker -> rank 0
+inline constexpr int kRequest = 1;  // empty: "give me a trial"
+inline constexpr int kSamples = 2;  // SampleRow[]: a running trial's samples
+inline constexpr int kEpochs = 3;   // EpochRow[]: a running trial's finished epochs
+inline constexpr int kRecord = 4;   // TrialRow: the trial's final row; the worker is free again
+inline constexpr int kLeaving = 5;  // empty: the worker saw the stop signal and takes no more trials
+// rank 0 -> worker
+inline constexpr int kAssign = 11;  // Assignment
+inline constexpr int kStop = 12;    // empty: interrupt the running trial
+inline constexpr int kFinish = 13;  // empty: no more trials, return (always the last message to a worker)
+}  // namespace tag
+
+std::string tag_name(int tag);
+
+struct Assignment {
+  std::uint64_t index = 0;  // into the trials every rank holds
+  std::int32_t attempt = 0;
+  std::int32_t reserved = 0;  // keeps the struct free of padding bytes
+};
+static_assert(std::is_trivially_copyable_v<Assignment> && sizeof(Assignment) == 16);
+
+// Rows per SAMPLES message: large enough that a message's fixed cost is
+// small next to its rows, small enough to stay a modest buffer (208-byte
+// rows: 416 KiB).
+inline constexpr std::size_t kRowsPerMessage = 2048;
+
+template <typename T>
+std::span<const std::byte> payload_of(const T& value) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  return std::as_bytes(std::span<const T, 1>(&value, 1));
+}
+
+template <typename T>
+std::span<const std::byte> payload_of(std::span<const T> rows) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  return std::as_bytes(rows);
+}
+
+[[noreturn]] void throw_bad_payload(const Message& message, std::size_t item_size);
+
+// Copies the bytes into objects rather than casting: the received buffer
+// holds no T objects, and a copy of a message is cheap next to writing it.
+template <typename T>
+T payload_as(const Message& message) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  if (message.bytes.size() != sizeof(T)) throw_bad_payload(message, sizeof(T));
+  T value;
+  std::memcpy(&value, message.bytes.data(), sizeof(T));
+  return value;
+}
+
+template <typename T>
+void payload_rows(const Message& message, std::vector<T>& rows) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  if (message.bytes.size() % sizeof(T) != 0) throw_bad_payload(message, sizeof(T));
+  rows.resize(message.bytes.size() / sizeof(T));
+  if (!rows.empty()) std::memcpy(rows.data(), message.bytes.data(), message.bytes.size());
+}
+
+inline void send_empty(Communicator& comm, int destination, int message_tag) {
+  comm.send(destination, message_tag, std::span<const std::byte>());
+}
+
+}  // namespace memsweep::detail

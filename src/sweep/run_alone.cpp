@@ -1,0 +1,61 @@
+// A sweep on one rank: it runs the pending trials in turn and writes what
+// they stream and their rows itself, on this thread (the sink needs no
+// locking: the trial's rows reach it through run_streamed_trial's queue).
+
+#include "sweep/roles.hpp"
+#include "sweep/streamed_trial.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace memsweep::detail {
+
+SweepResult run_alone(Communicator& comm, std::span<const TrialSpec> trials, std::span<const PendingTrial> pending,
+                      TrialRunner& runner, ResultSink& sink, const SweepOptions& options) {
+  SweepResult result;
+  const std::string host = comm.host_name();
+  bool stop_seen = false;
+  const StreamHooks hooks{
+      .deliver =
+          [&](StreamedRows& rows) {
+            if (!rows.samples.empty()) sink.samples(rows.samples);
+            for (const EpochRow& epoch : rows.epochs) sink.epoch(epoch);
+          },
+      .should_stop =
+          [&] {
+            stop_seen = stop_seen || stop_requested(options);
+            return stop_seen;
+          },
+  };
+
+  TrialThread trial_thread;
+  std::size_t next = 0;
+  for (; next < pending.size(); ++next) {
+    if (stop_requested(options)) {
+      stop_seen = true;
+      break;
+    }
+    const PendingTrial& job = pending[next];
+    if (job.index >= trials.size()) {
+      throw std::out_of_range("run_sweep: pending trial index " + std::to_string(job.index) + " is past the " +
+                              std::to_string(trials.size()) + " trials");
+    }
+    const TrialSpec& trial = trials[job.index];
+    if (options.progress != nullptr) options.progress->trial_started(trial, job.attempt, comm.rank());
+    TrialContext context;
+    context.attempt = job.attempt;
+    context.run = options.run;
+    context.rank = comm.rank();
+    context.host = host;
+    context.mem_budget_bytes = options.mem_budget_bytes;
+    const TrialRow row = run_streamed_trial(trial_thread, runner, trial, context, options.flush_interval, hooks);
+    sink.trial(row);
+    count_row(result, row);
+    if (options.progress != nullptr) options.progress->trial_finished(row);
+  }
+  result.not_started = pending.size() - next;
+  result.stopped = stop_seen;
+  return result;
+}
+
+}  // namespace memsweep::detail

@@ -1,0 +1,522 @@
+// `memsweep run` and `memsweep summary` end to end, as a user runs them:
+// under mpirun with real ranks, training real trials, writing a real HDF5
+// file that h5py and h5dump read without memsweep's code.
+
+#include "cli/run_command.hpp"
+#include "run/results_file.hpp"
+#include "support/background_process.hpp"
+#include "support/temp_dir.hpp"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace memsweep::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// README.md: exit statuses.
+constexpr int kOk = 0;
+constexpr int kBadInput = 2;
+constexpr int kStopped = 3;
+
+const std::string kSource = MEMSWEEP_SOURCE_DIR;
+const std::string kQuickstart = kSource + "/jobs/examples/quickstart.toml";
+
+std::vector<std::string> on_ranks(int ranks, const std::vector<std::string>& args) {
+  std::vector<std::string> argv{MEMSWEEP_MPIEXEC,      "--allow-run-as-root", "--oversubscribe", "-np",
+                                std::to_string(ranks), MEMSWEEP_EXECUTABLE};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+// One OpenMP thread per rank: ranks share this machine's two cores.
+const std::map<std::string, std::string> kEnvironment{{"OMP_NUM_THREADS", "1"}};
+
+CommandResult memsweep_on_ranks(int ranks, const std::vector<std::string>& args, const std::string& dir) {
+  return run_command(on_ranks(ranks, args), dir, kEnvironment);
+}
+
+std::string slurp(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// "145.2 MiB" -> bytes.
+double parse_size(const std::string& number, const std::string& unit) {
+  static const std::map<std::string, double> kUnits{
+      {"B", 1.0}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+  return std::stod(number) * kUnits.at(unit);
+}
+
+// What the run printed for a finished trial.
+struct PrintedTrial {
+  std::string id;
+  std::string status;
+  std::optional<double> peak_bytes;
+};
+
+std::vector<PrintedTrial> printed_trials(const std::string& err) {
+  static const std::regex kTrialLine(R"(\b([0-9a-f]{12})\b\s+(ok|failed|diverged|over_budget|interrupted|killed)\b)");
+  static const std::regex kPeak(R"(peak\s+([0-9.]+)\s*(B|KiB|MiB|GiB|TiB)\b)");
+  std::vector<PrintedTrial> trials;
+  std::istringstream lines(err);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch match;
+    if (!std::regex_search(line, match, kTrialLine)) continue;
+    PrintedTrial trial{match[1], match[2], std::nullopt};
+    if (std::regex_search(line, match, kPeak)) trial.peak_bytes = parse_size(match[1], match[2]);
+    trials.push_back(trial);
+  }
+  return trials;
+}
+
+// memsweep's own lines (mpirun adds its banner when a rank exits non-zero).
+std::size_t memsweep_lines(const std::string& err) {
+  std::size_t count = 0;
+  std::istringstream lines(err);
+  for (std::string line; std::getline(lines, line);) count += line.rfind("memsweep", 0) == 0 ? 1 : 0;
+  return count;
+}
+
+std::string sweep_file(const TempDir& dir, const std::string& name, const std::string& body) {
+  return dir.write(name, body).string();
+}
+
+// ---- a sweep run once on three ranks, shared by the read-back tests --------
+
+class QuickstartOnThreeRanks : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    result_ = new CommandResult(memsweep_on_ranks(3, {"run", kQuickstart, "-o", "out.h5"}, dir_->path().string()));
+  }
+  static void TearDownTestSuite() {
+    delete result_;
+    delete dir_;
+  }
+  void SetUp() override { ASSERT_EQ(result_->exit_status, kOk) << result_->err; }
+  static std::filesystem::path file() { return dir_->path() / "out.h5"; }
+
+  static TempDir* dir_;
+  static CommandResult* result_;
+};
+TempDir* QuickstartOnThreeRanks::dir_ = nullptr;
+CommandResult* QuickstartOnThreeRanks::result_ = nullptr;
+
+TEST_F(QuickstartOnThreeRanks, EveryTrialIsInTheFileAsTheRunPrintedIt) {
+  const std::vector<PrintedTrial> printed = printed_trials(result_->err);
+  ASSERT_EQ(printed.size(), 4U) << result_->err;
+  const TsvTable trials = h5py_table(file(), "trials");
+  ASSERT_EQ(trials.rows.size(), 4U);
+  for (const PrintedTrial& trial : printed) {
+    SCOPED_TRACE(trial.id);
+    const auto rows = trials.where("trial_id", trial.id);
+    ASSERT_EQ(rows.size(), 1U);
+    const std::size_t row = rows.front();
+    EXPECT_EQ(trial.status, "ok");
+    EXPECT_EQ(trials.at(row, "status"), "ok");
+    ASSERT_TRUE(trial.peak_bytes.has_value()) << "no peak printed for " << trial.id;
+    // Printed with 3 significant digits or so: within 1 %.
+    EXPECT_NEAR(*trial.peak_bytes, trials.number(row, "rss_peak"), 0.01 * trials.number(row, "rss_peak"));
+  }
+}
+
+TEST_F(QuickstartOnThreeRanks, TrialRowsArePlausible) {
+  const TsvTable trials = h5py_table(file(), "trials");
+  std::set<std::string> ranks;
+  for (std::size_t row = 0; row < trials.rows.size(); ++row) {
+    SCOPED_TRACE(trials.at(row, "trial_id"));
+    ranks.insert(trials.at(row, "rank"));
+    EXPECT_THAT(trials.at(row, "rank"), ::testing::AnyOf("1", "2"));  // rank 0 writes, it does not train
+    EXPECT_FALSE(trials.at(row, "host").empty());
+    EXPECT_EQ(trials.at(row, "attempt"), "0");
+    EXPECT_EQ(trials.at(row, "dataset"), "synthetic");
+    EXPECT_EQ(trials.at(row, "epochs_done"), "3");
+    const double baseline = trials.number(row, "rss_baseline");
+    const double peak = trials.number(row, "rss_peak");
+    EXPECT_GT(baseline, 0);
+    EXPECT_GE(peak, baseline);
+    EXPECT_EQ(trials.number(row, "rss_footprint"), peak - baseline);
+    EXPECT_GT(trials.number(row, "rss_mean"), 0.5 * baseline);
+    EXPECT_LE(trials.number(row, "rss_mean"), peak);
+    EXPECT_GT(trials.number(row, "sys_used_mean"), 0);
+    EXPECT_GT(trials.number(row, "predicted_bytes"), 0);
+    EXPECT_GT(trials.number(row, "samples"), 0);
+    EXPECT_GT(trials.number(row, "test_accuracy"), 0.3);  // 10 classes: chance is 0.1
+    EXPECT_LE(trials.number(row, "test_accuracy"), 1.0);
+    EXPECT_GE(trials.number(row, "end_time"), trials.number(row, "start_time"));
+  }
+  EXPECT_EQ(ranks.size(), 2U) << "both workers should have trained";
+}
+
+TEST_F(QuickstartOnThreeRanks, EpochsAreThereAndTrainingLearns) {
+  const TsvTable trials = h5py_table(file(), "trials");
+  const TsvTable epochs = h5py_table(file(), "epochs");
+  ASSERT_EQ(epochs.rows.size(), 12U);  // 4 trials x 3 epochs
+  double first = 0.0;
+  double last = 0.0;
+  for (std::size_t row = 0; row < trials.rows.size(); ++row) {
+    SCOPED_TRACE(trials.at(row, "trial_id"));
+    const auto mine = epochs.where("trial_id", trials.at(row, "trial_id"));
+    ASSERT_EQ(mine.size(), 3U);
+    std::map<int, double> accuracy;
+    std::map<int, double> loss;
+    for (std::size_t e : mine) {
+      accuracy[std::stoi(epochs.at(e, "epoch"))] = epochs.number(e, "test_accuracy");
+      loss[std::stoi(epochs.at(e, "epoch"))] = epochs.number(e, "train_loss");
+    }
+    ASSERT_EQ(accuracy.size(), 3U);
+    EXPECT_LT(loss.at(3), loss.at(1)) << "training should lower the loss";
+    EXPECT_GT(epochs.number(mine.back(), "rss"), 0);
+    first += accuracy.at(1);
+    last += accuracy.at(3);
+    EXPECT_DOUBLE_EQ(accuracy.at(3), trials.number(row, "test_accuracy"));
+  }
+  EXPECT_GE(last, first) << "mean test accuracy after the last epoch should be at least the first's";
+}
+
+TEST_F(QuickstartOnThreeRanks, SamplesMatchTheirTrials) {
+  const TsvTable trials = h5py_table(file(), "trials");
+  const TsvTable samples = h5py_table(file(), "samples");
+  for (std::size_t row = 0; row < trials.rows.size(); ++row) {
+    const std::string id = trials.at(row, "trial_id");
+    SCOPED_TRACE(id);
+    const auto mine = samples.where("trial_id", id);
+    ASSERT_EQ(static_cast<double>(mine.size()), trials.number(row, "samples"));
+    double previous_t = -1.0;
+    double max_rss = 0.0;
+    int max_epoch = 0;
+    for (std::size_t s : mine) {
+      EXPECT_GE(samples.number(s, "t"), previous_t);
+      previous_t = samples.number(s, "t");
+      EXPECT_GT(samples.number(s, "rss"), 0);
+      EXPECT_GT(samples.number(s, "sys_used"), 0);
+      EXPECT_EQ(samples.at(s, "rank"), trials.at(row, "rank"));
+      max_rss = std::max(max_rss, samples.number(s, "rss"));
+      max_epoch = std::max(max_epoch, std::stoi(samples.at(s, "epoch")));
+    }
+    // The kernel's peak (VmHWM) is at least any sampled RSS.
+    EXPECT_LE(max_rss, trials.number(row, "rss_peak"));
+    EXPECT_GE(max_epoch, 1);
+    EXPECT_LE(max_epoch, 3);
+  }
+}
+
+TEST_F(QuickstartOnThreeRanks, FileDescribesItself) {
+  const auto attributes = h5py_attributes(file());
+  EXPECT_EQ(attributes.at("format"), "memsweep");
+  EXPECT_EQ(attributes.at("schema_version"), "1");
+  EXPECT_EQ(attributes.at("sweep_name"), "quickstart");
+  EXPECT_EQ(attributes.at("sweep_text"), slurp(kQuickstart));
+  EXPECT_THAT(attributes.at("sweep_hash"), ::testing::MatchesRegex("[0-9a-f]{16}"));
+  EXPECT_EQ(attributes.at("ranks"), "3");
+  EXPECT_EQ(std::count(attributes.at("hosts").begin(), attributes.at("hosts").end(), ',') + 1, 3);
+  for (const char* version : {"memsweep_version", "onednn_version", "mpi_version", "papi_version", "hdf5_version"})
+    EXPECT_FALSE(attributes.at(version).empty()) << version;
+  EXPECT_THAT(attributes.at("mpi_version"), HasSubstr("MPI"));
+  EXPECT_THAT(attributes.at("command_line"), HasSubstr("quickstart.toml"));
+
+  const auto sample_units = h5py_units(file(), "samples");
+  EXPECT_EQ(sample_units.at("rss"), "bytes");
+  EXPECT_EQ(sample_units.at("t"), "s");
+  for (const auto& [column, unit] : h5py_units(file(), "trials")) EXPECT_FALSE(unit.empty()) << column;
+}
+
+TEST_F(QuickstartOnThreeRanks, H5dumpReadsTheSameValues) {
+  const CommandResult header = run_command({MEMSWEEP_H5DUMP, "-A", file().string()});
+  ASSERT_EQ(header.exit_status, 0) << header.err;
+  EXPECT_THAT(header.out, ::testing::ContainsRegex("ATTRIBUTE \"schema_version\""));
+  EXPECT_THAT(header.out, HasSubstr("DATASPACE  SIMPLE { ( 4 ) / ( H5S_UNLIMITED ) }"));
+
+  const CommandResult trials = run_command({MEMSWEEP_H5DUMP, "-d", "/trials", file().string()});
+  ASSERT_EQ(trials.exit_status, 0) << trials.err;
+  for (const PrintedTrial& trial : printed_trials(result_->err))
+    EXPECT_THAT(trials.out, HasSubstr("\"" + trial.id + "\"")) << "h5dump of /trials lacks " << trial.id;
+}
+
+TEST_F(QuickstartOnThreeRanks, SummaryShowsThePapersLayoutAndTheFileValues) {
+  const CommandResult summary = run_memsweep({"summary", file().string()});
+  ASSERT_EQ(summary.exit_status, kOk) << summary.err;
+  EXPECT_THAT(summary.out, HasSubstr("synthetic (4 trials)"));
+  EXPECT_THAT(summary.out, ::testing::ContainsRegex("lr +epochs +batch +hidden +used MB +rss mean +rss peak"));
+  const TsvTable trials = h5py_table(file(), "trials");
+  for (std::size_t row = 0; row < trials.rows.size(); ++row) {
+    // Each trial's line holds its id, then (among others) its peak in MiB.
+    const std::string peak = fmt::format("{:.1f}", trials.number(row, "rss_peak") / 1048576.0);
+    const std::string used = fmt::format("{:.1f}", trials.number(row, "sys_used_mean") / 1048576.0);
+    EXPECT_THAT(summary.out,
+                ::testing::ContainsRegex(trials.at(row, "trial_id") + " .* " + used + " .* " + peak + " .* ok"));
+  }
+}
+
+// ---- one process, no mpirun -------------------------------------------------
+
+TEST(RunCommand, OneProcessTrainsAndWritesItself) {
+  const TempDir dir;
+  const CommandResult run = run_command({MEMSWEEP_EXECUTABLE, "run", kQuickstart, "-o", "single.h5", "--quiet"},
+                                        dir.path().string(), kEnvironment);
+  ASSERT_EQ(run.exit_status, kOk) << run.err;
+  const TsvTable trials = h5py_table(dir.path() / "single.h5", "trials");
+  ASSERT_EQ(trials.rows.size(), 4U);
+  for (std::size_t row = 0; row < trials.rows.size(); ++row) {
+    EXPECT_EQ(trials.at(row, "rank"), "0");
+    EXPECT_EQ(trials.at(row, "status"), "ok");
+  }
+}
+
+// ---- never clobber ------------------------------------------------------------
+
+TEST(RunCommand, RefusesAnExistingFileThenResumesOrReplacesIt) {
+  const TempDir dir;
+  const std::string out = (dir.path() / "r.h5").string();
+  ASSERT_EQ(memsweep_on_ranks(2, {"run", kQuickstart, "-o", out, "-q"}, dir.path().string()).exit_status, kOk);
+  const std::string before = slurp(out);
+
+  const CommandResult again = memsweep_on_ranks(2, {"run", kQuickstart, "-o", out}, dir.path().string());
+  EXPECT_EQ(again.exit_status, kBadInput);
+  EXPECT_THAT(again.err, HasSubstr(out));
+  EXPECT_THAT(again.err, HasSubstr("--resume"));
+  EXPECT_THAT(again.err, HasSubstr("--force"));
+  EXPECT_EQ(slurp(out), before) << "a refused run must leave the file as it was";
+
+  const CommandResult resumed = memsweep_on_ranks(2, {"run", kQuickstart, "-o", out, "--resume"}, dir.path().string());
+  ASSERT_EQ(resumed.exit_status, kOk) << resumed.err;
+  EXPECT_TRUE(printed_trials(resumed.err).empty()) << "every trial was final: nothing runs again\n" << resumed.err;
+  EXPECT_EQ(h5py_table(out, "trials").rows.size(), 4U);
+  EXPECT_EQ(h5py_table(out, "runs").rows.size(), 2U);
+
+  const CommandResult forced =
+      memsweep_on_ranks(2, {"run", kQuickstart, "-o", out, "--force", "-q"}, dir.path().string());
+  ASSERT_EQ(forced.exit_status, kOk) << forced.err;
+  EXPECT_EQ(h5py_table(out, "runs").rows.size(), 1U) << "--force starts a new file";
+  EXPECT_EQ(h5py_table(out, "trials").rows.size(), 4U);
+}
+
+TEST(RunCommand, ResumeRefusesAFileOfAnotherSweep) {
+  const TempDir dir;
+  const std::string out = (dir.path() / "r.h5").string();
+  ASSERT_EQ(memsweep_on_ranks(2, {"run", kQuickstart, "-o", out, "-q"}, dir.path().string()).exit_status, kOk);
+  std::string text = slurp(kQuickstart);
+  text.replace(text.find("[32, 128]"), 9, "[32, 64]");
+  const std::string other = sweep_file(dir, "other.toml", text);
+  const CommandResult resumed = memsweep_on_ranks(2, {"run", other, "-o", out, "--resume"}, dir.path().string());
+  EXPECT_EQ(resumed.exit_status, kBadInput);
+  EXPECT_THAT(resumed.err, HasSubstr(out));
+  EXPECT_THAT(resumed.err, HasSubstr("hash"));
+  EXPECT_EQ(memsweep_lines(resumed.err), 1U) << "one line, from rank 0 only:\n" << resumed.err;
+  EXPECT_EQ(h5py_table(out, "trials").rows.size(), 4U);
+  EXPECT_EQ(h5py_table(out, "runs").rows.size(), 1U) << "a refused resume adds no run";
+}
+
+TEST(RunCommand, BadSweepFileIsOneLineFromRankZero) {
+  const TempDir dir;
+  const std::string bad = sweep_file(dir, "bad.toml", "[sweep]\nname = \"x\"\nbatch = 3\n");
+  const CommandResult run = memsweep_on_ranks(3, {"run", bad, "-o", "x.h5"}, dir.path().string());
+  EXPECT_EQ(run.exit_status, kBadInput);
+  EXPECT_THAT(run.err, HasSubstr("bad.toml:3"));
+  EXPECT_EQ(memsweep_lines(run.err), 1U) << run.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "x.h5"));
+}
+
+struct BadRun {
+  const char* name;
+  std::vector<std::string> args;  // "@" is the quickstart sweep
+  const char* message;
+};
+
+class RunBadOptions : public ::testing::TestWithParam<BadRun> {};
+
+TEST_P(RunBadOptions, OneLineStatusTwoAndNoFile) {
+  const TempDir dir;
+  std::vector<std::string> args{"run", kQuickstart, "-o", "x.h5"};
+  args.insert(args.end(), GetParam().args.begin(), GetParam().args.end());
+  const CommandResult run = run_command(with_file(on_ranks(2, args), kQuickstart), dir.path().string(), kEnvironment);
+  EXPECT_EQ(run.exit_status, kBadInput);
+  EXPECT_THAT(run.err, HasSubstr(GetParam().message));
+  EXPECT_EQ(memsweep_lines(run.err), 1U) << run.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "x.h5"));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, RunBadOptions,
+    ::testing::Values(BadRun{"resume_and_force", {"--resume", "--force"}, "--resume and --force contradict"},
+                      BadRun{"bad_budget", {"--mem-budget", "lots"}, "--mem-budget: expected a size"},
+                      BadRun{"zero_flush", {"--flush-interval", "0"}, "--flush-interval: expected seconds"}),
+    [](const auto& param_info) { return std::string(param_info.param.name); });
+
+struct BadResults {
+  const char* name;
+  const char* contents;  // nullptr: no such file; "/": a directory
+  const char* message;
+};
+
+class SummaryBadFile : public ::testing::TestWithParam<BadResults> {};
+
+TEST_P(SummaryBadFile, OneLineAndStatusTwo) {
+  const TempDir dir;
+  std::filesystem::path file = dir.path() / "results.h5";
+  if (GetParam().contents == nullptr) {
+  } else if (std::string(GetParam().contents) == "/") {
+    std::filesystem::create_directory(file);
+  } else {
+    file = dir.write("results.h5", GetParam().contents);
+  }
+  const CommandResult summary = run_memsweep({"summary", file.string()});
+  EXPECT_EQ(summary.exit_status, kBadInput);
+  EXPECT_THAT(summary.err, HasSubstr(file.string()));
+  EXPECT_THAT(summary.err, HasSubstr(GetParam().message));
+  EXPECT_EQ(memsweep_lines(summary.err), 1U) << summary.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, SummaryBadFile,
+                         ::testing::Values(BadResults{"missing", nullptr, ""}, BadResults{"directory", "/", ""},
+                                           BadResults{"empty", "", "HDF5"},
+                                           BadResults{"text", "trial,lr\n1,0.1\n", "HDF5"}),
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
+
+// ---- failure isolation ----------------------------------------------------------
+
+TEST(RunCommand, EachKindOfFailureIsRecordedAndTheSweepGoesOn) {
+  const TempDir dir;
+  std::filesystem::create_directories(dir.path() / "empty-data");
+  const std::string sweep = sweep_file(dir, "failures.toml", R"(
+[sweep]
+name = "failures"
+[defaults]
+dataset = "synthetic"
+synthetic = { shape = [1, 8, 8], classes = 4, train_size = 512, test_size = 128 }
+epochs = 2
+batch_size = 32
+hidden = [32]
+[[trial]]
+learning_rate = 0.05
+[[trial]]
+dataset = "mnist"
+[[trial]]
+learning_rate = 1e30
+[[trial]]
+learning_rate = 0.01
+mem_budget = "1MiB"
+)");
+  const CommandResult run = memsweep_on_ranks(
+      2, {"run", sweep, "-o", "f.h5", "--data-dir", (dir.path() / "empty-data").string()}, dir.path().string());
+  ASSERT_EQ(run.exit_status, kOk) << "failed trials are results, not a failed sweep\n" << run.err;
+  const TsvTable trials = h5py_table(dir.path() / "f.h5", "trials");
+  ASSERT_EQ(trials.rows.size(), 4U);
+  std::multiset<std::string> statuses;
+  for (std::size_t row = 0; row < trials.rows.size(); ++row) {
+    statuses.insert(trials.at(row, "status"));
+    if (trials.at(row, "dataset") == "mnist") {
+      EXPECT_THAT(trials.at(row, "message"), HasSubstr("mnist"));
+    }
+    if (trials.at(row, "status") == "over_budget") {
+      EXPECT_THAT(trials.at(row, "message"), HasSubstr("budget"));
+    }
+  }
+  EXPECT_EQ(statuses, (std::multiset<std::string>{"ok", "failed", "diverged", "over_budget"}));
+
+  const CommandResult summary = run_memsweep({"summary", (dir.path() / "f.h5").string()});
+  ASSERT_EQ(summary.exit_status, kOk) << summary.err;
+  EXPECT_THAT(summary.out, HasSubstr("not ok (3)"));
+}
+
+// ---- signals and kills ------------------------------------------------------------
+
+// Trials of three seconds or so each on one worker, so that a signal or a kill
+// lands while one runs.
+constexpr const char* kSlowSweep = R"(
+[sweep]
+name = "slow"
+[sampler]
+interval_ms = 5
+[defaults]
+dataset = "synthetic"
+synthetic = { shape = [1, 28, 28], classes = 10, train_size = 16000, test_size = 500 }
+learning_rate = 0.02
+batch_size = 16
+epochs = 5
+[grid]
+hidden = [[256, 256], [320, 256], [384, 256], [448, 256]]
+)";
+
+std::size_t finished_lines(const BackgroundProcess& process) { return printed_trials(process.err()).size(); }
+
+TEST(RunCommand, SignalStopsTheSweepAndResumeCompletesIt) {
+  const TempDir dir;
+  const std::string sweep = sweep_file(dir, "slow.toml", kSlowSweep);
+  const std::string out = (dir.path() / "s.h5").string();
+  {
+    BackgroundProcess run(on_ranks(2, {"run", sweep, "-o", out, "--flush-interval", "0.2"}), dir.path(), kEnvironment);
+    ASSERT_TRUE(run.wait_for([&] { return finished_lines(run) >= 1; }, std::chrono::seconds(120))) << run.err();
+    run.signal(SIGUSR1);  // mpirun forwards it to every rank, as Slurm's --signal does
+    EXPECT_EQ(run.wait(), kStopped) << run.err();
+    EXPECT_THAT(run.err(), HasSubstr("--resume"));
+  }
+  TsvTable trials = h5py_table(out, "trials");
+  EXPECT_LT(trials.where("status", "ok").size(), 4U);
+  EXPECT_EQ(trials.where("status", "interrupted").size(), 1U) << "the trial running at the signal";
+
+  const CommandResult resumed = memsweep_on_ranks(2, {"run", sweep, "-o", out, "--resume", "-q"}, dir.path().string());
+  ASSERT_EQ(resumed.exit_status, kOk) << resumed.err;
+  trials = h5py_table(out, "trials");
+  std::map<std::string, int> final_rows;
+  for (std::size_t row = 0; row < trials.rows.size(); ++row)
+    if (trials.at(row, "status") == "ok") ++final_rows[trials.at(row, "trial_id")];
+  EXPECT_EQ(final_rows.size(), 4U);
+  for (const auto& [id, count] : final_rows) EXPECT_EQ(count, 1) << id;
+}
+
+TEST(RunCommand, AKilledRankLeavesAKilledTrialThatResumeRecords) {
+  const TempDir dir;
+  const std::string sweep = sweep_file(dir, "slow.toml", kSlowSweep);
+  const std::string out = (dir.path() / "k.h5").string();
+  {
+    BackgroundProcess run(on_ranks(2, {"run", sweep, "-o", out, "--flush-interval", "0.2"}), dir.path(), kEnvironment);
+    ASSERT_TRUE(run.wait_for([&] { return finished_lines(run) >= 1; }, std::chrono::seconds(120))) << run.err();
+    // Let the next trial stream for a while (rank 0 makes samples durable at
+    // least every second), then kill its rank as the OOM killer would.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+    const auto workers = child_processes_with_environment(run.pid(), "OMPI_COMM_WORLD_RANK", "1");
+    ASSERT_EQ(workers.size(), 1U);
+    ::kill(workers.front(), SIGKILL);
+    EXPECT_NE(run.wait(), kOk);
+  }
+  // The file is left as the killed job left it: HDF5's "open for writing" mark set.
+  const CommandResult resumed = memsweep_on_ranks(2, {"run", sweep, "-o", out, "--resume"}, dir.path().string());
+  ASSERT_EQ(resumed.exit_status, kOk) << resumed.err;
+  TsvTable trials = h5py_table(out, "trials");
+  const auto killed = trials.where("status", "killed");
+  ASSERT_EQ(killed.size(), 1U) << resumed.err;
+  EXPECT_GT(trials.number(killed.front(), "rss_peak"), 0);
+  EXPECT_GT(trials.number(killed.front(), "samples"), 0);
+  EXPECT_EQ(trials.where("status", "ok").size(), 3U) << "the killed trial is not run again by default";
+
+  const CommandResult retried =
+      memsweep_on_ranks(2, {"run", sweep, "-o", out, "--resume", "--retry-killed", "1"}, dir.path().string());
+  ASSERT_EQ(retried.exit_status, kOk) << retried.err;
+  trials = h5py_table(out, "trials");
+  EXPECT_EQ(trials.where("status", "ok").size(), 4U);
+  const std::string killed_id = trials.at(killed.front(), "trial_id");
+  const auto attempts = trials.where("trial_id", killed_id);
+  ASSERT_EQ(attempts.size(), 2U);
+  EXPECT_EQ(trials.at(attempts.back(), "status"), "ok");
+  EXPECT_GT(std::stoi(trials.at(attempts.back(), "attempt")), std::stoi(trials.at(attempts.front(), "attempt")));
+}
+
+}  // namespace
+}  // namespace memsweep::testing

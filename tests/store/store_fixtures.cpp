@@ -1,0 +1,227 @@
+#include "store/store_fixtures.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+
+namespace memsweep::testing {
+
+std::string example_id(int index) {
+  std::string digits = std::to_string(index);
+  return "t" + std::string(kTrialIdChars - 1 - digits.size(), '0') + digits;
+}
+
+FileHeader example_header() {
+  FileHeader header;
+  header.sweep_name = "store-test";
+  header.sweep_file = "sweeps/store test.toml";
+  header.sweep_text = "[sweep]\nname = \"store-test\"\n# ünïcödé survives\n";
+  header.sweep_hash = "0123456789abcdef";
+  header.command_line = "memsweep run sweeps/store-test.toml -o out.h5";
+  header.memsweep_version = "0.1.0";
+  header.onednn_version = "2.6.3";
+  header.mpi_version = "Open MPI v4.1.4";
+  header.papi_version = "7.0.0.0";
+  header.hdf5_version = hdf5_library_version();
+  header.ranks = 3;
+  header.hosts = {"node-a", "node-b", "node-b"};
+  header.start_time = "2024-05-01T12:34:56Z";
+  header.sampler_interval_ms = 10;
+  header.planned_trials = 1234567890123;
+  header.events_requested = {"PAPI_L1_DCM", "perf::PAGE-FAULTS", "PAPI_TLB_DM", "PAPI_NOPE"};
+  header.counter_columns = kCounterColumns;
+  header.event_notes = {"PAPI_NOPE: no such event on this machine"};
+  header.swmr = true;
+  return header;
+}
+
+TrialRow example_trial(int index, std::string_view status) {
+  TrialRow row;
+  set_fixed(row.trial_id, example_id(index));
+  row.attempt = index % 3;
+  row.repeat = index % 2;
+  row.run = 1;
+  set_fixed(row.dataset, "fashion-mnist");
+  set_fixed(row.model, "cnn");
+  set_fixed(row.optimizer, "momentum");
+  row.learning_rate = 0.001 * (index + 1);
+  row.epochs = 7 + index;
+  row.batch_size = 64;
+  row.depth = 3;
+  row.hidden = {};
+  row.hidden[0] = 285;
+  row.hidden[1] = 389;
+  row.hidden[2] = 423 + index;
+  row.channels[0] = 8;
+  row.channels[1] = 16;
+  row.seed = 0xFEDCBA9876543210ULL + static_cast<std::uint64_t>(index);
+  row.rank = 2;
+  set_fixed(row.host, "node-b.cluster.example.org");
+  set_fixed(row.status, status);
+  set_fixed(row.message, std::string(kMessageChars, 'm'));  // fills every byte: no NUL at all
+  row.start_time = 1714566896.25 + index;
+  row.end_time = row.start_time + 12.5;
+  row.wall_seconds = 12.5;
+  row.rss_baseline = 100'000'000;
+  row.rss_peak = 180'000'000 + index;
+  row.rss_mean = 150'000'000.5;
+  row.rss_footprint = row.rss_peak - row.rss_baseline;
+  row.sys_used_mean = 4.5e9;
+  row.predicted_bytes = 75'000'000;
+  row.epochs_done = row.epochs;
+  row.final_train_loss = 0.125;
+  row.test_accuracy = 0.875;
+  row.samples = 1250;
+  row.dropped_samples = 3;
+  set_fixed(row.definition, "dataset=fashion-mnist;model=cnn;channels=8-16;index=" + std::to_string(index));
+  return row;
+}
+
+EpochRow example_epoch(int index) {
+  EpochRow row;
+  set_fixed(row.trial_id, example_id(index));
+  row.attempt = 1;
+  row.epoch = index + 1;
+  row.train_loss = 2.0 / (index + 1);
+  row.test_accuracy = 0.5 + 0.01 * index;
+  row.seconds = 1.75;
+  row.rss = 150'000'000 + index;
+  row.sys_used = 4'000'000'000;
+  return row;
+}
+
+RunRow example_run(std::string_view command_line) {
+  RunRow run;
+  run.run = 99;  // the store numbers runs itself
+  run.start_time = 1714570000.5;
+  run.ranks = 4;
+  set_fixed(run.hosts, "node-c,node-d");
+  set_fixed(run.command_line, command_line);
+  set_fixed(run.memsweep_version, "0.1.1");
+  return run;
+}
+
+std::vector<SampleRow> example_samples(std::string_view trial_id, std::int32_t attempt, std::size_t count,
+                                       std::int64_t first_rss) {
+  std::vector<SampleRow> rows(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    SampleRow& row = rows[i];
+    set_fixed(row.trial_id, trial_id);
+    row.attempt = attempt;
+    row.rank = 1;
+    row.epoch = static_cast<std::int32_t>(i / 100);
+    row.t = 0.01 * static_cast<double>(i);
+    row.rss = first_rss + 4096 * static_cast<std::int64_t>(i);
+    row.anon_rss = row.rss - 500'000;
+    row.pss = row.rss - 1000;
+    row.sys_used = 4'000'000'000 + static_cast<std::int64_t>(i);
+    row.sys_available = 12'000'000'000;
+    row.sys_active = 6'000'000'000;
+    for (std::size_t c = 0; c < kCounterColumns.size(); ++c)
+      row.counters[c] = static_cast<std::int64_t>(1000 * (c + 1) + i);
+  }
+  return rows;
+}
+
+void expect_same(const FileHeader& expected, const FileHeader& actual) {
+  EXPECT_EQ(actual.format, expected.format);
+  EXPECT_EQ(actual.schema_version, expected.schema_version);
+  EXPECT_EQ(actual.sweep_name, expected.sweep_name);
+  EXPECT_EQ(actual.sweep_file, expected.sweep_file);
+  EXPECT_EQ(actual.sweep_text, expected.sweep_text);
+  EXPECT_EQ(actual.sweep_hash, expected.sweep_hash);
+  EXPECT_EQ(actual.command_line, expected.command_line);
+  EXPECT_EQ(actual.memsweep_version, expected.memsweep_version);
+  EXPECT_EQ(actual.onednn_version, expected.onednn_version);
+  EXPECT_EQ(actual.mpi_version, expected.mpi_version);
+  EXPECT_EQ(actual.papi_version, expected.papi_version);
+  EXPECT_EQ(actual.hdf5_version, expected.hdf5_version);
+  EXPECT_EQ(actual.ranks, expected.ranks);
+  EXPECT_EQ(actual.hosts, expected.hosts);
+  EXPECT_EQ(actual.start_time, expected.start_time);
+  EXPECT_EQ(actual.sampler_interval_ms, expected.sampler_interval_ms);
+  EXPECT_EQ(actual.planned_trials, expected.planned_trials);
+  EXPECT_EQ(actual.events_requested, expected.events_requested);
+  EXPECT_EQ(actual.counter_columns, expected.counter_columns);
+  EXPECT_EQ(actual.event_notes, expected.event_notes);
+  EXPECT_EQ(actual.swmr, expected.swmr);
+}
+
+void expect_same(const TrialRow& expected, const TrialRow& actual) {
+  EXPECT_EQ(actual.trial_id, expected.trial_id);
+  EXPECT_EQ(actual.attempt, expected.attempt);
+  EXPECT_EQ(actual.repeat, expected.repeat);
+  EXPECT_EQ(actual.run, expected.run);
+  EXPECT_EQ(actual.dataset, expected.dataset);
+  EXPECT_EQ(actual.model, expected.model);
+  EXPECT_EQ(actual.optimizer, expected.optimizer);
+  EXPECT_EQ(actual.learning_rate, expected.learning_rate);
+  EXPECT_EQ(actual.epochs, expected.epochs);
+  EXPECT_EQ(actual.batch_size, expected.batch_size);
+  EXPECT_EQ(actual.depth, expected.depth);
+  EXPECT_EQ(actual.hidden, expected.hidden);
+  EXPECT_EQ(actual.channels, expected.channels);
+  EXPECT_EQ(actual.seed, expected.seed);
+  EXPECT_EQ(actual.rank, expected.rank);
+  EXPECT_EQ(actual.host, expected.host);
+  EXPECT_EQ(actual.status, expected.status);
+  EXPECT_EQ(actual.message, expected.message);
+  EXPECT_EQ(actual.start_time, expected.start_time);
+  EXPECT_EQ(actual.end_time, expected.end_time);
+  EXPECT_EQ(actual.wall_seconds, expected.wall_seconds);
+  EXPECT_EQ(actual.rss_baseline, expected.rss_baseline);
+  EXPECT_EQ(actual.rss_peak, expected.rss_peak);
+  EXPECT_EQ(actual.rss_mean, expected.rss_mean);
+  EXPECT_EQ(actual.rss_footprint, expected.rss_footprint);
+  EXPECT_EQ(actual.sys_used_mean, expected.sys_used_mean);
+  EXPECT_EQ(actual.predicted_bytes, expected.predicted_bytes);
+  EXPECT_EQ(actual.epochs_done, expected.epochs_done);
+  EXPECT_EQ(actual.final_train_loss, expected.final_train_loss);
+  EXPECT_EQ(actual.test_accuracy, expected.test_accuracy);
+  EXPECT_EQ(actual.samples, expected.samples);
+  EXPECT_EQ(actual.dropped_samples, expected.dropped_samples);
+  EXPECT_EQ(actual.definition, expected.definition);
+}
+
+void expect_same(const SampleRow& expected, const SampleRow& actual, std::size_t counters) {
+  EXPECT_EQ(actual.trial_id, expected.trial_id);
+  EXPECT_EQ(actual.attempt, expected.attempt);
+  EXPECT_EQ(actual.rank, expected.rank);
+  EXPECT_EQ(actual.epoch, expected.epoch);
+  EXPECT_EQ(actual.t, expected.t);
+  EXPECT_EQ(actual.rss, expected.rss);
+  EXPECT_EQ(actual.anon_rss, expected.anon_rss);
+  EXPECT_EQ(actual.pss, expected.pss);
+  EXPECT_EQ(actual.sys_used, expected.sys_used);
+  EXPECT_EQ(actual.sys_available, expected.sys_available);
+  EXPECT_EQ(actual.sys_active, expected.sys_active);
+  for (std::size_t c = 0; c < counters; ++c) EXPECT_EQ(actual.counters[c], expected.counters[c]) << "counter " << c;
+}
+
+void expect_same(const EpochRow& expected, const EpochRow& actual) {
+  EXPECT_EQ(actual.trial_id, expected.trial_id);
+  EXPECT_EQ(actual.attempt, expected.attempt);
+  EXPECT_EQ(actual.epoch, expected.epoch);
+  EXPECT_EQ(actual.train_loss, expected.train_loss);
+  EXPECT_EQ(actual.test_accuracy, expected.test_accuracy);
+  EXPECT_EQ(actual.seconds, expected.seconds);
+  EXPECT_EQ(actual.rss, expected.rss);
+  EXPECT_EQ(actual.sys_used, expected.sys_used);
+}
+
+void expect_same(const RunRow& expected, const RunRow& actual) {
+  EXPECT_EQ(actual.run, expected.run);
+  EXPECT_EQ(actual.start_time, expected.start_time);
+  EXPECT_EQ(actual.ranks, expected.ranks);
+  EXPECT_EQ(actual.hosts, expected.hosts);
+  EXPECT_EQ(actual.command_line, expected.command_line);
+  EXPECT_EQ(actual.memsweep_version, expected.memsweep_version);
+}
+
+std::string read_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace memsweep::testing

@@ -1,0 +1,34 @@
+#pragma once
+// Rows, headers and files for the store tests: every field set to a value
+// that differs from its default, so a column lost on the way shows.
+
+#include "memsweep/store.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace memsweep::testing {
+
+inline const std::vector<std::string> kCounterColumns{"PAPI_L1_DCM", "perf::PAGE-FAULTS", "PAPI_TLB_DM"};
+
+// A 12-character trial id, as the sweep makes them: "t00000000007".
+std::string example_id(int index);
+FileHeader example_header();
+TrialRow example_trial(int index, std::string_view status = "ok");
+EpochRow example_epoch(int index);
+RunRow example_run(std::string_view command_line);
+// `count` samples of one attempt, t = 0.01 * i, rss rising by 4096 per row.
+std::vector<SampleRow> example_samples(std::string_view trial_id, std::int32_t attempt, std::size_t count,
+                                       std::int64_t first_rss = 1'000'000);
+
+void expect_same(const FileHeader& expected, const FileHeader& actual);
+void expect_same(const TrialRow& expected, const TrialRow& actual);
+void expect_same(const SampleRow& expected, const SampleRow& actual, std::size_t counters);
+void expect_same(const EpochRow& expected, const EpochRow& actual);
+void expect_same(const RunRow& expected, const RunRow& actual);
+
+std::string read_bytes(const std::filesystem::path& path);
+
+}  // namespace memsweep::testing

@@ -1,0 +1,206 @@
+// plan_resume: which trials run again, with which attempt number, and the
+// `killed` rows for attempts whose rank died. Pure: rows and series by hand.
+
+#include "memsweep/results.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <ostream>
+
+namespace memsweep {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<TrialSpec> four_trials() {
+  return parse_sweep(R"([sweep]
+name = "resume"
+[grid]
+batch_size = [8, 16, 32, 64]
+)",
+                     "resume.toml")
+      .trials;
+}
+
+struct RowSpec {
+  int trial;  // index into four_trials(); -1: a trial of another sweep
+  int attempt;
+  std::string_view status;
+};
+struct SeriesSpec {
+  int trial;
+  int attempt;
+};
+
+struct PlanCase {
+  std::string name;
+  std::vector<RowSpec> rows;
+  std::vector<SeriesSpec> series;
+  int retry_killed;
+  std::vector<PendingTrial> pending;
+  std::size_t already_final;
+  std::size_t killed_not_retried;
+  std::size_t killed_rows;
+  std::size_t unknown_rows;
+};
+
+// What gtest prints for a case (ctest's list shows it).
+void PrintTo(const PlanCase& plan_case, std::ostream* out) { *out << plan_case.name; }
+
+std::string id_for(const std::vector<TrialSpec>& trials, int index) {
+  return index < 0 ? std::string("0123456789ab") : trials[static_cast<std::size_t>(index)].id;
+}
+
+SeriesSummary series_of(const std::string& id, int attempt) {
+  SeriesSummary series;
+  series.trial_id = id;
+  series.attempt = attempt;
+  series.rank = 3;
+  series.samples = 250;
+  series.first_rss = 100 << 20;
+  series.peak_rss = 300 << 20;
+  series.mean_rss = 200 << 20;
+  series.sys_used_mean = 5e9;
+  series.last_t = 2.5;
+  series.last_epoch = 2;
+  return series;
+}
+
+class ResumePlans : public ::testing::TestWithParam<PlanCase> {};
+
+TEST_P(ResumePlans, PendingTrialsAndCounts) {
+  const PlanCase& c = GetParam();
+  const std::vector<TrialSpec> trials = four_trials();
+  ASSERT_EQ(trials.size(), 4u);
+  std::vector<TrialRow> rows;
+  for (const RowSpec& spec : c.rows) {
+    TrialRow row;
+    set_fixed(row.trial_id, id_for(trials, spec.trial));
+    row.attempt = spec.attempt;
+    set_fixed(row.status, spec.status);
+    rows.push_back(row);
+  }
+  std::vector<SeriesSummary> series;
+  for (const SeriesSpec& spec : c.series) series.push_back(series_of(id_for(trials, spec.trial), spec.attempt));
+
+  const ResumePlan plan = plan_resume(trials, rows, series, c.retry_killed, 1);
+  EXPECT_EQ(plan.pending, c.pending);
+  EXPECT_EQ(plan.already_final, c.already_final);
+  EXPECT_EQ(plan.killed_not_retried, c.killed_not_retried);
+  EXPECT_EQ(plan.killed_rows.size(), c.killed_rows);
+  EXPECT_EQ(plan.unknown_rows, c.unknown_rows);
+  for (const TrialRow& row : plan.killed_rows) EXPECT_EQ(get_fixed(row.status), "killed");
+}
+
+std::vector<PendingTrial> all_first_attempts() { return {{0, 0}, {1, 0}, {2, 0}, {3, 0}}; }
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ResumePlans,
+    ::testing::Values(
+        PlanCase{"EmptyFileRunsEverything", {}, {}, 0, all_first_attempts(), 0, 0, 0, 0},
+        PlanCase{"OkIsDone", {{0, 0, "ok"}}, {{0, 0}}, 0, {{1, 0}, {2, 0}, {3, 0}}, 1, 0, 0, 0},
+        PlanCase{"FailedDivergedOverBudgetAreDone",
+                 {{0, 0, "failed"}, {1, 0, "diverged"}, {2, 0, "over_budget"}},
+                 {},
+                 0,
+                 {{3, 0}},
+                 3,
+                 0,
+                 0,
+                 0},
+        PlanCase{"InterruptedRunsAgainWithTheNextAttempt",
+                 {{1, 0, "interrupted"}},
+                 {{1, 0}},
+                 0,
+                 {{0, 0}, {1, 1}, {2, 0}, {3, 0}},
+                 0,
+                 0,
+                 0,
+                 0},
+        PlanCase{"KilledRowNotRetriedByDefault", {{2, 0, "killed"}}, {}, 0, {{0, 0}, {1, 0}, {3, 0}}, 0, 1, 0, 0},
+        PlanCase{
+            "KilledRowRetriedOnceWhenAsked", {{2, 0, "killed"}}, {}, 1, {{0, 0}, {1, 0}, {2, 1}, {3, 0}}, 0, 0, 0, 0},
+        PlanCase{"OrphanSeriesBecomesAKilledRow", {}, {{2, 0}}, 0, {{0, 0}, {1, 0}, {3, 0}}, 0, 1, 1, 0},
+        PlanCase{"OrphanSeriesRetried", {}, {{2, 0}}, 1, {{0, 0}, {1, 0}, {2, 1}, {3, 0}}, 0, 0, 1, 0},
+        PlanCase{"KilledTwiceIsMoreThanOneRetry",
+                 {{2, 0, "killed"}},
+                 {{2, 0}, {2, 1}},
+                 1,
+                 {{0, 0}, {1, 0}, {3, 0}},
+                 0,
+                 1,
+                 1,
+                 0},
+        PlanCase{"OrphanAfterAnInterruptedAttempt",
+                 {{3, 0, "interrupted"}},
+                 {{3, 0}, {3, 1}},
+                 5,
+                 {{0, 0}, {1, 0}, {2, 0}, {3, 2}},
+                 0,
+                 0,
+                 1,
+                 0},
+        PlanCase{"FinalWinsOverLaterInterruptions",
+                 {{0, 0, "interrupted"}, {0, 1, "ok"}, {0, 2, "interrupted"}},
+                 {},
+                 0,
+                 {{1, 0}, {2, 0}, {3, 0}},
+                 1,
+                 0,
+                 0,
+                 0},
+        PlanCase{"UnreadableStatusRunsAgain", {{1, 4, "bogus"}}, {}, 0, {{0, 0}, {1, 5}, {2, 0}, {3, 0}}, 0, 0, 0, 0},
+        PlanCase{"OtherSweepsRowsAreCountedAndKept",
+                 {{-1, 0, "ok"}, {-1, 1, "ok"}},
+                 {{-1, 2}},
+                 0,
+                 all_first_attempts(),
+                 0,
+                 0,
+                 0,
+                 2}),
+    [](const ::testing::TestParamInfo<PlanCase>& case_info) { return case_info.param.name; });
+
+TEST(ResumeKilledRow, CarriesTheSeriesFiguresAndTheTrialsHyperparameters) {
+  const std::vector<TrialSpec> trials = four_trials();
+  const SeriesSummary series = series_of(trials[1].id, 2);
+  const ResumePlan plan = plan_resume(trials, {}, {series}, 0, 7);
+  ASSERT_EQ(plan.killed_rows.size(), 1u);
+  const TrialRow& row = plan.killed_rows[0];
+  EXPECT_EQ(get_fixed(row.trial_id), trials[1].id);
+  EXPECT_EQ(row.attempt, 2);
+  EXPECT_EQ(row.run, 7);
+  EXPECT_EQ(row.batch_size, 16);
+  EXPECT_EQ(get_fixed(row.definition), trials[1].canonical_text());
+  EXPECT_EQ(row.rank, 3);
+  EXPECT_EQ(get_fixed(row.host), "");
+  EXPECT_EQ(row.rss_peak, 300 << 20);
+  EXPECT_EQ(row.rss_baseline, 100 << 20);
+  EXPECT_EQ(row.rss_footprint, 200 << 20);
+  EXPECT_EQ(row.rss_mean, 200 << 20);
+  EXPECT_EQ(row.sys_used_mean, 5e9);
+  EXPECT_EQ(row.samples, 250u);
+  EXPECT_EQ(row.wall_seconds, 2.5);
+  const std::string message = get_fixed(row.message);
+  EXPECT_THAT(message, HasSubstr("rank 3 died"));
+  EXPECT_THAT(message, HasSubstr("2.500 s"));
+  EXPECT_THAT(message, HasSubstr("250 samples"));
+  EXPECT_THAT(message, HasSubstr("300.00 MiB"));
+  // The attempt after the dead one.
+  EXPECT_EQ(plan_resume(trials, {}, {series}, 1, 7).pending[1], (PendingTrial{1, 3}));
+}
+
+TEST(ResumeKilledRow, RowsComeInTheSweepsOrderWhateverTheSamplesOrder) {
+  const std::vector<TrialSpec> trials = four_trials();
+  const ResumePlan plan = plan_resume(
+      trials, {}, {series_of(trials[3].id, 0), series_of(trials[0].id, 1), series_of(trials[0].id, 0)}, 0, 1);
+  ASSERT_EQ(plan.killed_rows.size(), 3u);
+  EXPECT_EQ(get_fixed(plan.killed_rows[0].trial_id), trials[0].id);
+  EXPECT_EQ(plan.killed_rows[0].attempt, 0);
+  EXPECT_EQ(plan.killed_rows[1].attempt, 1);
+  EXPECT_EQ(get_fixed(plan.killed_rows[2].trial_id), trials[3].id);
+}
+
+}  // namespace
+}  // namespace memsweep

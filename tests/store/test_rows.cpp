@@ -1,0 +1,203 @@
+// The rows' pure parts: statuses, fixed strings, a trial's row from its
+// spec, a sample's row from the sampler's sample, and the sweep's hash.
+
+#include "memsweep/results.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <stdexcept>
+
+namespace memsweep {
+namespace {
+
+using ::testing::ElementsAre;
+
+struct StatusCase {
+  TrialStatus status;
+  std::string_view name;
+  bool final;
+};
+
+class StatusNames : public ::testing::TestWithParam<StatusCase> {};
+
+TEST_P(StatusNames, NameParsesBackAndFinalityIsAsDocumented) {
+  const StatusCase& c = GetParam();
+  EXPECT_EQ(status_name(c.status), c.name);
+  EXPECT_EQ(parse_status(c.name), c.status);
+  EXPECT_EQ(is_final(c.status), c.final);
+  EXPECT_NE(kStatusNames.find(c.name), std::string_view::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryStatus, StatusNames,
+                         ::testing::Values(StatusCase{TrialStatus::ok, "ok", true},
+                                           StatusCase{TrialStatus::failed, "failed", true},
+                                           StatusCase{TrialStatus::diverged, "diverged", true},
+                                           StatusCase{TrialStatus::over_budget, "over_budget", true},
+                                           StatusCase{TrialStatus::interrupted, "interrupted", false},
+                                           StatusCase{TrialStatus::killed, "killed", false}));
+
+TEST(StatusNames, UnknownNamesDoNotParse) {
+  EXPECT_EQ(parse_status(""), std::nullopt);
+  EXPECT_EQ(parse_status("OK"), std::nullopt);
+  EXPECT_EQ(parse_status("over-budget"), std::nullopt);
+}
+
+TEST(FixedString, ShortTextIsNulPaddedAndReadBack) {
+  FixedString<8> field;
+  field.fill('x');
+  set_fixed(field, "abc");
+  EXPECT_EQ(get_fixed(field), "abc");
+  EXPECT_EQ(field[3], '\0');
+  EXPECT_EQ(field[7], '\0');
+}
+
+TEST(FixedString, TextOfExactlyTheWidthFillsEveryByte) {
+  FixedString<kTrialIdChars> field;
+  set_fixed(field, "0123456789ab");
+  EXPECT_EQ(get_fixed(field), "0123456789ab");
+}
+
+TEST(FixedString, LongTextIsCutOnACharacterBoundary) {
+  FixedString<4> field;
+  set_fixed(field, "ab\xC3\xA9z");  // "abéz": é is 2 bytes at 2..3, fits exactly
+  EXPECT_EQ(get_fixed(field), "ab\xC3\xA9");
+  set_fixed(field, "abc\xC3\xA9");  // é would straddle the cut
+  EXPECT_EQ(get_fixed(field), "abc");
+  set_fixed(field, "a\xE2\x82\xAC\xE2\x82\xAC");  // "a€€": the second € does not fit
+  EXPECT_EQ(get_fixed(field), "a\xE2\x82\xAC");
+}
+
+SweepSpec example_sweep(std::string_view extra = "") {
+  std::string text = R"([sweep]
+name = "rows"
+seed = 5
+repeats = 2
+[sampler]
+interval_ms = 10
+events = ["PAPI_L1_DCM", "perf::PAGE-FAULTS"]
+[[trial]]
+dataset = "mnist"
+model = "mlp"
+optimizer = "adam"
+learning_rate = 0.25
+epochs = 3
+batch_size = 16
+hidden = [30, 20, 10]
+[[trial]]
+dataset = "cifar-10"
+model = "cnn"
+channels = [8, 16]
+hidden = [64]
+)";
+  text += extra;
+  return parse_sweep(text, "rows.toml");
+}
+
+const TrialSpec& find_trial(const SweepSpec& sweep, ModelKind model, int repeat) {
+  for (const TrialSpec& trial : sweep.trials)
+    if (trial.model == model && trial.repeat == repeat) return trial;
+  throw std::logic_error("no such trial in the example sweep");
+}
+
+TEST(TrialRowFor, CopiesIdentityAndHyperparameters) {
+  const SweepSpec sweep = example_sweep();
+  ASSERT_EQ(sweep.trials.size(), 4u);
+  const TrialSpec& trial = find_trial(sweep, ModelKind::mlp, 1);
+  const TrialRow row = trial_row_for(trial, 2);
+  EXPECT_EQ(get_fixed(row.trial_id), trial.id);
+  EXPECT_EQ(row.attempt, 2);
+  EXPECT_EQ(row.repeat, 1);
+  EXPECT_EQ(get_fixed(row.dataset), "mnist");
+  EXPECT_EQ(get_fixed(row.model), "mlp");
+  EXPECT_EQ(get_fixed(row.optimizer), "adam");
+  EXPECT_EQ(row.learning_rate, 0.25);
+  EXPECT_EQ(row.epochs, 3);
+  EXPECT_EQ(row.batch_size, 16);
+  EXPECT_EQ(row.depth, 3);
+  EXPECT_THAT(row.hidden, ElementsAre(30, 20, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
+  EXPECT_THAT(row.channels, ElementsAre(0, 0, 0, 0, 0, 0, 0, 0));
+  EXPECT_EQ(row.seed, trial.seed);
+  EXPECT_EQ(get_fixed(row.definition), trial.canonical_text());
+  // Nothing measured yet.
+  EXPECT_EQ(get_fixed(row.status), "");
+  EXPECT_EQ(row.rss_peak, -1);
+  EXPECT_EQ(row.rank, -1);
+}
+
+TEST(TrialRowFor, ConvolutionChannelsForACnn) {
+  const SweepSpec sweep = example_sweep();
+  const TrialRow row = trial_row_for(find_trial(sweep, ModelKind::cnn, 0), 0);
+  EXPECT_EQ(get_fixed(row.dataset), "cifar-10");
+  EXPECT_EQ(get_fixed(row.model), "cnn");
+  EXPECT_THAT(row.channels, ElementsAre(8, 16, 0, 0, 0, 0, 0, 0));
+  EXPECT_EQ(row.depth, 1);
+  EXPECT_EQ(row.hidden[0], 64);
+}
+
+TEST(SampleRowOf, MovesCountersToTheFilesColumnOrder) {
+  Sample sample;
+  sample.t_ns = 1'500'000'000;
+  sample.epoch = 4;
+  sample.rss_bytes = 111;
+  sample.anon_rss_bytes = 222;
+  sample.pss_bytes = 333;
+  sample.sys_used_bytes = 444;
+  sample.sys_available_bytes = 555;
+  sample.sys_active_bytes = 666;
+  sample.counters[0] = 10;  // "a"
+  sample.counters[1] = 20;  // "b"
+  sample.counters[2] = 30;  // "c"
+  const std::vector<std::string> sampler{"a", "b", "c"};
+  const std::vector<std::string> columns{"c", "missing", "a"};
+  const SampleRow row = sample_row(sample, sampler, columns);
+  EXPECT_DOUBLE_EQ(row.t, 1.5);
+  EXPECT_EQ(row.epoch, 4);
+  EXPECT_EQ(row.rss, 111);
+  EXPECT_EQ(row.anon_rss, 222);
+  EXPECT_EQ(row.pss, 333);
+  EXPECT_EQ(row.sys_used, 444);
+  EXPECT_EQ(row.sys_available, 555);
+  EXPECT_EQ(row.sys_active, 666);
+  EXPECT_EQ(row.counters[0], 30);
+  EXPECT_EQ(row.counters[1], -1);
+  EXPECT_EQ(row.counters[2], 10);
+}
+
+TEST(SweepHash, SixteenHexDigits) {
+  const std::string hash = sweep_hash(example_sweep());
+  ASSERT_EQ(hash.size(), 16u);
+  for (const char c : hash) EXPECT_TRUE(std::isxdigit(static_cast<unsigned char>(c)) && !std::isupper(c)) << hash;
+}
+
+TEST(SweepHash, SameTrialsInAnotherOrderGiveTheSameHash) {
+  SweepSpec sweep = example_sweep();
+  SweepSpec reordered = sweep;
+  std::swap(reordered.trials[0], reordered.trials[3]);
+  reordered.name = "renamed";  // not part of the identity
+  EXPECT_EQ(sweep_hash(sweep), sweep_hash(reordered));
+}
+
+TEST(SweepHash, TrialsIntervalAndEventsChangeIt) {
+  const SweepSpec sweep = example_sweep();
+  const std::string base = sweep_hash(sweep);
+
+  SweepSpec more = example_sweep("[[trial]]\nepochs = 9\n");
+  EXPECT_NE(sweep_hash(more), base);
+
+  SweepSpec interval = sweep;
+  interval.sampler.interval_ms = 5;
+  EXPECT_NE(sweep_hash(interval), base);
+
+  SweepSpec events = sweep;
+  std::swap(events.sampler.events[0], events.sampler.events[1]);  // column order changes
+  EXPECT_NE(sweep_hash(events), base);
+
+  SweepSpec fewer = sweep;
+  fewer.trials.pop_back();
+  EXPECT_NE(sweep_hash(fewer), base);
+}
+
+}  // namespace
+}  // namespace memsweep

@@ -1,0 +1,147 @@
+// The writer's policy (store::StoreWriter, behind ResultStore): sample rows
+// wait for a whole chunk, compressed chunks are written once, so that SWMR
+// leaks no space and a killed writer without SWMR leaves no index pointing
+// at reused space (test_file_safety.cpp kills writers).
+
+#include "memsweep/store.hpp"
+#include "store/store_fixtures.hpp"
+#include "store/store_writer.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <ostream>
+#include <thread>
+
+namespace memsweep {
+namespace {
+
+using testing::example_header;
+using testing::example_run;
+using testing::example_samples;
+using testing::example_trial;
+
+std::vector<SampleRow> numbered(std::size_t first, std::size_t count) {
+  std::vector<SampleRow> rows = example_samples(testing::example_id(0), 0, count);
+  for (std::size_t i = 0; i < count; ++i) rows[i].counters[0] = static_cast<std::int64_t>(first + i);
+  return rows;
+}
+
+void expect_numbered(const std::filesystem::path& path, std::size_t count) {
+  const ResultReader reader(path);
+  ASSERT_EQ(reader.sample_count(), count);
+  const std::vector<SampleRow> rows = reader.samples(0, count);
+  for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(rows[i].counters[0], static_cast<std::int64_t>(i)) << "row " << i;
+}
+
+struct ChunkCase {
+  int ranks;
+  int interval_ms;
+  std::uint64_t chunk_rows;
+};
+
+void PrintTo(const ChunkCase& chunk_case, std::ostream* out) {
+  *out << chunk_case.ranks << " ranks at " << chunk_case.interval_ms << " ms";
+}
+
+class SampleChunks : public ::testing::TestWithParam<ChunkCase> {};
+
+TEST_P(SampleChunks, HoldAboutTwoSecondsOfTheSweepsSamples) {
+  FileHeader header;
+  header.ranks = GetParam().ranks;
+  header.sampler_interval_ms = GetParam().interval_ms;
+  EXPECT_EQ(store::samples_chunk_rows(header), GetParam().chunk_rows);
+}
+
+INSTANTIATE_TEST_SUITE_P(RanksAndIntervals, SampleChunks,
+                         ::testing::Values(ChunkCase{1, 10, 256},      // one rank trains: 200 rows in 2 s
+                                           ChunkCase{2, 10, 256},      // one worker
+                                           ChunkCase{3, 10, 512},      // two: 400
+                                           ChunkCase{5, 10, 1024},     // four: 800
+                                           ChunkCase{11, 10, 2048},    // ten: 2000
+                                           ChunkCase{12, 10, 4096},    // eleven: 2200
+                                           ChunkCase{1000, 10, 4096},  // the largest
+                                           ChunkCase{2, 1, 2048},      // one worker at 1 ms
+                                           ChunkCase{1, 1000, 256},    // the smallest
+                                           ChunkCase{0, 0, 256}));     // nonsense: defaults
+
+TEST(WritePolicy, SampleRowsWaitForAWholeChunkAndCloseWritesTheRest) {
+  const testing::TempDir dir;
+  const auto path = dir.path() / "results.h5";
+  auto writer = store::StoreWriter::create(path, example_header(), false, {}, {});
+  const std::size_t chunk = writer->samples_chunk_rows();
+  ASSERT_EQ(chunk, 512u);  // example_header(): 2 workers at 10 ms
+  writer->append_samples(numbered(0, 100));
+  EXPECT_EQ(writer->unwritten_samples(), 100u);
+  ASSERT_EQ(writer->scan_series().size(), 1u);
+  EXPECT_EQ(writer->scan_series()[0].samples, 100u) << "scan_series counts the waiting rows";
+  writer->append_trial(example_trial(0));  // a flush does not write them
+  EXPECT_EQ(writer->unwritten_samples(), 100u);
+  writer->append_samples(numbered(100, 2 * chunk + 50));
+  EXPECT_EQ(writer->unwritten_samples(), 150u) << "two whole chunks written";
+  writer->close();
+  expect_numbered(path, 2 * chunk + 150);
+}
+
+TEST(WritePolicy, WithSwmrRowsOlderThanTheMaximumAgeAreWrittenAnyway) {
+  for (const bool swmr : {true, false}) {
+    const testing::TempDir dir;
+    store::StoreLayout layout;
+    layout.samples_max_age = std::chrono::milliseconds(20);
+    auto writer =
+        store::StoreWriter::create(dir.path() / "results.h5", example_header(), false, StoreOptions{swmr}, layout);
+    writer->append_samples(numbered(0, 10));
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+    writer->append_samples(numbered(10, 10));
+    // Without SWMR nobody reads the file while it is written: rows wait.
+    EXPECT_EQ(writer->unwritten_samples(), swmr ? 0u : 20u) << (swmr ? "swmr" : "no swmr");
+  }
+}
+
+class NoLeak : public ::testing::TestWithParam<bool> {};
+
+// Under SWMR, HDF5 never frees the old place of a compressed chunk written
+// again; a table that rewrote its last chunk at every flush grew by that
+// chunk each time (4 KB per trial row with 64-row chunks).
+TEST_P(NoLeak, AFlushPerTrialRowCostsNoMoreThanTheRow) {
+  const testing::TempDir dir;
+  const auto path = dir.path() / "results.h5";
+  constexpr int kTrials = 400;
+  constexpr std::size_t kSamplesPerTrial = 256;  // a quiet sweep: a flush every 256 sample rows
+  {
+    ResultStore store = ResultStore::create(path, example_header(), false, StoreOptions{GetParam()});
+    for (int i = 0; i < kTrials; ++i) {
+      store.append_samples(example_samples(testing::example_id(i), 0, kSamplesPerTrial));
+      store.append_epoch(testing::example_epoch(i));
+      store.append_trial(example_trial(i));
+    }
+  }
+  const auto bytes = static_cast<double>(std::filesystem::file_size(path));
+  const double samples_bytes = static_cast<double>(kTrials * kSamplesPerTrial) * (80 + 8 * 3);  // uncompressed
+  // Rows compress to a fraction of their size; leaking, the file was
+  // several times the uncompressed samples.
+  EXPECT_LT(bytes, 0.6 * samples_bytes) << bytes / kTrials << " bytes per trial";
+}
+
+INSTANTIATE_TEST_SUITE_P(SwmrAndNot, NoLeak, ::testing::Bool(), [](const ::testing::TestParamInfo<bool>& case_info) {
+  return case_info.param ? "Swmr" : "NoSwmr";
+});
+
+TEST(WritePolicy, AResumeCompletesThePartialLastChunk) {
+  const testing::TempDir dir;
+  const auto path = dir.path() / "results.h5";
+  {
+    ResultStore store = ResultStore::create(path, example_header(), false, {});
+    store.append_samples(numbered(0, 1500));  // closes with a partial last chunk of 476 rows
+  }
+  for (std::size_t first = 1500; first < 4000; first += 500) {
+    ResultStore store = ResultStore::open_for_resume(path, example_run("resume"), {});
+    store.append_samples(numbered(first, 500));
+  }
+  expect_numbered(path, 4000);
+}
+
+}  // namespace
+}  // namespace memsweep

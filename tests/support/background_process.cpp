@@ -1,0 +1,108 @@
+#include "support/background_process.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace memsweep::testing {
+namespace {
+
+std::string slurp(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv, const std::filesystem::path& output_dir,
+                                     const std::map<std::string, std::string>& environment,
+                                     const std::filesystem::path& working_dir)
+    : out_file_(output_dir / "background.out"), err_file_(output_dir / "background.err") {
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    const int out = ::open(out_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int err = ::open(err_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int null = ::open("/dev/null", O_RDONLY);
+    if (out < 0 || err < 0 || null < 0) ::_exit(126);
+    ::dup2(null, STDIN_FILENO);
+    ::dup2(out, STDOUT_FILENO);
+    ::dup2(err, STDERR_FILENO);
+    if (!working_dir.empty() && ::chdir(working_dir.c_str()) != 0) ::_exit(126);
+    for (const auto& [name, value] : environment) ::setenv(name.c_str(), value.c_str(), 1);
+    std::vector<char*> args;
+    for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+}
+
+BackgroundProcess::~BackgroundProcess() {
+  if (reaped_) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+std::string BackgroundProcess::out() const { return slurp(out_file_); }
+std::string BackgroundProcess::err() const { return slurp(err_file_); }
+
+bool BackgroundProcess::wait_for(const std::function<bool()>& condition, std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return condition();
+}
+
+void BackgroundProcess::signal(int number) const {
+  if (!reaped_) ::kill(pid_, number);
+}
+
+int BackgroundProcess::wait() {
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0) {
+    if (errno != EINTR) throw std::runtime_error("waitpid failed");
+  }
+  reaped_ = true;
+  ended_by_signal_ = WIFSIGNALED(status);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::vector<pid_t> child_processes_with_environment(pid_t parent, const std::string& name, const std::string& value) {
+  std::vector<pid_t> found;
+  const std::string wanted = name + "=" + value;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string pid_text = entry.path().filename().string();
+    if (pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
+    // /proc/PID/stat: "pid (comm) state ppid ..."; comm may hold spaces, so parse after the last ')'.
+    const std::string stat = slurp(entry.path() / "stat");
+    const std::size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(stat.substr(close + 1));
+    std::string state;
+    pid_t ppid = 0;
+    fields >> state >> ppid;
+    if (ppid != parent) continue;
+    const std::string environ = slurp(entry.path() / "environ");
+    std::istringstream variables(environ);
+    for (std::string variable; std::getline(variables, variable, '\0');)
+      if (variable == wanted) found.push_back(static_cast<pid_t>(std::stoi(pid_text)));
+  }
+  return found;
+}
+
+}  // namespace memsweep::testing

@@ -1,0 +1,110 @@
+// Progress lines as a user reads them on stderr, captured in a string.
+
+#include "memsweep/sweep.hpp"
+#include "sweep/sweep_support.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace memsweep::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TrialRow finished_row(const TrialSpec& trial, TrialStatus status, double seconds, int rank) {
+  TrialRow row = trial_row_for(trial, 0);
+  set_fixed(row.status, status_name(status));
+  row.wall_seconds = seconds;
+  row.rss_peak = 3 * (1 << 29);  // 1.5 GiB
+  row.rank = rank;
+  if (status != TrialStatus::ok) set_fixed(row.message, "loss is nan at epoch 2");
+  return row;
+}
+
+TEST(ProgressReporter, OneLineWithCountStatusSecondsPeakRankAndEta) {
+  const std::vector<TrialSpec> trials = make_trials(10);
+  std::ostringstream out;
+  ProgressReporter progress(out, Verbosity::normal, 10, 3);
+  EXPECT_FALSE(progress.eta());
+  progress.trial_finished(finished_row(trials[0], TrialStatus::ok, 2.5, 3));
+  // Mean 2.5 s x 9 trials left / 3 workers = 7.5 s.
+  EXPECT_EQ(out.str(), "[ 1/10] " + trials[0].id + " ok 2.5s peak 1.50 GiB rank 3 ETA 8s\n");
+  ASSERT_TRUE(progress.eta());
+  EXPECT_EQ(progress.eta()->count(), 8);
+}
+
+TEST(ProgressReporter, EtaInMinutesAndHours) {
+  const std::vector<TrialSpec> trials = make_trials(2);
+  std::ostringstream minutes;
+  ProgressReporter short_sweep(minutes, Verbosity::normal, 4, 1);
+  short_sweep.trial_finished(finished_row(trials[0], TrialStatus::ok, 100.0, 1));  // 300 s left
+  EXPECT_THAT(minutes.str(), HasSubstr("ETA 5m00s"));
+
+  std::ostringstream hours;
+  ProgressReporter long_sweep(hours, Verbosity::normal, 100, 2);
+  long_sweep.trial_finished(finished_row(trials[0], TrialStatus::ok, 200.0, 1));  // 99 x 200 / 2 = 9900 s
+  EXPECT_THAT(hours.str(), HasSubstr("ETA 2h45m"));
+}
+
+TEST(ProgressReporter, LastTrialSaysDoneInsteadOfAnEta) {
+  const std::vector<TrialSpec> trials = make_trials(1);
+  std::ostringstream out;
+  ProgressReporter progress(out, Verbosity::normal, 1, 1);
+  progress.trial_finished(finished_row(trials[0], TrialStatus::ok, 1.0, 0));
+  EXPECT_THAT(out.str(), HasSubstr("[1/1]"));
+  EXPECT_THAT(out.str(), HasSubstr("done in 0s"));
+  EXPECT_THAT(out.str(), Not(HasSubstr("ETA")));
+}
+
+TEST(ProgressReporter, FailureShowsItsMessageAndUnmeasuredPeakIsADash) {
+  const std::vector<TrialSpec> trials = make_trials(1);
+  std::ostringstream out;
+  ProgressReporter progress(out, Verbosity::normal, 5, 1);
+  TrialRow row = finished_row(trials[0], TrialStatus::diverged, 0.25, 2);
+  row.rss_peak = -1;
+  progress.trial_finished(row);
+  EXPECT_THAT(out.str(), HasSubstr(" diverged 0.2s peak - rank 2"));
+  EXPECT_THAT(out.str(), HasSubstr(": loss is nan at epoch 2\n"));
+}
+
+TEST(ProgressReporter, QuietShowsOnlyFailures) {
+  const std::vector<TrialSpec> trials = make_trials(3);
+  std::ostringstream out;
+  ProgressReporter progress(out, Verbosity::quiet, 3, 1);
+  progress.note("resuming: 2 trials done");
+  progress.trial_started(trials[0], 0, 1);
+  progress.trial_finished(finished_row(trials[0], TrialStatus::ok, 1.0, 1));
+  progress.trial_finished(finished_row(trials[1], TrialStatus::failed, 1.0, 1));
+  progress.trial_finished(finished_row(trials[2], TrialStatus::ok, 1.0, 1));
+  EXPECT_EQ(out.str().find(trials[0].id), std::string::npos);
+  EXPECT_EQ(out.str().find(trials[2].id), std::string::npos);
+  EXPECT_THAT(out.str(), HasSubstr("[2/3] " + trials[1].id + " failed"));
+  EXPECT_THAT(out.str(), Not(HasSubstr("resuming")));
+}
+
+TEST(ProgressReporter, VerboseAlsoShowsEachStartWithItsHyperparameters) {
+  const std::vector<TrialSpec> trials = make_trials(1);
+  std::ostringstream out;
+  ProgressReporter progress(out, Verbosity::verbose, 1, 1);
+  progress.note("resuming");
+  progress.trial_started(trials[0], 2, 4);
+  EXPECT_THAT(out.str(), HasSubstr("resuming\n"));
+  EXPECT_THAT(out.str(), HasSubstr("start " + trials[0].id +
+                                   " attempt 2 on rank 4: synthetic mlp sgd lr=0.001 "
+                                   "batch=32 epochs=1 hidden=[16]"));
+}
+
+TEST(ProgressReporter, NormalDoesNotShowStarts) {
+  const std::vector<TrialSpec> trials = make_trials(1);
+  std::ostringstream out;
+  ProgressReporter progress(out, Verbosity::normal, 1, 1);
+  progress.trial_started(trials[0], 0, 1);
+  progress.note("a note");
+  EXPECT_EQ(out.str(), "a note\n");
+}
+
+}  // namespace
+}  // namespace memsweep::testing
