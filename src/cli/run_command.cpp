@@ -279,9 +279,11 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
   const std::vector<std::string> hosts = comm.all_gather(comm.host_name());
 
   const int workers = comm.size() > 1 ? comm.size() - 1 : 1;
-  ProgressReporter progress(std::cerr, settings->verbosity, sweep.trials.size(), workers);
+  // Notes before the sweep; the trials' own progress needs the number left,
+  // which is known once rank 0 has read the file.
+  ProgressReporter notes(std::cerr, settings->verbosity, sweep.trials.size(), workers);
   if (root)
-    for (const std::string& note : sweep.notes) progress.note(note);
+    for (const std::string& note : sweep.notes) notes.note(note);
 
   // Rank 0 opens the file; every rank learns whether that worked.
   Prepared prepared;
@@ -289,7 +291,7 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
   if (root) {
     Setup setup;
     try {
-      prepared = prepare_results_file(options, *settings, sweep, hash, comm, hosts, progress);
+      prepared = prepare_results_file(options, *settings, sweep, hash, comm, hosts, notes);
       setup.counter_columns = prepared.counter_columns;
     } catch (const InputError& error) {
       setup = {exit_status::kBadInput, error.what(), {}};
@@ -318,13 +320,13 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
 
   std::optional<StoreSink> sink;
   if (root) sink.emplace(*prepared.store);
-  ProgressReporter run_progress(std::cerr, settings->verbosity, prepared.pending.size(), workers);
+  ProgressReporter progress(std::cerr, settings->verbosity, prepared.pending.size(), workers);
   SweepOptions sweep_options;
   sweep_options.run = root ? prepared.store->run_index() : 0;
   sweep_options.mem_budget_bytes = settings->mem_budget_bytes;
   sweep_options.flush_interval = settings->flush_interval;
   sweep_options.stop = &stop;
-  sweep_options.progress = root ? &run_progress : nullptr;
+  sweep_options.progress = root ? &progress : nullptr;
 
   const auto started = std::chrono::steady_clock::now();
   SweepResult result;
