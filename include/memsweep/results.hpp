@@ -130,9 +130,16 @@ static_assert(std::is_trivially_copyable_v<EpochRow>);
 // everything else at its "not measured" value.
 TrialRow trial_row_for(const TrialSpec& trial, int attempt);
 
-// A sampler sample as a row, its counters moved from the sampler's order
-// (`sampler_counters`) to the file's (`columns`); a column the sampler does
-// not have gets -1.
+// For each of the file's counter `columns`, the slot of the sampler's
+// counters (`sampler_counters`) that fills it, or -1: worked out once per
+// sampler, not per sample.
+std::vector<int> counter_sources(std::span<const std::string> sampler_counters, std::span<const std::string> columns);
+
+// A sampler sample as a row, its counters moved to the file's columns by
+// `sources` (counter_sources()); a column without a source gets -1.
+SampleRow sample_row(const Sample& sample, std::span<const int> sources);
+
+// The same, matching the names for this one sample.
 SampleRow sample_row(const Sample& sample, std::span<const std::string> sampler_counters,
                      std::span<const std::string> columns);
 

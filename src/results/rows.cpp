@@ -83,8 +83,18 @@ TrialRow trial_row_for(const TrialSpec& trial, int attempt) {
   return row;
 }
 
-SampleRow sample_row(const Sample& sample, std::span<const std::string> sampler_counters,
-                     std::span<const std::string> columns) {
+std::vector<int> counter_sources(std::span<const std::string> sampler_counters, std::span<const std::string> columns) {
+  std::vector<int> sources(std::min(columns.size(), kMaxCounters), -1);
+  for (std::size_t column = 0; column < sources.size(); ++column)
+    for (std::size_t source = 0; source < sampler_counters.size() && source < kMaxCounters; ++source)
+      if (sampler_counters[source] == columns[column]) {
+        sources[column] = static_cast<int>(source);
+        break;
+      }
+  return sources;
+}
+
+SampleRow sample_row(const Sample& sample, std::span<const int> sources) {
   SampleRow row;
   row.epoch = sample.epoch;
   row.t = sample.t_seconds();
@@ -94,17 +104,15 @@ SampleRow sample_row(const Sample& sample, std::span<const std::string> sampler_
   row.sys_used = sample.sys_used_bytes;
   row.sys_available = sample.sys_available_bytes;
   row.sys_active = sample.sys_active_bytes;
-  const std::size_t column_count = std::min(columns.size(), row.counters.size());
-  for (std::size_t column = 0; column < column_count; ++column) {
-    row.counters[column] = -1;
-    for (std::size_t source = 0; source < sampler_counters.size() && source < sample.counters.size(); ++source) {
-      if (sampler_counters[source] == columns[column]) {
-        row.counters[column] = sample.counters[source];
-        break;
-      }
-    }
-  }
+  const std::size_t column_count = std::min(sources.size(), row.counters.size());
+  for (std::size_t column = 0; column < column_count; ++column)
+    row.counters[column] = sources[column] < 0 ? -1 : sample.counters[static_cast<std::size_t>(sources[column])];
   return row;
+}
+
+SampleRow sample_row(const Sample& sample, std::span<const std::string> sampler_counters,
+                     std::span<const std::string> columns) {
+  return sample_row(sample, counter_sources(sampler_counters, columns));
 }
 
 std::string sweep_hash(const SweepSpec& sweep) {

@@ -84,7 +84,7 @@ struct TrainingRunner::Impl {
   // built) and the counters are set up once, before any trial's baseline,
   // instead of inside each trial's figures and time.
   std::unique_ptr<Sampler> sampler;
-  std::vector<std::string> sampler_counters;
+  std::vector<int> counter_sources;  // the file's counter columns, from the sampler's slots
   // Probes of their own: the monitor's thread and the training thread
   // (epoch rows) read at the same time, and a probe's reads share a buffer.
   std::unique_ptr<MemoryProbe> monitor_probe = make_proc_memory_probe();
@@ -105,7 +105,7 @@ TrainingRunner::Impl::Impl(const TrainingRunnerOptions& runner_options)
     counters = std::move(setup.source);
   }
   sampler = std::make_unique<Sampler>(sampling, make_proc_memory_probe(), std::move(counters));
-  sampler_counters = sampler->counter_names();
+  counter_sources = memsweep::counter_sources(sampler->counter_names(), options.counter_columns);
 }
 
 TrialRow& TrainingRunner::Impl::finish(TrialRow& row, TrialStatus status, std::string_view message,
@@ -190,8 +190,7 @@ TrialRow TrainingRunner::Impl::run(const TrialSpec& trial, const TrialContext& c
   monitor_settings.trial_id = row.trial_id;
   monitor_settings.attempt = context.attempt;
   monitor_settings.rank = context.rank;
-  monitor_settings.sampler_counters = sampler_counters;
-  monitor_settings.counter_columns = options.counter_columns;
+  monitor_settings.counter_sources = counter_sources;
   monitor_settings.check_interval = options.budget_check_interval;
   monitor_settings.budget_bytes = budget;
   monitor_settings.external_stop = context.stop;

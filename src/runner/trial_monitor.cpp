@@ -104,7 +104,7 @@ void TrialMonitor::forward_chunks() {
   sampler_.drain([&](const SampleChunk& chunk) {
     rows_.clear();
     for (const Sample& sample : chunk.view()) {
-      SampleRow row = sample_row(sample, settings_.sampler_counters, settings_.counter_columns);
+      SampleRow row = sample_row(sample, settings_.counter_sources);
       row.trial_id = settings_.trial_id;
       row.attempt = settings_.attempt;
       row.rank = settings_.rank;

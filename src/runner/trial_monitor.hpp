@@ -49,8 +49,7 @@ struct MonitorSettings {
   FixedString<kTrialIdChars> trial_id{};
   std::int32_t attempt = 0;
   std::int32_t rank = -1;
-  std::vector<std::string> sampler_counters;  // the sampler's order
-  std::vector<std::string> counter_columns;   // the file's order
+  std::vector<int> counter_sources;  // results.hpp counter_sources(): sampler slot per file column
   std::chrono::milliseconds check_interval{20};
   std::optional<std::uint64_t> budget_bytes;
   const std::atomic<bool>* external_stop = nullptr;  // TrialContext::stop

@@ -254,8 +254,11 @@ TEST_F(SweepOverMpi, SamplesStreamWhileTheTrialRuns) {
 }
 
 TEST_F(SweepOverMpi, StopOnRankZeroInterruptsTheRunningTrials) {
-  constexpr milliseconds kTrial{130};
-  constexpr milliseconds kStopAt{300};  // in the third round of trials
+  // The stop lands inside the first round of trials, with time to spare
+  // for rank 0's stop check (every 100 ms) on a loaded machine: a stop
+  // between two rounds would find no trial running.
+  constexpr milliseconds kTrial{600};
+  constexpr milliseconds kStopAt{200};
   const std::vector<TrialSpec> trials = make_trials(static_cast<std::size_t>(6 * workers()));
   FakeRunner runner(Script{.duration = kTrial});
   MemorySink sink;
@@ -272,7 +275,7 @@ TEST_F(SweepOverMpi, StopOnRankZeroInterruptsTheRunningTrials) {
   if (!is_rank_zero()) return;
 
   EXPECT_TRUE(result.stopped);
-  EXPECT_LT(elapsed, 0.3 + 0.5) << "the sweep took long to stop";
+  EXPECT_LT(elapsed, 0.2 + 0.5) << "the sweep took long to stop";
   EXPECT_EQ(result.finished, sink.trials.size());
   EXPECT_EQ(result.finished + result.not_started, trials.size());
   EXPECT_GT(result.not_started, 0U);
@@ -282,7 +285,7 @@ TEST_F(SweepOverMpi, StopOnRankZeroInterruptsTheRunningTrials) {
     EXPECT_TRUE(status == "ok" || status == "interrupted") << status;
     if (status == "interrupted") {
       ++interrupted;
-      EXPECT_LT(row.wall_seconds, 0.13 + 0.005) << "an interrupted trial ran to its end";
+      EXPECT_LT(row.wall_seconds, 0.6) << "an interrupted trial ran to its end";
     }
   }
   EXPECT_GE(interrupted, 1U);
@@ -408,6 +411,8 @@ TEST_F(SweepOverMpi, SinkFailureEndsEveryRankAndIsRethrownOnRankZero) {
 // The issue asks for under 2% (measured in docs/sweep.md); the bound here
 // is loose because this VM is shared.
 TEST_F(SweepOverMpi, RankZeroWaitsWithoutSpinning) {
+  // With one rank there is no waiting coordinator; ctest runs this binary
+  // with 2 and 4 ranks too, where this test runs.
   if (size() == 1) GTEST_SKIP() << "rank 0 trains when it is alone";
   const std::vector<TrialSpec> trials = make_trials(static_cast<std::size_t>(3 * workers()));
   FakeRunner runner(Script{.duration = milliseconds(400)});
