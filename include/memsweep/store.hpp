@@ -42,7 +42,11 @@ struct FileHeader {
   std::string sweep_name;
   std::string sweep_file;  // as given on the command line
   std::string sweep_text;  // its whole text
-  std::string sweep_hash;  // results.hpp sweep_hash()
+  std::string sweep_hash;  // results.hpp sweep_hash(): of the part's trials when `part` is set
+  // The part of the sweep the file holds, as SweepPart::name() gives it
+  // ("dataset=mnist", sweep_split.hpp); empty: the whole sweep. Files written
+  // before parts existed have no such attribute and read as empty.
+  std::string part;
   std::string command_line;
   std::string memsweep_version;
   std::string onednn_version;

@@ -1,5 +1,6 @@
 #include "cli/plan_command.hpp"
 
+#include "cli/results_path.hpp"
 #include "cli/table.hpp"
 #include "memsweep/byte_size.hpp"
 #include "memsweep/estimate.hpp"
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <vector>
 
 namespace memsweep::cli {
@@ -41,53 +43,96 @@ std::string predicted_text(EstimateCache& cache, const TrialSpec& trial) {
   }
 }
 
+// The parts table: one line per part, with the file its run writes.
+std::string format_parts(const std::vector<PlannedPart>& parts) {
+  const std::string& field = parts.front().part.field;
+  std::vector<Row> rows{{"part", "field=value", "trials", "results"}};
+  for (std::size_t index = 0; index < parts.size(); ++index)
+    rows.push_back({std::to_string(index), parts[index].part.name(), std::to_string(parts[index].part.trials.size()),
+                    parts[index].results});
+  return fmt::format("{} by {}: memsweep run --split-by {} --part K runs part K (a Slurm array: --array=0-{})\n",
+                     counted(parts.size(), "part"), field, field, parts.size() - 1) +
+         render_table(rows);
+}
+
 }  // namespace
 
 void add_plan_command(CLI::App& app, PlanOptions& options) {
   CLI::App* plan = app.add_subcommand("plan", "Print the trials a sweep file expands to (no MPI, nothing is run)");
   plan->add_option("sweep", options.sweep_file, "The sweep file (TOML)")->required();
+  plan->add_option("--split-by", options.split_by,
+                   fmt::format("List the parts the sweep splits into by this field, one per value (for an array job: "
+                               "memsweep run --split-by FIELD --part K); one of: {}",
+                               kSplitFields));
+  plan->add_option("-o,--output", options.output,
+                   "The results file as memsweep run's -o takes it (with --split-by it must contain {part}); "
+                   "default: the sweep file's name with .h5, or with .LABEL.h5 per part");
+  plan->add_flag("--outputs", options.outputs,
+                 "Print only the results file(s) memsweep run would write, one line per part in part order (one line "
+                 "without --split-by); notes go to stderr");
 }
 
-std::string format_plan(const SweepSpec& sweep) {
+std::string format_plan(const SweepSpec& sweep, const std::vector<PlannedPart>& parts) {
   const bool any_cnn = std::any_of(sweep.trials.begin(), sweep.trials.end(),
                                    [](const TrialSpec& t) { return t.model == ModelKind::cnn; });
   const bool any_budget = std::any_of(sweep.trials.begin(), sweep.trials.end(),
                                       [](const TrialSpec& t) { return t.mem_budget_bytes.has_value(); });
-  Row header{"id", "repeat", "dataset", "model", "optimizer", "lr", "epochs", "batch", "hidden"};
+  std::map<std::string, std::size_t> part_of_trial;
+  for (std::size_t index = 0; index < parts.size(); ++index)
+    for (const TrialSpec& trial : parts[index].part.trials) part_of_trial.emplace(trial.id, index);
+  const bool split = !parts.empty();
+  Row header{"id"};
+  if (split) header.push_back("part");
+  for (const char* name : {"repeat", "dataset", "model", "optimizer", "lr", "epochs", "batch", "hidden"})
+    header.push_back(name);
   if (any_cnn) header.push_back("channels");
   if (any_budget) header.push_back("budget");
   header.push_back("predicted");
   EstimateCache estimates;
   std::vector<Row> rows{header};
   for (const TrialSpec& t : sweep.trials) {
-    Row row{t.id,
-            std::to_string(t.repeat),
-            dataset_text(t.dataset),
-            std::string(model_name(t.model)),
-            std::string(optimizer_name(t.optimizer.kind)),
-            fmt::format("{:.6g}", t.learning_rate),
-            std::to_string(t.epochs),
-            std::to_string(t.batch_size),
-            hidden_text(t.hidden)};
+    Row row{t.id};
+    if (split) row.push_back(std::to_string(part_of_trial.at(t.id)));
+    for (std::string cell : {std::to_string(t.repeat), dataset_text(t.dataset), std::string(model_name(t.model)),
+                             std::string(optimizer_name(t.optimizer.kind)), fmt::format("{:.6g}", t.learning_rate),
+                             std::to_string(t.epochs), std::to_string(t.batch_size), hidden_text(t.hidden)})
+      row.push_back(std::move(cell));
     if (any_cnn) row.push_back(t.model == ModelKind::cnn ? hidden_text(t.channels) : "-");
     if (any_budget) row.push_back(t.mem_budget_bytes ? format_byte_size(*t.mem_budget_bytes) : "-");
     row.push_back(predicted_text(estimates, t));
     rows.push_back(std::move(row));
   }
   const std::size_t distinct = sweep.trials.size() / static_cast<std::size_t>(sweep.repeats);
-  return fmt::format("sweep \"{}\" ({}): {} ({} distinct x {}), seed {}, sampling every {} ms\n", sweep.name,
-                     sweep.source_name, counted(sweep.trials.size(), "trial"), distinct,
-                     counted(static_cast<std::size_t>(sweep.repeats), "repeat"), sweep.seed,
-                     sweep.sampler.interval_ms) +
-         render_table(rows) + counted(sweep.trials.size(), "trial") +
+  std::string out =
+      fmt::format("sweep \"{}\" ({}): {} ({} distinct x {}), seed {}, sampling every {} ms\n", sweep.name,
+                  sweep.source_name, counted(sweep.trials.size(), "trial"), distinct,
+                  counted(static_cast<std::size_t>(sweep.repeats), "repeat"), sweep.seed, sweep.sampler.interval_ms);
+  if (split) out += format_parts(parts) + "\n";
+  return out + render_table(rows) + counted(sweep.trials.size(), "trial") +
          "\npredicted: each trial's own memory, dataset excluded, for the published dataset sizes "
          "(memsweep estimate shows the parts)\n";
 }
 
 int run_plan_command(const PlanOptions& options) {
   const SweepSpec sweep = load_sweep_file(options.sweep_file);
+  std::vector<PlannedPart> parts;
+  std::vector<std::string> outputs;
+  if (options.split_by) {
+    for (SweepPart& part : split_sweep(sweep, *options.split_by)) {
+      std::string results = results_path(options.sweep_file, options.output, part.label).string();
+      outputs.push_back(results);
+      parts.push_back({std::move(part), std::move(results)});
+    }
+  } else {
+    outputs.push_back(results_path(options.sweep_file, options.output, std::nullopt).string());
+  }
   for (const std::string& note : sweep.notes) fmt::print(stderr, "memsweep plan: note: {}\n", note);
-  fmt::print("{}", format_plan(sweep));
+  if (options.outputs) {
+    // For job scripts: the files and nothing else.
+    for (const std::string& output : outputs) fmt::print("{}\n", output);
+    return exit_status::kOk;
+  }
+  fmt::print("{}", format_plan(sweep, parts));
   return exit_status::kOk;
 }
 

@@ -1,23 +1,37 @@
 #pragma once
-// `memsweep plan SWEEP.toml`: the expanded trials as a table, without MPI.
+// `memsweep plan SWEEP.toml`: the expanded trials as a table, without MPI;
+// with --split-by, the parts an array job runs and the file each writes.
 
 #include "memsweep/config.hpp"
+#include "memsweep/sweep_split.hpp"
 
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace memsweep::cli {
 
 struct PlanOptions {
   std::string sweep_file;
+  std::optional<std::string> split_by;  // --split-by FIELD
+  std::string output;                   // -o, as `memsweep run` takes it
+  bool outputs = false;                 // --outputs: only the results file paths
 };
 
 void add_plan_command(CLI::App& app, PlanOptions& options);
 
-// The table and its header line, as `plan` prints it.
-std::string format_plan(const SweepSpec& sweep);
+// A part of the sweep and the results file `memsweep run --split-by ... --part K` writes for it.
+struct PlannedPart {
+  SweepPart part;
+  std::string results;
+};
+
+// The header line, the parts (when split) and the trials' table, as `plan`
+// prints it; with parts, the trials' table has a `part` column.
+std::string format_plan(const SweepSpec& sweep, const std::vector<PlannedPart>& parts = {});
 
 int run_plan_command(const PlanOptions& options);
 

@@ -1,5 +1,6 @@
 #include "cli/run_command.hpp"
 
+#include "cli/results_path.hpp"
 #include "memsweep/byte_size.hpp"
 #include "memsweep/config.hpp"
 #include "memsweep/error.hpp"
@@ -8,6 +9,7 @@
 #include "memsweep/sampler.hpp"
 #include "memsweep/stop_signals.hpp"
 #include "memsweep/store.hpp"
+#include "memsweep/sweep_split.hpp"
 #include "memsweep/trainer.hpp"
 #include "memsweep/training_runner.hpp"
 #include "memsweep/version.hpp"
@@ -67,7 +69,7 @@ struct Setup {
 
 // The checked form of the options.
 struct RunSettings {
-  fs::path output;
+  fs::path output;  // set once the sweep (and the part's label) is known
   std::optional<std::uint64_t> mem_budget_bytes;
   std::chrono::milliseconds flush_interval{2000};
   Verbosity verbosity = Verbosity::normal;
@@ -78,6 +80,15 @@ RunSettings check_options(const RunOptions& options) {
   if (options.resume && options.force)
     throw InputError("--resume and --force contradict each other: --resume continues the file, --force replaces it");
   if (options.quiet && options.verbose) throw InputError("--quiet and --verbose contradict each other");
+  if (options.part && !options.split_by)
+    throw InputError(fmt::format(
+        "--part {} needs --split-by FIELD: the field the sweep is split by (memsweep plan SWEEP --split-by FIELD "
+        "lists the parts)",
+        *options.part));
+  if (options.split_by && !options.part)
+    throw InputError(
+        fmt::format("--split-by {} needs --part K: which part this run is, from 0 (e.g. --part $SLURM_ARRAY_TASK_ID)",
+                    *options.split_by));
   if (!options.mem_budget.empty()) {
     settings.mem_budget_bytes = parse_byte_size(options.mem_budget);
     if (!settings.mem_budget_bytes)
@@ -88,7 +99,6 @@ RunSettings check_options(const RunOptions& options) {
   settings.flush_interval =
       std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(options.flush_seconds * 1000.0)));
   if (settings.flush_interval.count() < 1) settings.flush_interval = std::chrono::milliseconds(1);
-  settings.output = options.output.empty() ? fs::path(options.sweep_file).stem().string() + ".h5" : options.output;
   settings.verbosity = options.quiet ? Verbosity::quiet : options.verbose ? Verbosity::verbose : Verbosity::normal;
   return settings;
 }
@@ -138,9 +148,13 @@ struct Prepared {
   std::vector<std::string> counter_columns;
 };
 
+// "part dataset=mnist", or "the whole sweep" for a file without a part.
+std::string part_text(const std::string& part) { return part.empty() ? "the whole sweep" : "part " + part; }
+
+// `part`: SweepPart::name() when the run is one part of the sweep, else empty.
 Prepared prepare_results_file(const RunOptions& options, const RunSettings& settings, const SweepSpec& sweep,
-                              const std::string& hash, Communicator& comm, const std::vector<std::string>& hosts,
-                              ProgressReporter& progress) {
+                              const std::string& part, const std::string& hash, Communicator& comm,
+                              const std::vector<std::string>& hosts, ProgressReporter& progress) {
   Prepared prepared;
   const StoreOptions store_options{.swmr = !options.no_swmr};
   RunRow run;
@@ -152,6 +166,14 @@ Prepared prepare_results_file(const RunOptions& options, const RunSettings& sett
 
   if (options.resume && fs::exists(settings.output)) {
     const auto same_sweep = [&](const FileHeader& found) {
+      // The hash covers the trials, so another part's file (or the whole
+      // sweep's) never matches; the message then says which part it holds.
+      if (found.sweep_hash != hash && found.part != part)
+        throw InputError(fmt::format(
+            "{}: holds {} of sweep \"{}\" (hash {}), but this run is {} of sweep \"{}\" (hash {}): --resume "
+            "continues only the same trials; give the --split-by and --part that wrote it, or write to another file",
+            settings.output.string(), part_text(found.part), found.sweep_name, found.sweep_hash, part_text(part),
+            sweep.name, hash));
       if (found.sweep_hash != hash)
         throw InputError(fmt::format(
             "{}: written by sweep \"{}\" (hash {}), but {} now defines sweep \"{}\" (hash {}): --resume continues "
@@ -184,6 +206,7 @@ Prepared prepare_results_file(const RunOptions& options, const RunSettings& sett
   header.sweep_file = options.sweep_file;
   header.sweep_text = sweep.source_text;
   header.sweep_hash = hash;
+  header.part = part;
   header.command_line = join(options.command_line, " ");
   header.memsweep_version = kVersion;
   header.onednn_version = onednn_version();
@@ -221,7 +244,15 @@ void add_run_command(CLI::App& app, RunOptions& options) {
       "Run a sweep: under mpirun or srun, rank 0 hands out trials and writes the results file, the other ranks train; "
       "alone, the one process does both");
   run->add_option("sweep", options.sweep_file, "The sweep file (TOML)")->required();
-  run->add_option("-o,--output", options.output, "The results file (HDF5); default: the sweep file's name with .h5");
+  run->add_option("-o,--output", options.output,
+                  "The results file (HDF5); default: the sweep file's name with .h5 (with --split-by: with .LABEL.h5, "
+                  "and -o must contain {part}, which the part's label replaces)");
+  run->add_option("--split-by", options.split_by,
+                  fmt::format("Run one part of the sweep, the trials sharing one value of this field (with --part; "
+                              "memsweep plan --split-by lists the parts); one of: {}",
+                              kSplitFields));
+  run->add_option("--part", options.part,
+                  "Which part to run, from 0 in memsweep plan --split-by's order (e.g. $SLURM_ARRAY_TASK_ID)");
   run->add_flag("--resume", options.resume,
                 "Continue an existing results file: run only the trials without a final status (starts the file if "
                 "it does not exist)");
@@ -255,11 +286,20 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
 
   std::optional<RunSettings> settings;
   SweepSpec sweep;
+  std::optional<SelectedPart> part;  // with --split-by: which part (its `sweep` moved into `sweep`)
+  std::size_t whole_sweep_trials = 0;
   std::string hash;
   std::string local_error;
   try {
     settings = check_options(options);
     sweep = load_sweep_file(options.sweep_file);
+    whole_sweep_trials = sweep.trials.size();
+    if (options.split_by) {
+      part = select_part(sweep, *options.split_by, *options.part);
+      sweep = std::move(part->sweep);
+    }
+    settings->output = results_path(options.sweep_file, options.output,
+                                    part ? std::optional<std::string>(part->part.label) : std::nullopt);
     hash = sweep_hash(sweep);
   } catch (const InputError& error) {
     local_error = error.what();
@@ -282,8 +322,13 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
   // Notes before the sweep; the trials' own progress needs the number left,
   // which is known once rank 0 has read the file.
   ProgressReporter notes(std::cerr, settings->verbosity, sweep.trials.size(), workers);
-  if (root)
+  if (root) {
     for (const std::string& note : sweep.notes) notes.note(note);
+    if (part)
+      notes.note(fmt::format("part {} of parts 0..{} by {}: {}, {} of the sweep's {} trials", part->index,
+                             part->count - 1, part->part.field, part->part.name(), sweep.trials.size(),
+                             whole_sweep_trials));
+  }
 
   // Rank 0 opens the file; every rank learns whether that worked.
   Prepared prepared;
@@ -291,7 +336,8 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
   if (root) {
     Setup setup;
     try {
-      prepared = prepare_results_file(options, *settings, sweep, hash, comm, hosts, notes);
+      prepared =
+          prepare_results_file(options, *settings, sweep, part ? part->part.name() : "", hash, comm, hosts, notes);
       setup.counter_columns = prepared.counter_columns;
     } catch (const InputError& error) {
       setup = {exit_status::kBadInput, error.what(), {}};
@@ -350,12 +396,17 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     fmt::print(stderr, "memsweep: sweep \"{}\": {} trials run in {:.1f} s ({}); results in {}\n", sweep.name,
                result.finished, seconds, status_counts(result), settings->output.string());
-    if (result.stopped && !complete)
+    if (result.stopped && !complete) {
+      // The same part and file again: -o as given for a part (it holds {part}).
+      std::string again = options.sweep_file;
+      if (part) again += fmt::format(" --split-by {} --part {}", *options.split_by, *options.part);
+      if (!part) again += " -o " + settings->output.string();
+      if (part && !options.output.empty()) again += " -o " + options.output;
       fmt::print(stderr,
-                 "memsweep: stopped by signal {} with {} trials not started: continue with memsweep run {} -o {} "
-                 "--resume (exit status {})\n",
-                 stop_signal_number(), result.not_started, options.sweep_file, settings->output.string(),
-                 exit_status::kStopped);
+                 "memsweep: stopped by signal {} with {} trials not started: continue with memsweep run {} --resume "
+                 "(exit status {})\n",
+                 stop_signal_number(), result.not_started, again, exit_status::kStopped);
+    }
   }
   comm.broadcast(final_status);
   return std::stoi(final_status);
@@ -364,6 +415,10 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
 }  // namespace
 
 int run_run_command(const RunOptions& options) {
+  // Before MPI's start-up, which can take seconds on a cluster: Slurm's
+  // walltime warning may arrive at once when a requeued job starts within
+  // its warning window, and must then stop the sweep, not kill the rank.
+  install_stop_signals();
   MpiSession session(nullptr, nullptr);
   std::unique_ptr<Communicator> comm = make_mpi_communicator(MPI_COMM_WORLD);
   try {

@@ -17,7 +17,9 @@ namespace memsweep::cli {
 
 struct RunOptions {
   std::string sweep_file;
-  std::string output;  // default: the sweep file's stem + ".h5", in the working directory
+  std::string output;  // default: the sweep file's stem + ".h5" (+ ".LABEL.h5" for a part), in the working directory
+  std::optional<std::string> split_by;  // --split-by FIELD: run one part of the sweep (sweep_split.hpp) ...
+  std::optional<int> part;              // ... --part K, from 0
   bool resume = false;
   bool force = false;
   int retry_killed = 0;

@@ -3,6 +3,7 @@
 #include "cli/table.hpp"
 #include "memsweep/config.hpp"
 #include "memsweep/results.hpp"
+#include "memsweep/sweep_split.hpp"
 
 #include <fmt/format.h>
 
@@ -10,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <vector>
 
 namespace memsweep::cli {
@@ -49,23 +51,42 @@ std::vector<TrialRow> one_row_per_trial(const std::vector<TrialRow>& rows) {
   return result;
 }
 
-// The sweep's own order, from the sweep text kept in the file; the file's
+// The sweep's own order, from the sweep text kept in the file, with only
+// the trials of the file's part when it holds one (`with_part`); the file's
 // order when that text no longer parses (a newer memsweep wrote it).
-std::optional<std::vector<std::string>> sweep_order(const FileHeader& header) {
+std::optional<std::vector<std::string>> sweep_order(const FileHeader& header, bool with_part) {
   try {
+    SweepSpec sweep = parse_sweep(header.sweep_text, header.sweep_file);
+    if (with_part && !header.part.empty()) sweep = select_named_part(sweep, header.part);
     std::vector<std::string> ids;
-    for (const TrialSpec& trial : parse_sweep(header.sweep_text, header.sweep_file).trials) ids.push_back(trial.id);
+    for (const TrialSpec& trial : sweep.trials) ids.push_back(trial.id);
     return ids;
   } catch (const InputError&) {
     return std::nullopt;
   }
 }
 
-std::string dataset_table(const std::vector<const TrialRow*>& rows) {
+std::map<std::string, std::size_t> positions(const std::vector<std::string>& ids) {
+  std::map<std::string, std::size_t> position;
+  for (std::size_t i = 0; i < ids.size(); ++i) position.emplace(ids[i], i);
+  return position;
+}
+
+// A trial's row and the file it comes from (1, 2, ... as listed).
+struct ShownRow {
+  const TrialRow* row;
+  std::size_t file;
+};
+
+std::string dataset_table(const std::vector<ShownRow>& shown, bool several_files) {
+  std::vector<const TrialRow*> rows;
+  for (const ShownRow& s : shown) rows.push_back(s.row);
   const bool any_repeat = std::any_of(rows.begin(), rows.end(), [](const TrialRow* r) { return r->repeat > 0; });
   const bool any_other_model =
       std::any_of(rows.begin(), rows.end(), [](const TrialRow* r) { return get_fixed(r->model) != "mlp"; });
-  TableRow header{"trial", "id"};
+  TableRow header{"trial"};
+  if (several_files) header.push_back("file");
+  header.push_back("id");
   if (any_repeat) header.push_back("repeat");
   if (any_other_model) header.push_back("model");
   for (const char* name : {"lr", "epochs", "batch", "hidden", "used MB", "rss mean", "rss peak", "peak-base",
@@ -73,8 +94,11 @@ std::string dataset_table(const std::vector<const TrialRow*>& rows) {
     header.push_back(name);
   std::vector<TableRow> table{header};
   int number = 0;
-  for (const TrialRow* row : rows) {
-    TableRow line{std::to_string(++number), get_fixed(row->trial_id)};
+  for (const ShownRow& s : shown) {
+    const TrialRow* row = s.row;
+    TableRow line{std::to_string(++number)};
+    if (several_files) line.push_back(std::to_string(s.file));
+    line.push_back(get_fixed(row->trial_id));
     if (any_repeat) line.push_back(std::to_string(row->repeat));
     if (any_other_model) line.push_back(get_fixed(row->model));
     line.push_back(fmt::format("{:.6g}", row->learning_rate));
@@ -96,71 +120,133 @@ std::string dataset_table(const std::vector<const TrialRow*>& rows) {
 }  // namespace
 
 void add_summary_command(CLI::App& app, SummaryOptions& options) {
-  CLI::App* summary = app.add_subcommand("summary", "Tables of a results file: memory per trial, per dataset");
-  summary->add_option("results", options.results_file, "The results file (HDF5) written by memsweep run")->required();
+  CLI::App* summary = app.add_subcommand(
+      "summary",
+      "Tables of results files: memory per trial, per dataset (several files, e.g. an array job's parts: "
+      "one table per dataset across them)");
+  summary->add_option("results", options.results_files, "The results file(s) (HDF5) written by memsweep run")
+      ->required();
 }
 
-std::string format_summary(const FileHeader& header, const std::vector<TrialRow>& all_rows) {
-  std::vector<TrialRow> rows = one_row_per_trial(all_rows);
-  std::set<std::string> recorded;
-  for (const TrialRow& row : rows) recorded.insert(get_fixed(row.trial_id));
-  std::size_t without_record = 0;
-  if (const auto order = sweep_order(header)) {
-    std::map<std::string, std::size_t> position;
-    for (std::size_t i = 0; i < order->size(); ++i) position.emplace((*order)[i], i);
-    std::stable_sort(rows.begin(), rows.end(), [&](const TrialRow& a, const TrialRow& b) {
-      const auto pa = position.find(get_fixed(a.trial_id));
-      const auto pb = position.find(get_fixed(b.trial_id));
-      const std::size_t ia = pa == position.end() ? order->size() : pa->second;
-      const std::size_t ib = pb == position.end() ? order->size() : pb->second;
-      return ia < ib;
-    });
-    for (const std::string& id : *order) without_record += recorded.count(id) == 0 ? 1 : 0;
+std::string format_summary(const std::vector<SummaryInput>& files) {
+  const bool several = files.size() > 1;
+  // Parts of one sweep (the same text in every file) are shown in that
+  // sweep's order across the files; other files one after the other.
+  const bool one_sweep = std::all_of(files.begin(), files.end(), [&](const SummaryInput& file) {
+    return file.header.sweep_text == files.front().header.sweep_text;
+  });
+  std::optional<std::map<std::string, std::size_t>> whole_position;
+  if (!files.empty() && one_sweep)
+    if (const auto order = sweep_order(files.front().header, false)) whole_position = positions(*order);
+
+  std::string out;
+  std::vector<std::vector<TrialRow>> rows_of_file;
+  struct Keyed {
+    std::size_t whole;  // position in the sweep all files share (0 when they do not)
+    std::size_t file;
+    std::size_t own;  // position in the file's sweep, or part
+    ShownRow shown;
+  };
+  std::vector<Keyed> keyed;
+  std::map<std::string, std::size_t> total_by_status;
+  std::int64_t total_planned = 0;
+  std::size_t total_without_record = 0;
+  rows_of_file.reserve(files.size());
+  for (std::size_t f = 0; f < files.size(); ++f) {
+    const FileHeader& header = files[f].header;
+    rows_of_file.push_back(one_row_per_trial(files[f].rows));
+    const std::vector<TrialRow>& rows = rows_of_file.back();
+    std::set<std::string> recorded;
+    for (const TrialRow& row : rows) recorded.insert(get_fixed(row.trial_id));
+    std::size_t without_record = 0;
+    std::map<std::string, std::size_t> own_position;
+    if (const auto order = sweep_order(header, true)) {
+      own_position = positions(*order);
+      for (const std::string& id : *order) without_record += recorded.count(id) == 0 ? 1 : 0;
+    }
+    const auto position_in = [](const std::map<std::string, std::size_t>& position, const std::string& id) {
+      const auto found = position.find(id);
+      return found == position.end() ? position.size() : found->second;
+    };
+    for (const TrialRow& row : rows) {
+      const std::string id = get_fixed(row.trial_id);
+      keyed.push_back(
+          {whole_position ? position_in(*whole_position, id) : 0, f, position_in(own_position, id), {&row, f + 1}});
+    }
+
+    std::map<std::string, std::size_t> by_status;
+    for (const TrialRow& row : rows) ++by_status[get_fixed(row.status)];
+    std::vector<std::string> counts;
+    for (const auto& [status, count] : by_status) {
+      counts.push_back(fmt::format("{} {}", count, status));
+      total_by_status[status] += count;
+    }
+    if (without_record > 0) counts.push_back(fmt::format("{} not run yet", without_record));
+    total_planned += header.planned_trials;
+    total_without_record += without_record;
+
+    const std::string indent = several ? "  " : "";
+    if (several) out += fmt::format("file {}: {}\n", f + 1, files[f].path);
+    out += fmt::format("{}sweep \"{}\" ({}){}, started {} on {} rank{}; memsweep {}\n", indent, header.sweep_name,
+                       header.sweep_file, header.part.empty() ? "" : ", part " + header.part, header.start_time,
+                       header.ranks, header.ranks == 1 ? "" : "s", header.memsweep_version);
+    out += fmt::format("{}trials: {} planned; {}\n", indent, header.planned_trials, fmt::join(counts, ", "));
+    out += fmt::format(
+        "{}counters recorded: {}\n", indent,
+        header.counter_columns.empty() ? "none" : fmt::format("{}", fmt::join(header.counter_columns, ", ")));
+  }
+  if (several) {
+    std::vector<std::string> counts;
+    for (const auto& [status, count] : total_by_status) counts.push_back(fmt::format("{} {}", count, status));
+    if (total_without_record > 0) counts.push_back(fmt::format("{} not run yet", total_without_record));
+    out += fmt::format("{} files: {} trials planned; {}\n", files.size(), total_planned, fmt::join(counts, ", "));
   }
 
-  std::map<std::string, std::size_t> by_status;
-  for (const TrialRow& row : rows) ++by_status[get_fixed(row.status)];
-  std::vector<std::string> counts;
-  for (const auto& [status, count] : by_status) counts.push_back(fmt::format("{} {}", count, status));
-  if (without_record > 0) counts.push_back(fmt::format("{} not run yet", without_record));
-
-  std::string out =
-      fmt::format("sweep \"{}\" ({}), started {} on {} rank{}; memsweep {}\n", header.sweep_name, header.sweep_file,
-                  header.start_time, header.ranks, header.ranks == 1 ? "" : "s", header.memsweep_version);
-  out += fmt::format("trials: {} planned; {}\n", header.planned_trials, fmt::join(counts, ", "));
-  out +=
-      fmt::format("counters recorded: {}\n",
-                  header.counter_columns.empty() ? "none" : fmt::format("{}", fmt::join(header.counter_columns, ", ")));
+  std::stable_sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
+    return std::tie(a.whole, a.file, a.own) < std::tie(b.whole, b.file, b.own);
+  });
+  std::vector<ShownRow> shown;
+  for (const Keyed& entry : keyed) shown.push_back(entry.shown);
 
   std::vector<std::string> datasets;
-  for (const TrialRow& row : rows)
-    if (std::find(datasets.begin(), datasets.end(), get_fixed(row.dataset)) == datasets.end())
-      datasets.push_back(get_fixed(row.dataset));
+  for (const ShownRow& s : shown)
+    if (std::find(datasets.begin(), datasets.end(), get_fixed(s.row->dataset)) == datasets.end())
+      datasets.push_back(get_fixed(s.row->dataset));
   for (const std::string& dataset : datasets) {
-    std::vector<const TrialRow*> subset;
-    for (const TrialRow& row : rows)
-      if (get_fixed(row.dataset) == dataset) subset.push_back(&row);
+    std::vector<ShownRow> subset;
+    for (const ShownRow& s : shown)
+      if (get_fixed(s.row->dataset) == dataset) subset.push_back(s);
     out += fmt::format("\n{} ({} trial{})\n", dataset, subset.size(), subset.size() == 1 ? "" : "s");
-    out += dataset_table(subset);
+    out += dataset_table(subset, several);
   }
-  if (!rows.empty())
+  if (!shown.empty())
     out +=
         "\nused MB: the node's memory used, total - (free + buffers + cached), averaged over the trial's samples "
         "(the source paper's formulas 1 and 2); rss: the rank's own resident memory; peak-base: the trial's own "
         "footprint; predicted: memsweep's estimate of it. MB = 2^20 bytes.\n";
 
-  std::vector<TableRow> failures{{"id", "attempt", "status", "rank", "host", "message"}};
-  for (const TrialRow& row : rows)
-    if (get_fixed(row.status) != status_name(TrialStatus::ok))
-      failures.push_back({get_fixed(row.trial_id), std::to_string(row.attempt), get_fixed(row.status),
-                          std::to_string(row.rank), get_fixed(row.host), get_fixed(row.message)});
+  TableRow failure_header{"id", "attempt", "status", "rank", "host", "message"};
+  if (several) failure_header.insert(failure_header.begin(), "file");
+  std::vector<TableRow> failures{failure_header};
+  for (const ShownRow& s : shown) {
+    const TrialRow& row = *s.row;
+    if (get_fixed(row.status) == status_name(TrialStatus::ok)) continue;
+    TableRow line{get_fixed(row.trial_id),  std::to_string(row.attempt), get_fixed(row.status),
+                  std::to_string(row.rank), get_fixed(row.host),         get_fixed(row.message)};
+    if (several) line.insert(line.begin(), std::to_string(s.file));
+    failures.push_back(std::move(line));
+  }
   if (failures.size() > 1) out += fmt::format("\nnot ok ({})\n", failures.size() - 1) + render_table(failures);
   return out;
 }
 
 int run_summary_command(const SummaryOptions& options) {
-  ResultReader reader(options.results_file);
-  fmt::print("{}", format_summary(reader.header(), reader.trials()));
+  std::vector<SummaryInput> files;
+  for (const std::string& path : options.results_files) {
+    ResultReader reader(path);
+    files.push_back({path, reader.header(), reader.trials()});
+  }
+  fmt::print("{}", format_summary(files));
   return exit_status::kOk;
 }
 

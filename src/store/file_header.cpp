@@ -36,6 +36,7 @@ void write_header(hid_t file, const FileHeader& header, const Hdf5Errors& errors
   write_string_attribute(file, "sweep_file", header.sweep_file, errors);
   write_string_attribute(file, "sweep_text", header.sweep_text, errors);
   write_string_attribute(file, "sweep_hash", header.sweep_hash, errors);
+  write_string_attribute(file, "part", header.part, errors);
   write_string_attribute(file, "command_line", header.command_line, errors);
   write_string_attribute(file, "memsweep_version", header.memsweep_version, errors);
   write_string_attribute(file, "onednn_version", header.onednn_version, errors);
@@ -70,6 +71,8 @@ FileHeader read_header(hid_t file, const Hdf5Errors& errors) {
   header.sweep_file = required_string(file, "sweep_file", errors);
   header.sweep_text = required_string(file, "sweep_text", errors);
   header.sweep_hash = required_string(file, "sweep_hash", errors);
+  // Optional: absent from files written before sweeps could be split.
+  header.part = read_string_attribute(file, "part", errors).value_or("");
   header.command_line = required_string(file, "command_line", errors);
   header.memsweep_version = required_string(file, "memsweep_version", errors);
   header.onednn_version = required_string(file, "onednn_version", errors);

@@ -119,6 +119,101 @@ TEST(PlanCommand, DuplicateTrialsAreNotedOnStderr) {
   EXPECT_THAT(result.err, HasSubstr("defines the same trial as"));
 }
 
+// ---- --split-by and --outputs (an array job's parts) ----
+
+// (batch 16, mnist), (16, fashion-mnist), (64, mnist), (64, fashion-mnist), by hand from the grid's order.
+constexpr const char* kStudy = "[grid]\nbatch_size = [16, 64]\ndataset = [\"mnist\", \"fashion-mnist\"]\n";
+
+// The parts table's rows: "K  FIELD=VALUE  TRIALS  RESULTS".
+std::vector<std::vector<std::string>> part_rows(const std::string& out) {
+  std::vector<std::vector<std::string>> rows;
+  for (const std::string& line : lines_of(out)) {
+    std::istringstream cells(line);
+    std::vector<std::string> row;
+    for (std::string cell; cells >> cell;) row.push_back(cell);
+    if (row.size() == 4 && std::regex_match(row[0], std::regex("[0-9]+")) && row[1].find('=') != std::string::npos)
+      rows.push_back(row);
+  }
+  return rows;
+}
+
+TEST(PlanSplit, ListsThePartsTheirTrialsAndTheirFiles) {
+  const TempDir dir;
+  dir.write("study.toml", kStudy);
+  const CommandResult result = run_memsweep({"plan", "study.toml", "--split-by", "dataset"}, dir.path().string());
+  ASSERT_EQ(result.exit_status, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("2 parts by dataset: memsweep run --split-by dataset --part K runs part K"));
+  EXPECT_THAT(result.out, HasSubstr("--array=0-1"));
+  const auto parts = part_rows(result.out);
+  ASSERT_EQ(parts.size(), 2u) << result.out;
+  EXPECT_EQ(parts[0], (std::vector<std::string>{"0", "dataset=mnist", "2", "study.dataset-mnist.h5"}));
+  EXPECT_EQ(parts[1], (std::vector<std::string>{"1", "dataset=fashion-mnist", "2", "study.dataset-fashion-mnist.h5"}));
+  // The trials' table gains a part column: id part repeat dataset ...
+  const auto trials = table_rows(result.out);
+  ASSERT_EQ(trials.size(), 4u) << result.out;
+  const std::vector<std::pair<std::string, std::string>> expected{
+      {"0", "mnist"}, {"1", "fashion-mnist"}, {"0", "mnist"}, {"1", "fashion-mnist"}};
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    EXPECT_EQ(trials[i][1], expected[i].first) << result.out;
+    EXPECT_EQ(trials[i][3], expected[i].second) << result.out;
+  }
+  const CommandResult by_batch =
+      run_memsweep({"plan", "study.toml", "--split-by", "batch_size", "-o", "out/{part}.h5"}, dir.path().string());
+  ASSERT_EQ(by_batch.exit_status, 0) << by_batch.err;
+  const auto batch_parts = part_rows(by_batch.out);
+  ASSERT_EQ(batch_parts.size(), 2u) << by_batch.out;
+  EXPECT_EQ(batch_parts[0], (std::vector<std::string>{"0", "batch_size=16", "2", "out/batch_size-16.h5"}));
+  EXPECT_EQ(batch_parts[1], (std::vector<std::string>{"1", "batch_size=64", "2", "out/batch_size-64.h5"}));
+}
+
+TEST(PlanSplit, WithoutSplitByThereIsNoPartsTable) {
+  const TempDir dir;
+  dir.write("study.toml", kStudy);
+  const CommandResult result = run_memsweep({"plan", "study.toml"}, dir.path().string());
+  ASSERT_EQ(result.exit_status, 0) << result.err;
+  EXPECT_TRUE(part_rows(result.out).empty()) << result.out;
+  EXPECT_THAT(result.out, ::testing::Not(HasSubstr("parts by")));
+  ASSERT_EQ(table_rows(result.out).size(), 4u);
+  EXPECT_EQ(table_rows(result.out)[0].size(), 11u) << "no part column";
+}
+
+TEST(PlanOutputs, OnlyTheResultsFilesOnePerPartInPartOrder) {
+  const TempDir dir;
+  dir.write("study.toml", kStudy);
+  const std::string cwd = dir.path().string();
+  const CommandResult split = run_memsweep({"plan", "study.toml", "--split-by", "dataset", "--outputs"}, cwd);
+  ASSERT_EQ(split.exit_status, 0) << split.err;
+  EXPECT_EQ(split.out, "study.dataset-mnist.h5\nstudy.dataset-fashion-mnist.h5\n");
+  EXPECT_EQ(split.err, "");
+
+  const CommandResult named =
+      run_memsweep({"plan", "study.toml", "--split-by", "batch_size", "--outputs", "-o", "/scratch/r-{part}.h5"}, cwd);
+  ASSERT_EQ(named.exit_status, 0) << named.err;
+  EXPECT_EQ(named.out, "/scratch/r-batch_size-16.h5\n/scratch/r-batch_size-64.h5\n");
+
+  const CommandResult whole = run_memsweep({"plan", "study.toml", "--outputs"}, cwd);
+  ASSERT_EQ(whole.exit_status, 0) << whole.err;
+  EXPECT_EQ(whole.out, "study.h5\n");
+  const CommandResult whole_named = run_memsweep({"plan", "study.toml", "--outputs", "-o", "all.h5"}, cwd);
+  ASSERT_EQ(whole_named.exit_status, 0) << whole_named.err;
+  EXPECT_EQ(whole_named.out, "all.h5\n");
+
+  // One part only: still one line.
+  const CommandResult one = run_memsweep({"plan", "study.toml", "--split-by", "model", "--outputs"}, cwd);
+  ASSERT_EQ(one.exit_status, 0) << one.err;
+  EXPECT_EQ(one.out, "study.model-mlp.h5\n");
+}
+
+TEST(PlanOutputs, NotesGoToStderr) {
+  const TempDir dir;
+  const auto file = dir.write("dup.toml", "[[trial]]\nbatch_size = 4\n[[trial]]\nbatch_size = 4\n");
+  const CommandResult result =
+      run_memsweep({"plan", file.string(), "--split-by", "batch_size", "--outputs"}, dir.path().string());
+  ASSERT_EQ(result.exit_status, 0) << result.err;
+  EXPECT_EQ(result.out, "dup.batch_size-4.h5\n");
+  EXPECT_THAT(result.err, HasSubstr("defines the same trial as"));
+}
+
 // Bad input: one line on stderr naming the problem, nothing on stdout, exit 2.
 struct BadInvocation {
   const char* name;
@@ -179,7 +274,29 @@ INSTANTIATE_TEST_SUITE_P(
         BadInvocation{"no_command", {}, "", "a command is required: run, summary, plan"},
         BadInvocation{
             "unknown_command", {"plant", "@"}, "", "unknown command \"plant\"; expected one of: run, summary, plan"},
-        BadInvocation{"plan_without_file", {"plan"}, "", "sweep is required"}),
+        BadInvocation{"plan_without_file", {"plan"}, "", "sweep is required"},
+        BadInvocation{"split_by_unknown_field",
+                      {"plan", "@", "--split-by", "depth"},
+                      "[grid]\nbatch_size = [1, 2]\n",
+                      "--split-by: \"depth\" is not a field a sweep can be split by; expected one of: dataset, model, "
+                      "optimizer, learning_rate, epochs, batch_size, hidden, channels, repeat"},
+        BadInvocation{"outputs_unknown_field",
+                      {"plan", "@", "--split-by", "Dataset", "--outputs"},
+                      "[grid]\nbatch_size = [1, 2]\n",
+                      "--split-by: \"Dataset\" is not a field"},
+        BadInvocation{"split_output_without_placeholder",
+                      {"plan", "@", "--split-by", "batch_size", "-o", "r.h5"},
+                      "[grid]\nbatch_size = [1, 2]\n",
+                      "-o r.h5: with --split-by, the results file must contain {part}"},
+        BadInvocation{"outputs_without_placeholder",
+                      {"plan", "@", "--split-by", "batch_size", "-o", "r.h5", "--outputs"},
+                      "[grid]\nbatch_size = [1, 2]\n",
+                      "-o r.h5: with --split-by, the results file must contain {part}"},
+        BadInvocation{"placeholder_without_split",
+                      {"plan", "@", "-o", "r.{part}.h5", "--outputs"},
+                      "[grid]\nbatch_size = [1, 2]\n",
+                      "-o r.{part}.h5: {part} stands for a part's label, and this sweep is not split"},
+        BadInvocation{"split_by_without_field", {"plan", "@", "--split-by"}, "[[trial]]\n", "--split-by"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 TEST(PlanCommand, UnreadableFileIsBadInput) {

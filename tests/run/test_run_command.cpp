@@ -343,20 +343,38 @@ class RunBadOptions : public ::testing::TestWithParam<BadRun> {};
 
 TEST_P(RunBadOptions, OneLineStatusTwoAndNoFile) {
   const TempDir dir;
-  std::vector<std::string> args{"run", kQuickstart, "-o", "x.h5"};
-  args.insert(args.end(), GetParam().args.begin(), GetParam().args.end());
+  const std::vector<std::string>& extra = GetParam().args;
+  // -o x.h5 unless the case gives its own.
+  std::vector<std::string> args{"run", kQuickstart};
+  if (std::find(extra.begin(), extra.end(), "-o") == extra.end()) args.insert(args.end(), {"-o", "x.h5"});
+  args.insert(args.end(), extra.begin(), extra.end());
   const CommandResult run = run_command(with_file(on_ranks(2, args), kQuickstart), dir.path().string(), kEnvironment);
   EXPECT_EQ(run.exit_status, kBadInput);
   EXPECT_THAT(run.err, HasSubstr(GetParam().message));
   EXPECT_EQ(memsweep_lines(run.err), 1U) << run.err;
-  EXPECT_FALSE(std::filesystem::exists(dir.path() / "x.h5"));
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+    ADD_FAILURE() << "a refused run wrote " << entry.path();
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, RunBadOptions,
     ::testing::Values(BadRun{"resume_and_force", {"--resume", "--force"}, "--resume and --force contradict"},
                       BadRun{"bad_budget", {"--mem-budget", "lots"}, "--mem-budget: expected a size"},
-                      BadRun{"zero_flush", {"--flush-interval", "0"}, "--flush-interval: expected seconds"}),
+                      BadRun{"zero_flush", {"--flush-interval", "0"}, "--flush-interval: expected seconds"},
+                      BadRun{"part_without_split_by", {"--part", "0"}, "--part 0 needs --split-by FIELD"},
+                      BadRun{"split_by_without_part", {"--split-by", "hidden"}, "--split-by hidden needs --part K"},
+                      BadRun{"unknown_split_field",
+                             {"--split-by", "depth", "--part", "0", "-o", "x.{part}.h5"},
+                             "--split-by: \"depth\" is not a field a sweep can be split by; expected one of:"},
+                      BadRun{"part_out_of_range",
+                             {"--split-by", "hidden", "--part", "2", "-o", "x.{part}.h5"},
+                             "--part 2: the sweep has 2 parts by hidden (0..1)"},
+                      BadRun{"negative_part",
+                             {"--split-by", "dataset", "--part", "-1", "-o", "x.{part}.h5"},
+                             "--part -1: the sweep has 1 part by dataset (0..0)"},
+                      BadRun{"split_output_without_placeholder",
+                             {"--split-by", "hidden", "--part", "0"},
+                             "-o x.h5: with --split-by, the results file must contain {part}"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 struct BadResults {
@@ -388,6 +406,204 @@ INSTANTIATE_TEST_SUITE_P(Cases, SummaryBadFile,
                                            BadResults{"empty", "", "HDF5"},
                                            BadResults{"text", "trial,lr\n1,0.1\n", "HDF5"}),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
+
+// ---- one part of a sweep per run (an array job) ---------------------------------
+
+// Four tiny trials, in grid order: (lr 0.05, batch 16), (0.05, 32), (0.1, 16), (0.1, 32).
+constexpr const char* kPartsSweep = R"(
+[sweep]
+name = "parts"
+[defaults]
+dataset = "synthetic"
+synthetic = { shape = [1, 8, 8], classes = 4, train_size = 256, test_size = 64 }
+epochs = 1
+hidden = [16]
+[grid]
+learning_rate = [0.05, 0.1]
+batch_size = [16, 32]
+)";
+
+const std::vector<std::string> kTiny{"--max-train-examples", "128", "--max-test-examples", "32"};
+
+std::vector<std::string> with_tiny(std::vector<std::string> args) {
+  args.insert(args.end(), kTiny.begin(), kTiny.end());
+  return args;
+}
+
+CommandResult memsweep_alone(const std::vector<std::string>& args, const std::string& dir) {
+  std::vector<std::string> argv{MEMSWEEP_EXECUTABLE};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_command(argv, dir, kEnvironment);
+}
+
+// The trial ids `memsweep plan --split-by FIELD` puts in part `part`, in order.
+std::vector<std::string> planned_ids(const std::string& sweep, const std::string& field, const std::string& part,
+                                     const std::string& dir) {
+  const CommandResult plan = run_memsweep({"plan", sweep, "--split-by", field}, dir);
+  EXPECT_EQ(plan.exit_status, kOk) << plan.err;
+  std::vector<std::string> ids;
+  std::istringstream lines(plan.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream cells(line);
+    std::string id;
+    std::string in_part;
+    cells >> id >> in_part;
+    if (std::regex_match(id, std::regex("[0-9a-f]{12}")) && in_part == part) ids.push_back(id);
+  }
+  return ids;
+}
+
+std::vector<std::string> sorted(std::vector<std::string> values) {
+  std::sort(values.begin(), values.end());
+  return values;
+}
+
+TEST(RunParts, EachPartWritesItsOwnNamedFileWithExactlyItsTrials) {
+  const TempDir dir;
+  const std::string cwd = dir.path().string();
+  sweep_file(dir, "parts.toml", kPartsSweep);
+  const CommandResult outputs = run_memsweep({"plan", "parts.toml", "--split-by", "batch_size", "--outputs"}, cwd);
+  ASSERT_EQ(outputs.exit_status, kOk) << outputs.err;
+  ASSERT_EQ(outputs.out, "parts.batch_size-16.h5\nparts.batch_size-32.h5\n");
+
+  const CommandResult second =
+      memsweep_on_ranks(2, with_tiny({"run", "parts.toml", "--split-by", "batch_size", "--part", "1"}), cwd);
+  ASSERT_EQ(second.exit_status, kOk) << second.err;
+  EXPECT_THAT(second.err, HasSubstr("part 1 of parts 0..1 by batch_size: batch_size=32, 2 of the sweep's 4 trials"));
+  EXPECT_THAT(second.err, HasSubstr("results in parts.batch_size-32.h5"));
+  const auto file = dir.path() / "parts.batch_size-32.h5";
+  ASSERT_TRUE(std::filesystem::exists(file));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "parts.h5"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "parts.batch_size-16.h5"));
+
+  const TsvTable trials = h5py_table(file, "trials");
+  ASSERT_EQ(trials.rows.size(), 2U);
+  std::vector<std::string> ids;
+  for (std::size_t row = 0; row < trials.rows.size(); ++row) {
+    EXPECT_EQ(trials.at(row, "batch_size"), "32");
+    EXPECT_EQ(trials.at(row, "status"), "ok");
+    ids.push_back(trials.at(row, "trial_id"));
+  }
+  const std::vector<std::string> planned = planned_ids("parts.toml", "batch_size", "1", cwd);
+  ASSERT_EQ(planned.size(), 2U);
+  EXPECT_EQ(sorted(ids), sorted(planned)) << "the run's trials are the ones plan lists for part 1";
+  const TsvTable samples = h5py_table(file, "samples");
+  ASSERT_FALSE(samples.rows.empty());
+  for (std::size_t row = 0; row < samples.rows.size(); ++row)
+    EXPECT_NE(std::find(ids.begin(), ids.end(), samples.at(row, "trial_id")), ids.end());
+
+  const auto attributes = h5py_attributes(file);
+  EXPECT_EQ(attributes.at("part"), "batch_size=32");
+  EXPECT_EQ(attributes.at("planned_trials"), "2");
+  EXPECT_EQ(attributes.at("sweep_text"), kPartsSweep) << "the whole sweep's text, for summary";
+
+  // -o with {part}, in one process.
+  const CommandResult first = memsweep_alone(
+      with_tiny({"run", "parts.toml", "--split-by", "batch_size", "--part", "0", "-o", "sub-{part}.h5", "-q"}), cwd);
+  ASSERT_EQ(first.exit_status, kOk) << first.err;
+  const TsvTable first_trials = h5py_table(dir.path() / "sub-batch_size-16.h5", "trials");
+  ASSERT_EQ(first_trials.rows.size(), 2U);
+  for (std::size_t row = 0; row < first_trials.rows.size(); ++row) EXPECT_EQ(first_trials.at(row, "batch_size"), "16");
+  EXPECT_EQ(h5py_attributes(dir.path() / "sub-batch_size-16.h5").at("part"), "batch_size=16");
+  EXPECT_NE(h5py_attributes(dir.path() / "sub-batch_size-16.h5").at("sweep_hash"), attributes.at("sweep_hash"));
+
+  // The whole sweep records an empty part.
+  const CommandResult whole = memsweep_alone(with_tiny({"run", "parts.toml", "-q"}), cwd);
+  ASSERT_EQ(whole.exit_status, kOk) << whole.err;
+  EXPECT_EQ(h5py_attributes(dir.path() / "parts.h5").at("part"), "");
+  EXPECT_EQ(h5py_table(dir.path() / "parts.h5", "trials").rows.size(), 4U);
+}
+
+TEST(RunParts, ResumeContinuesTheSamePartAndRefusesAnothers) {
+  const TempDir dir;
+  const std::string cwd = dir.path().string();
+  sweep_file(dir, "parts.toml", kPartsSweep);
+  const std::vector<std::string> part1{"run", "parts.toml", "--split-by", "batch_size", "--part", "1"};
+  ASSERT_EQ(memsweep_alone(with_tiny(part1), cwd).exit_status, kOk);
+  const auto file = dir.path() / "parts.batch_size-32.h5";
+
+  std::vector<std::string> resume = part1;
+  resume.push_back("--resume");
+  const CommandResult resumed = memsweep_alone(with_tiny(resume), cwd);
+  ASSERT_EQ(resumed.exit_status, kOk) << resumed.err;
+  EXPECT_TRUE(printed_trials(resumed.err).empty()) << "every trial of the part was final\n" << resumed.err;
+  EXPECT_THAT(resumed.err, HasSubstr("2 of 2 trials done, 0 to run"));
+  EXPECT_EQ(h5py_table(file, "runs").rows.size(), 2U);
+  EXPECT_EQ(h5py_table(file, "trials").rows.size(), 2U);
+  const std::string before = slurp(file);
+
+  // Part 0 pointed at part 1's file (copied to the name part 0 writes).
+  const auto copy = dir.path() / "parts.batch_size-16.h5";
+  std::filesystem::copy_file(file, copy);
+  const CommandResult other =
+      memsweep_alone(with_tiny({"run", "parts.toml", "--split-by", "batch_size", "--part", "0", "--resume"}), cwd);
+  EXPECT_EQ(other.exit_status, kBadInput);
+  EXPECT_THAT(other.err, HasSubstr("parts.batch_size-16.h5: holds part batch_size=32 of sweep \"parts\""));
+  EXPECT_THAT(other.err, HasSubstr("but this run is part batch_size=16"));
+  EXPECT_EQ(memsweep_lines(other.err), 1U) << other.err;
+  EXPECT_EQ(slurp(copy), before) << "a refused resume leaves the file as it was";
+
+  // The whole sweep on a part's file.
+  const CommandResult whole = memsweep_alone(with_tiny({"run", "parts.toml", "-o", file.string(), "--resume"}), cwd);
+  EXPECT_EQ(whole.exit_status, kBadInput);
+  EXPECT_THAT(whole.err, HasSubstr("holds part batch_size=32"));
+  EXPECT_THAT(whole.err, HasSubstr("but this run is the whole sweep"));
+  EXPECT_EQ(slurp(file), before);
+}
+
+TEST(RunParts, SummaryAppliesThePartAndShowsSeveralFilesTogether) {
+  const TempDir dir;
+  const std::string cwd = dir.path().string();
+  sweep_file(dir, "parts.toml", kPartsSweep);
+  for (const char* part : {"0", "1"}) {
+    const CommandResult run =
+        memsweep_alone(with_tiny({"run", "parts.toml", "--split-by", "batch_size", "--part", part, "-q"}), cwd);
+    ASSERT_EQ(run.exit_status, kOk) << run.err;
+  }
+  const std::string first = (dir.path() / "parts.batch_size-16.h5").string();
+  const std::string second = (dir.path() / "parts.batch_size-32.h5").string();
+
+  // One part's file: its two trials are all that is planned, none "not run yet".
+  const CommandResult one = run_memsweep({"summary", second});
+  ASSERT_EQ(one.exit_status, kOk) << one.err;
+  EXPECT_THAT(one.out, HasSubstr("sweep \"parts\" (parts.toml), part batch_size=32, started"));
+  EXPECT_THAT(one.out, HasSubstr("trials: 2 planned; 2 ok\n"));
+  EXPECT_THAT(one.out, ::testing::Not(HasSubstr("not run yet")));
+  EXPECT_THAT(one.out, HasSubstr("synthetic (2 trials)"));
+
+  // Both: one table across the files, in the sweep's order (batch 16, 32, 16, 32).
+  const CommandResult both = run_memsweep({"summary", first, second});
+  ASSERT_EQ(both.exit_status, kOk) << both.err;
+  EXPECT_THAT(both.out, HasSubstr("file 1: " + first + "\n"));
+  EXPECT_THAT(both.out, HasSubstr("file 2: " + second + "\n"));
+  EXPECT_THAT(both.out, HasSubstr("part batch_size=16"));
+  EXPECT_THAT(both.out, HasSubstr("2 files: 4 trials planned; 4 ok\n"));
+  EXPECT_THAT(both.out, ::testing::Not(HasSubstr("not run yet")));
+  EXPECT_THAT(both.out, HasSubstr("synthetic (4 trials)"));
+  // Rows: trial file id lr epochs batch ...
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(both.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream cells(line);
+    std::vector<std::string> row;
+    for (std::string cell; cells >> cell;) row.push_back(cell);
+    if (row.size() > 5 && std::regex_match(row[2], std::regex("[0-9a-f]{12}"))) rows.push_back(row);
+  }
+  ASSERT_EQ(rows.size(), 4U) << both.out;
+  const std::vector<std::vector<std::string>> expected{
+      {"1", "1", "0.05", "16"}, {"2", "2", "0.05", "32"}, {"3", "1", "0.1", "16"}, {"4", "2", "0.1", "32"}};
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i][0], expected[i][0]) << both.out;
+    EXPECT_EQ(rows[i][1], expected[i][1]) << both.out;
+    EXPECT_EQ(rows[i][3], expected[i][2]) << both.out;
+    EXPECT_EQ(rows[i][5], expected[i][3]) << both.out;
+  }
+
+  // A missing file among several is bad input naming it.
+  const CommandResult missing = run_memsweep({"summary", first, (dir.path() / "nope.h5").string()});
+  EXPECT_EQ(missing.exit_status, kBadInput);
+  EXPECT_THAT(missing.err, HasSubstr("nope.h5"));
+}
 
 // ---- failure isolation ----------------------------------------------------------
 

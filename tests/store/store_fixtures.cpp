@@ -18,6 +18,7 @@ FileHeader example_header() {
   header.sweep_file = "sweeps/store test.toml";
   header.sweep_text = "[sweep]\nname = \"store-test\"\n# ünïcödé survives\n";
   header.sweep_hash = "0123456789abcdef";
+  header.part = "dataset=fashion-mnist";
   header.command_line = "memsweep run sweeps/store-test.toml -o out.h5";
   header.memsweep_version = "0.1.0";
   header.onednn_version = "2.6.3";
@@ -131,6 +132,7 @@ void expect_same(const FileHeader& expected, const FileHeader& actual) {
   EXPECT_EQ(actual.sweep_file, expected.sweep_file);
   EXPECT_EQ(actual.sweep_text, expected.sweep_text);
   EXPECT_EQ(actual.sweep_hash, expected.sweep_hash);
+  EXPECT_EQ(actual.part, expected.part);
   EXPECT_EQ(actual.command_line, expected.command_line);
   EXPECT_EQ(actual.memsweep_version, expected.memsweep_version);
   EXPECT_EQ(actual.onednn_version, expected.onednn_version);

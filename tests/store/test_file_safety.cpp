@@ -402,6 +402,25 @@ TEST(StoreOpen, AnotherFormatName) {
   expect_refused(path, "not a memsweep results file (its format attribute is \"memswep\")");
 }
 
+TEST(StoreOpen, AFileWithoutAPartAttributeHoldsTheWholeSweep) {
+  // Files written before sweeps could be split have no `part`: they read,
+  // and resume, as the whole sweep.
+  const testing::TempDir dir;
+  const auto path = dir.path() / "results.h5";
+  write_store(path, 1, 10);
+  EXPECT_EQ(ResultReader(path).header().part, "dataset=fashion-mnist");
+  {
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    EXPECT_GE(H5Adelete(file, "part"), 0);
+    H5Fclose(file);
+  }
+  EXPECT_EQ(ResultReader(path).header().part, "");
+  ResultStore store = ResultStore::open_for_resume(path, example_run("resume"), {});
+  EXPECT_EQ(store.header().part, "");
+  EXPECT_EQ(store.read_trials().size(), 1u);
+}
+
 TEST(StoreOpen, AMissingTable) {
   const testing::TempDir dir;
   const auto path = dir.path() / "results.h5";

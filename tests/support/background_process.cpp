@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 namespace memsweep::testing {
 namespace {
@@ -26,11 +28,12 @@ std::string slurp(const std::filesystem::path& file) {
 
 BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv, const std::filesystem::path& output_dir,
                                      const std::map<std::string, std::string>& environment,
-                                     const std::filesystem::path& working_dir)
+                                     const std::filesystem::path& working_dir, int parent_death_signal)
     : out_file_(output_dir / "background.out"), err_file_(output_dir / "background.err") {
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
   if (pid_ == 0) {
+    if (parent_death_signal != 0 && ::prctl(PR_SET_PDEATHSIG, parent_death_signal) != 0) ::_exit(126);
     const int out = ::open(out_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     const int err = ::open(err_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     const int null = ::open("/dev/null", O_RDONLY);
@@ -82,8 +85,11 @@ int BackgroundProcess::wait() {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-std::vector<pid_t> child_processes_with_environment(pid_t parent, const std::string& name, const std::string& value) {
-  std::vector<pid_t> found;
+namespace {
+
+// Processes (with their parent) whose environment has NAME=VALUE.
+std::vector<std::pair<pid_t, pid_t>> processes_and_parents_with(const std::string& name, const std::string& value) {
+  std::vector<std::pair<pid_t, pid_t>> found;
   const std::string wanted = name + "=" + value;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string pid_text = entry.path().filename().string();
@@ -96,12 +102,43 @@ std::vector<pid_t> child_processes_with_environment(pid_t parent, const std::str
     std::string state;
     pid_t ppid = 0;
     fields >> state >> ppid;
-    if (ppid != parent) continue;
     const std::string environ = slurp(entry.path() / "environ");
     std::istringstream variables(environ);
     for (std::string variable; std::getline(variables, variable, '\0');)
-      if (variable == wanted) found.push_back(static_cast<pid_t>(std::stoi(pid_text)));
+      if (variable == wanted) found.emplace_back(static_cast<pid_t>(std::stoi(pid_text)), ppid);
   }
+  return found;
+}
+
+}  // namespace
+
+bool BackgroundProcess::wait_until_ended(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!reaped_) {
+    int status = 0;
+    const pid_t result = ::waitpid(pid_, &status, WNOHANG);
+    if (result == pid_) {
+      reaped_ = true;
+      ended_by_signal_ = WIFSIGNALED(status);
+    } else if (std::chrono::steady_clock::now() >= deadline) {
+      break;
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  return reaped_;
+}
+
+std::vector<pid_t> child_processes_with_environment(pid_t parent, const std::string& name, const std::string& value) {
+  std::vector<pid_t> found;
+  for (const auto& [pid, ppid] : processes_and_parents_with(name, value))
+    if (ppid == parent) found.push_back(pid);
+  return found;
+}
+
+std::vector<pid_t> processes_with_environment(const std::string& name, const std::string& value) {
+  std::vector<pid_t> found;
+  for (const auto& [pid, ppid] : processes_and_parents_with(name, value)) found.push_back(pid);
   return found;
 }
 

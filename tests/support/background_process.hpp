@@ -15,10 +15,12 @@ namespace memsweep::testing {
 
 class BackgroundProcess {
  public:
-  // `environment` entries are added to (or replace) the test's own.
+  // `environment` entries are added to (or replace) the test's own. A
+  // non-zero `parent_death_signal` is sent to the program if the test process
+  // dies first (a daemon must not outlive a test killed by its timeout).
   BackgroundProcess(const std::vector<std::string>& argv, const std::filesystem::path& output_dir,
                     const std::map<std::string, std::string>& environment = {},
-                    const std::filesystem::path& working_dir = {});
+                    const std::filesystem::path& working_dir = {}, int parent_death_signal = 0);
   ~BackgroundProcess();  // kills it (SIGKILL) if it still runs
   BackgroundProcess(const BackgroundProcess&) = delete;
   BackgroundProcess& operator=(const BackgroundProcess&) = delete;
@@ -31,6 +33,8 @@ class BackgroundProcess {
   void signal(int number) const;
   // The exit status, or 128 + the signal that ended it.
   int wait();
+  // Reaps it if it ends within `timeout`; returns whether it did.
+  bool wait_until_ended(std::chrono::milliseconds timeout);
   bool ended_by_signal() const { return ended_by_signal_; }
 
  private:
@@ -44,5 +48,8 @@ class BackgroundProcess {
 // Processes whose parent is `parent` and whose environment has NAME=VALUE
 // (e.g. Open MPI's OMPI_COMM_WORLD_RANK=1), found through /proc.
 std::vector<pid_t> child_processes_with_environment(pid_t parent, const std::string& name, const std::string& value);
+
+// Every process whose environment has NAME=VALUE, whatever its parent.
+std::vector<pid_t> processes_with_environment(const std::string& name, const std::string& value);
 
 }  // namespace memsweep::testing

@@ -1,0 +1,134 @@
+#include "memsweep/sweep_split.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <map>
+#include <optional>
+
+namespace memsweep {
+namespace {
+
+enum class SplitField { dataset, model, optimizer, learning_rate, epochs, batch_size, hidden, channels, repeat };
+
+constexpr std::array<std::pair<std::string_view, SplitField>, 9> kFields{{
+    {"dataset", SplitField::dataset},
+    {"model", SplitField::model},
+    {"optimizer", SplitField::optimizer},
+    {"learning_rate", SplitField::learning_rate},
+    {"epochs", SplitField::epochs},
+    {"batch_size", SplitField::batch_size},
+    {"hidden", SplitField::hidden},
+    {"channels", SplitField::channels},
+    {"repeat", SplitField::repeat},
+}};
+
+SplitField parse_field(std::string_view field) {
+  for (const auto& [name, value] : kFields)
+    if (name == field) return value;
+  throw InputError(fmt::format("--split-by: \"{}\" is not a field a sweep can be split by; expected one of: {}", field,
+                               kSplitFields));
+}
+
+std::string widths_text(const std::vector<int>& widths) {
+  return widths.empty() ? "none" : fmt::format("{}", fmt::join(widths, "-"));
+}
+
+std::string value_text(const TrialSpec& trial, SplitField field) {
+  switch (field) {
+    case SplitField::dataset: {
+      if (trial.dataset.kind != DatasetKind::synthetic) return std::string(dataset_name(trial.dataset.kind));
+      const ImageShape& shape = trial.dataset.synthetic.shape;
+      return fmt::format("synthetic:{}x{}x{}", shape.channels, shape.height, shape.width);
+    }
+    case SplitField::model: return std::string(model_name(trial.model));
+    case SplitField::optimizer: return std::string(optimizer_name(trial.optimizer.kind));
+    case SplitField::learning_rate: return fmt::format("{:.6g}", trial.learning_rate);
+    case SplitField::epochs: return std::to_string(trial.epochs);
+    case SplitField::batch_size: return std::to_string(trial.batch_size);
+    case SplitField::hidden: return widths_text(trial.hidden);
+    case SplitField::channels: return trial.model == ModelKind::cnn ? widths_text(trial.channels) : "none";
+    case SplitField::repeat: return std::to_string(trial.repeat);
+  }
+  return "unknown";
+}
+
+bool file_name_safe(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+}
+
+std::string label_of(std::string_view field, std::string_view value) {
+  std::string label = fmt::format("{}-{}", field, value);
+  for (char& c : label)
+    if (!file_name_safe(c)) c = '_';
+  return label;
+}
+
+}  // namespace
+
+std::string split_value(const TrialSpec& trial, std::string_view field) {
+  return value_text(trial, parse_field(field));
+}
+
+std::vector<SweepPart> split_sweep(const SweepSpec& sweep, std::string_view field) {
+  const SplitField which = parse_field(field);
+  std::vector<SweepPart> parts;
+  std::map<std::string, std::size_t> index_of_value;
+  for (const TrialSpec& trial : sweep.trials) {
+    std::string value = value_text(trial, which);
+    auto [found, added] = index_of_value.try_emplace(value, parts.size());
+    if (added) {
+      SweepPart part;
+      part.field = std::string(field);
+      part.label = label_of(field, value);
+      part.value = std::move(value);
+      parts.push_back(std::move(part));
+    }
+    parts[found->second].trials.push_back(trial);
+  }
+  // Values are names, numbers and widths, where only ':' and '+' (in
+  // "synthetic:1x28x28", "1e+06") become '_': labels cannot collide. Checked
+  // anyway, since two parts writing one file would mix their trials.
+  std::map<std::string, std::string> value_of_label;
+  for (const SweepPart& part : parts) {
+    const auto [found, added] = value_of_label.emplace(part.label, part.value);
+    if (!added)
+      throw InputError(fmt::format(
+          "--split-by {}: the values \"{}\" and \"{}\" would both write files labelled {}; split by another field",
+          field, found->second, part.value, part.label));
+  }
+  return parts;
+}
+
+SelectedPart select_part(const SweepSpec& sweep, std::string_view field, int index) {
+  std::vector<SweepPart> parts = split_sweep(sweep, field);
+  const int count = static_cast<int>(parts.size());
+  if (index < 0 || index >= count)
+    throw InputError(count == 0 ? fmt::format("--part {}: the sweep has no trials", index)
+                                : fmt::format("--part {}: the sweep has {} part{} by {} (0..{})", index, count,
+                                              count == 1 ? "" : "s", field, count - 1));
+  SelectedPart selected;
+  selected.part = std::move(parts[static_cast<std::size_t>(index)]);
+  selected.index = index;
+  selected.count = count;
+  selected.sweep = sweep;
+  selected.sweep.trials = selected.part.trials;
+  return selected;
+}
+
+SweepSpec select_named_part(const SweepSpec& sweep, std::string_view name) {
+  const std::size_t equals = name.find('=');
+  if (equals == std::string_view::npos)
+    throw InputError(fmt::format("part \"{}\": expected FIELD=VALUE, e.g. dataset=mnist", name));
+  const std::string_view field = name.substr(0, equals);
+  const std::string_view value = name.substr(equals + 1);
+  for (const SweepPart& part : split_sweep(sweep, field)) {
+    if (part.value != value) continue;
+    SweepSpec selected = sweep;
+    selected.trials = part.trials;
+    return selected;
+  }
+  throw InputError(fmt::format("part \"{}\": no trial of the sweep has {} {}", name, field, value));
+}
+
+}  // namespace memsweep
