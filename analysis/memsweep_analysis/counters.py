@@ -1,0 +1,128 @@
+"""Hardware and software counters per training step, against batch size (paper README §4).
+
+A counter column of /samples counts since the trial's start, so a trial's
+count is its last recorded value (the last sample where it is not -1) of the
+attempt that gave the trial's ok row. Per step it is divided by
+
+    steps = epochs_done * ceil(train_examples / batch_size)
+
+(the trainer runs a last partial batch). The setup before the first epoch
+(epoch 0: allocation, first touches) is in the count too, spread over the
+steps like the rest.
+
+The number of training examples is not in the results file; per trial it is,
+in this order (`train_examples_source` says which):
+1. `train_examples={dataset: N}` as given by the caller;
+2. a synthetic dataset's `train_size`, from the trial's definition;
+3. a real dataset's published size: MNIST and Fashion-MNIST 60000, CIFAR-10
+   50000 (the shared CIFAR-10 subset holds 4000: a run on it needs
+   `train_examples={"cifar-10": 4000}`, the source column warns);
+and `--max-train-examples N` on the command line of the run that trained the
+trial caps either of the last two.
+"""
+
+import math
+
+from ._deps import require
+
+require("numpy", "pandas")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from .load import PUBLISHED_TRAIN_EXAMPLES, option_value, synthetic_spec  # noqa: E402
+from .tables import ok_rows, trials_of  # noqa: E402
+
+PER_STEP = " per step"
+SUBSET_WARNING = {"cifar-10": "; the shared CIFAR-10 subset holds 4000: pass train_examples if the run used it"}
+
+
+def train_examples_of(trial, given=None):
+    """(number of training examples, where it came from) for one trial row."""
+    dataset = trial["dataset"]
+    if given and dataset in given:
+        return int(given[dataset]), "given"
+    if dataset == "synthetic":
+        spec = synthetic_spec(trial.get("definition", ""))
+        size, source = (spec["train_size"], "the definition's train_size") if spec else (None, "")
+    else:
+        size = PUBLISHED_TRAIN_EXAMPLES.get(dataset)
+        source = f"published size{SUBSET_WARNING.get(dataset, '')}"
+    if size is None:
+        return math.nan, "unknown: pass train_examples"
+    limit = option_value(trial.get("run_command_line", ""), "--max-train-examples")
+    if limit and limit < size:
+        return limit, "--max-train-examples of the run"
+    return size, source
+
+
+def counter_columns(results):
+    """Every counter column of the loaded files, in first-seen order."""
+    names = []
+    for columns in results.files["counter_columns"]:
+        names += [c for c in columns if c not in names]
+    return names
+
+
+def counters_per_step(results, train_examples=None):
+    """One row per ok trial: its counters' final values and per-step values.
+
+    Columns: file, sweep, dataset, trial_id, attempt, config, batch_size,
+    epochs_done, train_examples, train_examples_source, steps, then for each
+    counter `<counter>` (the count) and `<counter> per step`. A counter the
+    trial's file did not record, or that was never counted (-1), is NaN.
+    """
+    trials = ok_rows(trials_of(results))
+    names = counter_columns(results)
+    finals = _final_counts(results, trials, names)
+    rows = []
+    for trial in trials.to_dict("records"):
+        examples, source = train_examples_of(trial, train_examples)
+        steps = trial["epochs_done"] * math.ceil(examples / trial["batch_size"]) if np.isfinite(examples) \
+            else math.nan
+        row = {"file": trial["file"], "sweep": trial["sweep"], "dataset": trial["dataset"],
+               "trial_id": trial["trial_id"], "attempt": trial["attempt"], "config": trial["config"],
+               "batch_size": trial["batch_size"], "epochs_done": trial["epochs_done"], "train_examples": examples,
+               "train_examples_source": source, "steps": steps}
+        counts = finals.get((trial["file"], trial["trial_id"], trial["attempt"]), {})
+        for name in names:
+            value = counts.get(name, math.nan)
+            row[name] = value
+            row[name + PER_STEP] = value / steps if steps and np.isfinite(steps) else math.nan
+        rows.append(row)
+    columns = ["file", "sweep", "dataset", "trial_id", "attempt", "config", "batch_size", "epochs_done",
+               "train_examples", "train_examples_source", "steps"]
+    for name in names:
+        columns += [name, name + PER_STEP]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _final_counts(results, trials, names):
+    """{(file, trial_id, attempt): {counter: last recorded value}} for the given trial rows."""
+    finals = {}
+    for path, mine in trials.groupby("file", sort=False):
+        recorded = results.files.loc[results.files["path"] == path, "counter_columns"].iloc[0]
+        recorded = [c for c in recorded if c in names]
+        if not recorded:
+            continue
+        samples = results.samples_for(sorted(set(mine["trial_id"])), columns=["t"] + recorded, file=path)
+        # GroupBy.last skips NaN: the last sample where the counter was counted.
+        last = samples.sort_values("t", kind="stable").groupby(["trial_id", "attempt"])[recorded].last()
+        wanted = pd.MultiIndex.from_arrays([mine["trial_id"], mine["attempt"]])
+        for (trial_id, attempt), values in last[last.index.isin(wanted)].iterrows():
+            finals[(path, trial_id, attempt)] = values.to_dict()
+    return finals
+
+
+def counters_vs_batch(per_step):
+    """Per (dataset, counter, batch size): mean, SD (ddof 1) and n of the counter per step over trials."""
+    names = [c[:-len(PER_STEP)] for c in per_step.columns if str(c).endswith(PER_STEP)]
+    rows = []
+    for (dataset, batch), group in per_step.groupby(["dataset", "batch_size"], sort=True):
+        for name in names:
+            values = group[name + PER_STEP].dropna()
+            rows.append({"dataset": dataset, "counter": name, "batch_size": batch, "n": len(values),
+                         "per_step_mean": values.mean() if len(values) else math.nan,
+                         "per_step_std": values.std(ddof=1) if len(values) > 1 else math.nan})
+    table = pd.DataFrame(rows, columns=["dataset", "counter", "batch_size", "n", "per_step_mean", "per_step_std"])
+    return table.sort_values(["dataset", "counter", "batch_size"], kind="stable").reset_index(drop=True)

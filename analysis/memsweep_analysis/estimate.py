@@ -1,0 +1,257 @@
+"""The estimate against the measurement: per trial, per component, and a calibrated fit.
+
+- `estimate_errors(trials)`: per ok trial, error = predicted - footprint
+  (bytes; negative: the estimate is short) and ratio = footprint / predicted.
+- `estimate_components(results)`: the parts of `memsweep estimate` (parameters,
+  gradients, activations, ...) beside each trial's measured footprint. It
+  runs the binary on the sweep file kept in the results file (`sweep_text`):
+  $MEMSWEEP, else $MEMSWEEP_EXECUTABLE, else `memsweep` on PATH. Without one,
+  or when it fails, the components are left out and `frame.attrs["notes"]`
+  says why.
+- `calibrate(trials)`: per (dataset, host), the least-squares line
+  footprint = a + b * predicted over the ok trials (every repeat a point);
+  `save_calibration(fits, path)` writes it as JSON for `memsweep plan`
+  (format in docs/analysis.md, "Estimate and calibration").
+"""
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import tempfile
+
+from ._deps import require
+
+require("numpy", "pandas")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from .load import option_value  # noqa: E402
+from .tables import ok_rows, trials_of  # noqa: E402
+
+CALIBRATION_FORMAT = "memsweep-calibration"
+CALIBRATION_VERSION = 1
+# Above this many trials one run of `memsweep estimate` over the whole sweep
+# is cheaper than one per trial.
+PER_TRIAL_CALLS = 20
+ESTIMATE_TIMEOUT_S = 300
+
+
+def measured(trials):
+    """Ok rows with a measured footprint and an estimate."""
+    rows = ok_rows(trials_of(trials))
+    return rows[rows["rss_footprint"].notna() & (rows["predicted_bytes"] > 0)]
+
+
+def estimate_errors(trials):
+    """One row per ok trial with an estimate: predicted_bytes, rss_footprint, error_bytes, ratio."""
+    rows = measured(trials)
+    keep = ["file", "sweep", "dataset", "host", "trial_id", "attempt", "repeat", "config", "batch_size", "hidden",
+            "predicted_bytes", "rss_footprint"]
+    table = rows[[c for c in keep if c in rows.columns]].copy()
+    table["error_bytes"] = table["predicted_bytes"] - table["rss_footprint"]
+    table["ratio"] = table["rss_footprint"] / table["predicted_bytes"]
+    return table.reset_index(drop=True)
+
+
+# --- components ---------------------------------------------------------------
+
+def find_memsweep(memsweep=None):
+    """The memsweep binary to run, or None."""
+    for candidate in (memsweep, os.environ.get("MEMSWEEP"), os.environ.get("MEMSWEEP_EXECUTABLE")):
+        if candidate:
+            return os.fspath(candidate)
+    return shutil.which("memsweep")
+
+
+def parse_estimate_output(text):
+    """`memsweep estimate`'s tables: {trial_id: [{"part", "size", "bytes", "where"}]}.
+
+    Each trial's block is a "trial ID (...)" line, an optional Q&A line, a
+    header "part  size  bytes  where ..." whose words start the columns, then
+    one row per part until a blank line. Parts contain single spaces
+    ("optimizer state"), so the columns are cut at the header's positions.
+    """
+    blocks = {}
+    trial = None
+    starts = None
+    for line in text.splitlines():
+        if line.startswith("trial "):
+            trial = line.split()[1]
+            blocks[trial] = []
+            starts = None
+        elif trial is not None and starts is None and line.startswith("part "):
+            starts = [line.index(word) for word in ("part", "size", "bytes", "where")]
+        elif trial is not None and starts is not None and line.strip():
+            cells = [line[a:b].strip() for a, b in zip(starts, starts[1:] + [len(line)])]
+            try:
+                value = int(cells[2])
+            except ValueError:
+                continue
+            blocks[trial].append({"part": cells[0], "size": cells[1], "bytes": value, "where": cells[3]})
+        elif not line.strip():
+            trial, starts = None, None
+    return blocks
+
+
+def _split_options(command_line):
+    """`memsweep estimate` options for the split sizes a run was limited to."""
+    options = []
+    for run_option, estimate_option in (("--max-train-examples", "--train-examples"),
+                                        ("--max-test-examples", "--test-examples")):
+        value = option_value(command_line, run_option)
+        if value:
+            options += [estimate_option, str(value)]
+    return options
+
+
+def _run_estimate(binary, sweep_path, arguments, threads):
+    # oneDNN sizes its scratchpad for the threads it may use: estimate with the run's count when it was given.
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads)) if threads else None
+    done = subprocess.run([binary, "estimate", sweep_path] + arguments, capture_output=True, text=True,
+                          timeout=ESTIMATE_TIMEOUT_S, env=env)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        raise RuntimeError(last)
+    return parse_estimate_output(done.stdout)
+
+
+COMPONENT_COLUMNS = ["file", "dataset", "trial_id", "attempt", "config", "part", "bytes", "where", "rss_footprint",
+                     "predicted_bytes", "share_of_footprint"]
+
+
+def estimate_components(results, trial_ids=None, memsweep=None):
+    """Long table: one row per (ok trial, part of `memsweep estimate`), with the trial's measured footprint.
+
+    `share_of_footprint` = the part's bytes / the footprint. The parts include
+    "total" (the estimate's sum) and "resident dataset" (outside the
+    footprint), as the command prints them. A repeat is matched to the
+    estimate of its configuration (the command prints each shape once).
+    """
+    notes = []
+    trials = measured(results)
+    if trial_ids is not None:
+        trials = trials[trials["trial_id"].isin(list(trial_ids))]
+    binary = find_memsweep(memsweep)
+    rows = []
+    if binary is None:
+        notes.append("components left out: no memsweep binary ($MEMSWEEP, $MEMSWEEP_EXECUTABLE, or memsweep on "
+                      "PATH)")
+    elif not trials.empty:
+        files = results.files
+        for path, mine in trials.groupby("file", sort=False):
+            attrs = files[files["path"] == path].iloc[0]
+            try:
+                blocks = _estimates_for_file(binary, attrs, mine, trial_ids)
+            except (OSError, RuntimeError, subprocess.TimeoutExpired) as error:
+                notes.append(f"{path}: components left out: memsweep estimate failed: {error}")
+                continue
+            by_config = {}
+            for trial_id, parts in blocks.items():
+                config = mine.loc[mine["trial_id"] == trial_id, "config"]
+                if len(config):
+                    by_config.setdefault(config.iloc[0], parts)
+            missing = 0
+            for _, trial in mine.iterrows():
+                parts = blocks.get(trial["trial_id"]) or by_config.get(trial["config"])
+                if parts is None:
+                    missing += 1
+                    continue
+                for part in parts:
+                    rows.append({"file": path, "dataset": trial["dataset"], "trial_id": trial["trial_id"],
+                                 "attempt": trial["attempt"], "config": trial["config"], "part": part["part"],
+                                 "bytes": part["bytes"], "where": part["where"],
+                                 "rss_footprint": trial["rss_footprint"],
+                                 "predicted_bytes": trial["predicted_bytes"],
+                                 "share_of_footprint": part["bytes"] / trial["rss_footprint"]
+                                 if trial["rss_footprint"] else math.nan})
+            if missing:
+                notes.append(f"{path}: memsweep estimate printed nothing for {missing} trial(s)")
+            differ = sum(1 for r in rows if r["file"] == path and r["part"] == "total"
+                         and r["bytes"] != r["predicted_bytes"])
+            if differ:
+                notes.append(f"{path}: for {differ} trial(s) memsweep estimate's total is not the predicted_bytes "
+                             f"the run recorded (oneDNN's scratchpad depends on the threads, and the split sizes "
+                             f"on the data the run loaded): the parts are today's estimate")
+    table = pd.DataFrame(rows, columns=COMPONENT_COLUMNS)
+    table.attrs["notes"] = notes
+    return table
+
+
+def _estimates_for_file(binary, attrs, trials, trial_ids):
+    text = attrs.get("sweep_text") or ""
+    if not text:
+        raise RuntimeError("the file keeps no sweep_text")
+    options = _split_options(attrs.get("command_line", ""))
+    threads = option_value(attrs.get("command_line", ""), "--threads")
+    with tempfile.TemporaryDirectory(prefix="memsweep-analysis-") as scratch:
+        name = os.path.basename(attrs.get("sweep_file") or "") or "sweep.toml"
+        sweep_path = os.path.join(scratch, name)
+        with open(sweep_path, "w", encoding="utf-8") as out:
+            out.write(text)
+        wanted = sorted(set(trials["trial_id"]))
+        if trial_ids is not None and len(wanted) <= PER_TRIAL_CALLS:
+            blocks = {}
+            for trial_id in wanted:
+                blocks.update(_run_estimate(binary, sweep_path, ["--trial", trial_id] + options, threads))
+            return blocks
+        return _run_estimate(binary, sweep_path, options, threads)
+
+
+# --- calibration ----------------------------------------------------------------
+
+FIT_COLUMNS = ["dataset", "host", "a_bytes", "b", "n", "r2", "note"]
+
+
+def calibrate(trials):
+    """Per (dataset, host): footprint = a + b * predicted by least squares over the ok trials.
+
+    Columns: dataset, host, a_bytes, b, n, r2, note. Fewer than two points or
+    one predicted value cannot give a line: a and b are NaN and `note` says
+    why. r2 is NaN when the footprint does not vary.
+    """
+    rows = []
+    for (dataset, host), group in measured(trials).groupby(["dataset", "host"], sort=True):
+        x = group["predicted_bytes"].to_numpy(float)
+        y = group["rss_footprint"].to_numpy(float)
+        row = {"dataset": dataset, "host": host, "a_bytes": math.nan, "b": math.nan, "n": len(x), "r2": math.nan,
+               "note": ""}
+        if len(x) < 2:
+            rows.append(dict(row, note="one trial: no line through one point"))
+            continue
+        if np.all(x == x[0]):
+            rows.append(dict(row, note="every trial has the same estimate: no slope"))
+            continue
+        b, a = np.polyfit(x, y, 1)
+        residual = y - (a + b * x)
+        tss = float(((y - y.mean()) ** 2).sum())
+        r2 = 1.0 - float(residual @ residual) / tss if tss > 0 else math.nan
+        rows.append(dict(row, a_bytes=float(a), b=float(b), r2=r2))
+    return pd.DataFrame(rows, columns=FIT_COLUMNS)
+
+
+def save_calibration(fits, path):
+    """Write the usable fits (a and b known) as memsweep-calibration JSON; return how many were written."""
+    usable = []
+    for fit in pd.DataFrame(fits).to_dict("records"):
+        if not (np.isfinite(fit.get("a_bytes", math.nan)) and np.isfinite(fit.get("b", math.nan))):
+            continue
+        r2 = fit.get("r2", math.nan)
+        usable.append({"dataset": str(fit["dataset"]), "host": str(fit["host"]), "a_bytes": float(fit["a_bytes"]),
+                       "b": float(fit["b"]), "n": int(fit["n"]), "r2": float(r2) if np.isfinite(r2) else None})
+    document = {"format": CALIBRATION_FORMAT, "version": CALIBRATION_VERSION, "fits": usable}
+    with open(path, "w", encoding="utf-8") as out:
+        json.dump(document, out, indent=2)
+        out.write("\n")
+    return len(usable)
+
+
+def load_calibration(path):
+    """The fits of a calibration file as a DataFrame (dataset, host, a_bytes, b, n, r2)."""
+    with open(path, encoding="utf-8") as source:
+        document = json.load(source)
+    if document.get("format") != CALIBRATION_FORMAT or document.get("version") != CALIBRATION_VERSION:
+        raise ValueError(f"{os.fspath(path)}: not a {CALIBRATION_FORMAT} file of version {CALIBRATION_VERSION}")
+    return pd.DataFrame(document["fits"], columns=FIT_COLUMNS[:-1])

@@ -1,0 +1,442 @@
+"""Read memsweep results files (docs/results-file.md, schema 1) into pandas DataFrames.
+
+`load(*paths)` checks every file at once (an HDF5 file, `format` = "memsweep",
+`schema_version` = 1, the four tables present) and reads only its root
+attributes; each table is read from every file the first time its property
+is used, then kept. `load(big).trials` never touches /samples, and
+`samples_for(ids)` reads the samples of a few trials without converting the
+rest.
+
+Every table gets `file` (the path as given) and `sweep` (the sweep's name).
+Fixed-length text is decoded to str. A figure the file records as -1 ("could
+not be measured") is NaN in the columns of unit bytes or events and in
+`final_train_loss` and `test_accuracy`, so means skip it; bytes stay bytes
+(presentation converts to MiB). /trials gains the columns of `trial_columns`.
+"""
+
+import math
+import os
+import re
+import shlex
+
+from ._deps import require
+
+require("numpy", "pandas", "h5py")
+
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+FORMAT = "memsweep"
+SCHEMA_VERSION = 1
+TABLES = ("trials", "samples", "epochs", "runs")
+
+# Statuses whose row is the trial's result; `interrupted` is the only one a
+# resume always runs again (a killed row keeps the peak at which it died).
+FINAL_STATUSES = ("ok", "failed", "diverged", "over_budget", "killed")
+
+# Input pixels and classes of the real datasets (src/dataset): the MLP head's
+# first and last layer sizes.
+DATASET_SHAPES = {"mnist": ((1, 28, 28), 10), "fashion-mnist": ((1, 28, 28), 10), "cifar-10": ((3, 32, 32), 10)}
+# Published training split sizes (what memsweep loads when the files are complete).
+PUBLISHED_TRAIN_EXAMPLES = {"mnist": 60000, "fashion-mnist": 60000, "cifar-10": 50000}
+# model = "alexnet": (out_channels, pooled) per block, src/common/model_spec.cpp.
+ALEXNET_BLOCKS = ((64, True), (192, True), (384, False), (256, False), (256, True))
+
+# Result columns that are floats with -1 for "not measured" besides those of unit bytes/events.
+MISSING_AS_MINUS_ONE = ("final_train_loss", "test_accuracy")
+
+
+class MemsweepFileError(ValueError):
+    """A file that is not a readable memsweep results file of schema 1; the message names it."""
+
+
+def load(*paths):
+    """Results of one or more results files, checked now, read when asked for.
+
+    Paths may be given as separate arguments or as one list.
+    """
+    if len(paths) == 1 and isinstance(paths[0], (list, tuple)):
+        paths = tuple(paths[0])
+    if not paths:
+        raise ValueError("load() needs at least one results file")
+    return Results([os.fspath(p) for p in paths])
+
+
+def _open(path):
+    """Open read-only, following a live SWMR writer when there is one; refuse what is not memsweep's."""
+    if not os.path.exists(path):
+        raise MemsweepFileError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise MemsweepFileError(f"{path}: is a directory, expected a memsweep results file (HDF5)")
+    try:
+        hdf5 = h5py.is_hdf5(path)
+    except OSError as error:
+        raise MemsweepFileError(f"{path}: cannot read it ({error.strerror or error})") from error
+    if not hdf5:
+        size = os.path.getsize(path)
+        what = "an empty file" if size == 0 else "no HDF5 signature"
+        raise MemsweepFileError(f"{path}: not an HDF5 file ({what}), expected a memsweep results file")
+    try:
+        return h5py.File(path, "r")
+    except OSError as first:
+        # A file a SWMR writer has open (or a killed one left) carries the
+        # "open for write" flag; only a SWMR reader may open it.
+        try:
+            return h5py.File(path, "r", libver="latest", swmr=True)
+        except OSError:
+            raise MemsweepFileError(
+                f"{path}: cannot open it ({' '.join(str(first).split())}); if a memsweep run is writing it "
+                f"without SWMR, wait for the run to end; if its writer was killed, `h5clear -s {path}` clears "
+                f"the flag") from first
+
+
+def _text(value):
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, np.ndarray):
+        return [_text(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _check(path, file):
+    attrs = file.attrs
+    if "format" not in attrs:
+        raise MemsweepFileError(f"{path}: not a memsweep results file (no format attribute; expected "
+                                f"format = \"{FORMAT}\")")
+    found = _text(attrs["format"])
+    if found != FORMAT:
+        raise MemsweepFileError(f"{path}: not a memsweep results file (format attribute is {found!r}, "
+                                f"expected {FORMAT!r})")
+    if "schema_version" not in attrs:
+        raise MemsweepFileError(f"{path}: a memsweep file without a schema_version attribute (this package reads "
+                                f"schema {SCHEMA_VERSION})")
+    version = _text(attrs["schema_version"])
+    if version != SCHEMA_VERSION:
+        raise MemsweepFileError(f"{path}: schema version {version}, written by a newer memsweep? this package "
+                                f"reads schema {SCHEMA_VERSION}")
+    missing = [t for t in TABLES if t not in file]
+    if missing:
+        raise MemsweepFileError(f"{path}: a memsweep file without the table(s) {', '.join('/' + t for t in missing)}"
+                                f" (schema {SCHEMA_VERSION} has /trials, /samples, /epochs and /runs)")
+
+
+def _file_row(path, file):
+    attrs = {name: _text(value) for name, value in file.attrs.items()}
+    row = {"file": path, "path": path}
+    row.update(attrs)
+    row.setdefault("part", "")  # files written before parts existed lack it
+    for name in ("hosts", "counter_columns", "events_requested", "event_notes"):
+        row[name] = list(row.get(name) or [])
+    for table in TABLES:
+        row[f"{table}_rows"] = int(file[table].shape[0])
+    return row
+
+
+class Results:
+    """The contents of some results files. Tables are read on first use and cached.
+
+    `files`: one row per file (its root attributes, `path`, row counts).
+    `trials`, `samples`, `epochs`, `runs`: the tables of every file, concatenated.
+    """
+
+    def __init__(self, paths):
+        self.paths = list(paths)
+        rows = []
+        for path in self.paths:
+            with _open(path) as file:
+                _check(path, file)
+                rows.append(_file_row(path, file))
+        self._files = pd.DataFrame(rows)
+        self._sweeps = dict(zip(self._files["path"], self._files.get("sweep_name", "")))
+        self._cache = {}
+
+    def __repr__(self):
+        return f"Results({', '.join(self.paths)})"
+
+    @property
+    def files(self):
+        return self._files
+
+    @property
+    def trials(self):
+        if "trials" not in self._cache:
+            trials = self._read("trials")
+            self._cache["trials"] = trial_columns(trials, self._runs_for_trials())
+        return self._cache["trials"]
+
+    @property
+    def samples(self):
+        if "samples" not in self._cache:
+            self._cache["samples"] = self._read("samples")
+        return self._cache["samples"]
+
+    @property
+    def epochs(self):
+        if "epochs" not in self._cache:
+            self._cache["epochs"] = self._read("epochs")
+        return self._cache["epochs"]
+
+    @property
+    def runs(self):
+        if "runs" not in self._cache:
+            self._cache["runs"] = self._read("runs")
+        return self._cache["runs"]
+
+    def _runs_for_trials(self):
+        # /runs is a handful of rows; the trials need its command lines (counters' train sizes).
+        return self.runs[["file", "run", "command_line"]]
+
+    def _read(self, table, columns=None):
+        frames = []
+        for path in self.paths:
+            with _open(path) as file:
+                frames.append(_table_frame(path, self._sweeps[path], file[table], columns))
+        return _concat(frames)
+
+    def samples_for(self, trial_ids, attempt=None, columns=None, file=None):
+        """The samples of some trials only, read block by block from /samples of every file (or `file`).
+
+        `attempt`: None for every attempt, or one attempt number. `columns`:
+        the /samples columns wanted (trial_id and attempt are always there).
+        Rows keep the file's order (time order within an attempt).
+        """
+        if isinstance(trial_ids, str):
+            trial_ids = [trial_ids]
+        wanted = [t.encode("utf-8") for t in trial_ids]
+        frames = []
+        for path in self.paths:
+            if file is not None and path != os.fspath(file):
+                continue
+            with _open(path) as h5:
+                dataset = h5["samples"]
+                frames.append(_table_frame(path, self._sweeps[path], dataset, columns, select=(wanted, attempt)))
+        if not frames:
+            raise ValueError(f"{file}: not one of the loaded files ({', '.join(self.paths)})")
+        return _concat(frames)
+
+
+# /samples may hold millions of rows: it is read a block at a time and only
+# the rows of the wanted trials are kept, so memory stays at one block plus
+# the result. Each block is decompressed once (the chunk cache is too small
+# to keep a block for a second read).
+BLOCK_ROWS = 1 << 16
+
+
+def _selected_rows(dataset, names, wanted, attempt):
+    """The rows whose trial id is in `wanted` (and attempt is `attempt`, unless None), as a structured array."""
+    view = dataset.fields(names) if names is not None else dataset
+    wanted = np.asarray(sorted(wanted), dtype=dataset.dtype["trial_id"])
+    pieces = [np.zeros(0, dtype=_dtype_of(dataset, names))]
+    for start in range(0, dataset.shape[0], BLOCK_ROWS):
+        block = view[start:min(start + BLOCK_ROWS, dataset.shape[0])]
+        mask = np.isin(block["trial_id"], wanted)
+        if attempt is not None:
+            mask &= block["attempt"] == attempt
+        if mask.any():
+            pieces.append(block[mask])
+    return np.concatenate(pieces)
+
+
+def _read_all(dataset, names):
+    if dataset.shape[0] == 0:
+        return np.zeros(0, dtype=_dtype_of(dataset, names))
+    return (dataset.fields(names) if names is not None else dataset)[()]
+
+
+def _dtype_of(dataset, names):
+    if names is None:
+        return dataset.dtype
+    return np.dtype([(n, dataset.dtype[n]) for n in names])
+
+
+def _table_frame(path, sweep, dataset, columns=None, select=None):
+    units = {name[len("unit:"):]: _text(value) for name, value in dataset.attrs.items() if name.startswith("unit:")}
+    names = None
+    if columns is not None:
+        unknown = [c for c in columns if c not in dataset.dtype.names]
+        if unknown:
+            raise KeyError(f"{path}: /{dataset.name.lstrip('/')} has no column(s) {', '.join(unknown)}")
+        # without the id and attempt a row could not be told apart from another trial's
+        keep = {"trial_id", "attempt"} | set(columns)
+        names = [n for n in dataset.dtype.names if n in keep]
+    array = _read_all(dataset, names) if select is None else _selected_rows(dataset, names, *select)
+    if "trial_id" in array.dtype.names:
+        # rows a killed non-SWMR writer left unwritten read as zeros, with an empty id (docs/results-file.md)
+        written = array["trial_id"] != b""
+        if not written.all():
+            array = array[written]
+    frame = _frame(array, units)
+    frame.insert(0, "file", path)
+    frame.insert(1, "sweep", sweep)
+    return frame
+
+
+def _frame(array, units):
+    data = {}
+    for name in array.dtype.names:
+        column = array[name]
+        kind = array.dtype[name]
+        if kind.kind == "S":
+            data[name] = _decoded(column)
+        elif kind.subdtype is not None:  # hidden, channels: zero-padded int arrays
+            data[name] = list(column)
+        elif units.get(name) in ("bytes", "events") or name in MISSING_AS_MINUS_ONE:
+            values = column.astype(np.float64)
+            values[column == -1] = np.nan
+            data[name] = values
+        else:
+            data[name] = column
+    return pd.DataFrame(data, columns=list(array.dtype.names))
+
+
+def _decoded(column):
+    # A samples table repeats one id for runs of up to 256 rows: decode one
+    # value per run (and each distinct value once), not one per row.
+    if len(column) == 0:
+        return np.array([], dtype=object)
+    starts = np.flatnonzero(np.concatenate(([True], column[1:] != column[:-1])))
+    known = {}
+    texts = []
+    for value in column[starts].tolist():
+        if value not in known:
+            known[value] = value.decode("utf-8", errors="replace")
+        texts.append(known[value])
+    return np.repeat(np.array(texts, dtype=object), np.diff(np.append(starts, len(column))))
+
+
+def _concat(frames):
+    if len(frames) == 1:
+        return frames[0]
+    # pandas warns about (and will change) the dtypes that empty frames give a concatenation
+    non_empty = [f for f in frames if len(f)] or frames[:1]
+    columns = list(dict.fromkeys(c for f in frames for c in f.columns))
+    return pd.concat(non_empty, ignore_index=True).reindex(columns=columns)
+
+
+# --- /trials' derived columns -------------------------------------------------
+
+def parse_definition(text):
+    """TrialSpec::canonical_text() ("dataset=mnist;model=mlp;...") as a dict of str."""
+    fields = {}
+    for part in text.split(";"):
+        key, sep, value = part.partition("=")
+        if sep:
+            fields[key] = value
+    return fields
+
+
+def synthetic_spec(definition):
+    """A synthetic trial's shape, classes, train_size, test_size from its definition; None if not synthetic."""
+    value = parse_definition(definition).get("synthetic")
+    if not value:
+        return None
+    parts = value.split("/")
+    try:
+        shape = tuple(int(v) for v in parts[0].split("x"))
+        return {"shape": shape, "classes": int(parts[1]), "train_size": int(parts[2]), "test_size": int(parts[3])}
+    except (IndexError, ValueError):
+        return None
+
+
+def input_shape(dataset, definition):
+    """((channels, height, width), classes) of a trial's dataset, or None when unknown."""
+    if dataset in DATASET_SHAPES:
+        return DATASET_SHAPES[dataset]
+    spec = synthetic_spec(definition)
+    if spec and len(spec["shape"]) == 3:
+        return spec["shape"], spec["classes"]
+    return None
+
+
+def parameter_count(model, dataset, definition, hidden, channels):
+    """Weights and biases of the whole network (src/common/model_spec.cpp): 3x3 convolutions with
+    padding 1 (size kept), a 2x2 pool halving (rounding down) where the block pools, then the dense
+    layers. NaN when the dataset's shape is unknown or the convolutions do not fit the input."""
+    shape = input_shape(dataset, definition)
+    if shape is None:
+        return math.nan
+    (depth_in, height, width), classes = shape
+    blocks = {"mlp": (), "cnn": tuple((c, True) for c in channels), "alexnet": ALEXNET_BLOCKS}.get(model)
+    if blocks is None:
+        return math.nan
+    count = 0
+    for out_channels, pooled in blocks:
+        count += depth_in * out_channels * 9 + out_channels
+        depth_in = out_channels
+        if pooled:
+            height, width = height // 2, width // 2
+    if height <= 0 or width <= 0:
+        return math.nan
+    size = depth_in * height * width
+    for layer in list(hidden) + [classes]:
+        count += size * layer + layer
+        size = layer
+    return count
+
+
+_WITHOUT_SEED_AND_REPEAT = re.compile(r";(seed|repeat)=[^;]*")
+
+
+def config_key(row):
+    """The trial's hyperparameters without its repeat (and seed): equal for the repeats of one trial."""
+    definition = row.get("definition") or ""
+    if definition:
+        return _WITHOUT_SEED_AND_REPEAT.sub("", definition)
+    return (f"dataset={row['dataset']};model={row['model']};optimizer={row['optimizer']};"
+            f"learning_rate={row['learning_rate']!r};epochs={row['epochs']};batch_size={row['batch_size']};"
+            f"hidden={'-'.join(map(str, row['hidden']))};channels={'-'.join(map(str, row['channels']))}")
+
+
+def option_value(command_line, option):
+    """The value of `--option N` or `--option=N` in a command line, as int; None when absent or 0 (= all)."""
+    try:
+        words = shlex.split(command_line or "")
+    except ValueError:
+        words = (command_line or "").split()
+    for index, word in enumerate(words):
+        value = None
+        if word == option and index + 1 < len(words):
+            value = words[index + 1]
+        elif word.startswith(option + "="):
+            value = word.split("=", 1)[1]
+        if value is not None:
+            try:
+                return int(value) or None
+            except ValueError:
+                return None
+    return None
+
+
+def trial_columns(trials, runs=None):
+    """Add the derived columns of /trials.
+
+    hidden, channels (lists, padding dropped; hidden has `depth` widths),
+    total_units, max_width, parameters, final, config, and run_command_line
+    (the command line of the trial's row of /runs, when `runs` is given).
+    """
+    trials = trials.copy()
+    if trials.empty:
+        for name in ("total_units", "max_width", "parameters"):
+            trials[name] = pd.Series(dtype=float)
+        trials["final"] = pd.Series(dtype=bool)
+        trials["config"] = pd.Series(dtype=object)
+        trials["run_command_line"] = pd.Series(dtype=object)
+        return trials
+    trials["hidden"] = [[int(w) for w in row[:max(int(d), 0)]] for row, d in zip(trials["hidden"], trials["depth"])]
+    trials["channels"] = [[int(c) for c in row if c != 0] for row in trials["channels"]]
+    trials["total_units"] = [sum(h) for h in trials["hidden"]]
+    trials["max_width"] = [max(h) if h else 0 for h in trials["hidden"]]
+    trials["parameters"] = [parameter_count(m, d, t, h, c) for m, d, t, h, c in
+                            zip(trials["model"], trials["dataset"], trials["definition"], trials["hidden"],
+                                trials["channels"])]
+    trials["final"] = trials["status"].isin(FINAL_STATUSES)
+    trials["config"] = [config_key(row) for row in trials.to_dict("records")]
+    if runs is not None and len(runs):
+        lines = {(f, int(r)): c for f, r, c in zip(runs["file"], runs["run"], runs["command_line"])}
+        trials["run_command_line"] = [lines.get((f, int(r)), "") for f, r in zip(trials["file"], trials["run"])]
+    else:
+        trials["run_command_line"] = ""
+    return trials

@@ -1,0 +1,282 @@
+"""`report`: one or more results files turned into report.md, report.html, PNG figures and calibration.json.
+
+The report says what the numbers say and no more: every statistic comes with its interval and a verdict,
+and a line lists what is not distinguishable from noise. Content is built once (document.Document) and
+rendered twice, so the Markdown and the HTML page cannot disagree.
+"""
+
+import os
+
+from ._deps import require
+
+require("pandas")
+
+import pandas as pd  # noqa: E402
+
+from . import counters, estimate, figures, stats, tables  # noqa: E402
+from .document import Document, cell  # noqa: E402
+from .load import load  # noqa: E402
+
+MIB = 2 ** 20
+# At most this many trials get `memsweep estimate`'s parts (one process per trial).
+COMPONENT_TRIALS = 6
+
+
+class InputError(ValueError):
+    """Bad input found while reporting (an unknown trial id, an unreadable paper table); names what."""
+
+
+def _mib(series):
+    return series / MIB
+
+
+def files_table(results):
+    files = results.files
+    shown = pd.DataFrame({
+        "file": files["file"],
+        "sweep": files["sweep_name"],
+        "part": files["part"].replace("", "-"),
+        "ranks": files["ranks"],
+        "hosts": [", ".join(sorted(set(h))) if isinstance(h, (list, tuple)) else h for h in files["hosts"]],
+        "started": files["start_time"],
+        "memsweep": files["memsweep_version"],
+        "trial rows": files["trials_rows"],
+        "sample rows": files["samples_rows"],
+    })
+    return shown
+
+
+def _paper_layout(table):
+    """The paper table with the columns a reader needs, MiB to one decimal, mean ± SD as one cell."""
+    def with_spread(mean, std):
+        return [("" if pd.isna(m) else f"{m:.1f}" + ("" if pd.isna(s) else f" ± {s:.1f}"))
+                for m, s in zip(table[mean], table[std])]
+
+    shown = pd.DataFrame({"trial": table["trial"].map(cell)})
+    if "paper_trial" in table.columns:
+        shown["paper row"] = table["paper_trial"].map(cell)
+    shown["lr"] = table["learning_rate"].map(lambda v: f"{v:g}")
+    shown["epochs"] = table["epochs"]
+    shown["batch"] = table["batch_size"]
+    shown["hidden"] = table["hidden"]
+    shown["ok/runs"] = [f"{ok}/{n}" for ok, n in zip(table["n_ok"], table["n"])]
+    if "paper_memory_used_mb" in table.columns:
+        shown["paper used MB"] = table["paper_memory_used_mb"].map(lambda v: "" if pd.isna(v) else f"{v:.1f}")
+    shown["used MB"] = with_spread("memory_used_mb", "memory_used_mb_std")
+    shown["rss mean"] = with_spread("rss_mean_mb", "rss_mean_mb_std")
+    shown["rss peak"] = with_spread("rss_peak_mb", "rss_peak_mb_std")
+    shown["peak−base"] = with_spread("rss_footprint_mb", "rss_footprint_mb_std")
+    shown["predicted"] = table["predicted_mb"].map(lambda v: "" if pd.isna(v) else f"{v:.1f}")
+    return shown
+
+
+def _verdict_lines(correlations, regressions):
+    """Plain sentences: what drives memory with its interval, then what cannot be told from noise."""
+    lines = []
+    noise = []
+    for _, row in correlations.iterrows():
+        where = f"{row['scope']}, {row['target']}"
+        if row["verdict"].startswith("larger"):
+            lines.append(f"{where}: {row['parameter']}: Spearman rho {row['rho']:.2f} "
+                         f"[{row['ci_low']:.2f}, {row['ci_high']:.2f}], p {row['p']:.3g}, n {int(row['n'])} "
+                         f"-> {row['verdict']}")
+        elif row["verdict"] == "not distinguishable from noise":
+            noise.append(f"{row['parameter']} ({where})")
+    for _, row in regressions.iterrows():
+        if row["term"] == "intercept" or not str(row["verdict"]).startswith(("larger", "more", "less")):
+            continue
+        unit = str(row["unit"]).replace("bytes", "MiB")
+        lines.append(f"regression, {row['scope']}, {row['target']}: {row['term']}: "
+                     f"{row['coef'] / MIB:+.2f} {unit} [{row['ci_low'] / MIB:+.2f}, "
+                     f"{row['ci_high'] / MIB:+.2f}], p {row['p']:.3g} -> {row['verdict']}")
+    if noise:
+        lines.append("not distinguishable from noise (rank correlation's 95% interval includes 0): " +
+                     "; ".join(noise))
+    return lines
+
+
+def _interval(low, high):
+    return "" if pd.isna(low) or pd.isna(high) else f"[{low:.2f}, {high:.2f}]"
+
+
+def _correlation_table(frame):
+    shown = frame[["scope", "target", "parameter", "n", "rho", "ci_low", "ci_high", "p", "verdict"]].copy()
+    shown["95% CI"] = [_interval(lo, hi) for lo, hi in zip(shown.pop("ci_low"), shown.pop("ci_high"))]
+    return shown[["scope", "target", "parameter", "n", "rho", "95% CI", "p", "verdict"]]
+
+
+def _regression_table(frame):
+    shown = pd.DataFrame({
+        "scope": frame["scope"], "target": frame["target"], "term": frame["term"],
+        "MiB": frame["coef"] / MIB,
+        "95% CI (MiB)": [_interval(lo / MIB, hi / MIB) for lo, hi in zip(frame["ci_low"], frame["ci_high"])],
+        "unit": frame["unit"].fillna("").str.replace("bytes", "MiB"), "p": frame["p"], "R²": frame["r2"], "n": frame["n"], "verdict": frame["verdict"],
+    })
+    notes = sorted({n for n in frame.get("note", pd.Series(dtype=str)).fillna("") if n})
+    return shown, notes
+
+
+def _chosen_trials(trials, asked):
+    """The trials to plot over time: those asked for, else each dataset's largest ok footprint."""
+    if asked:
+        known = set(trials["trial_id"])
+        unknown = [t for t in asked if t not in known]
+        if unknown:
+            raise InputError(f"--trials: no trial {', '.join(unknown)} in the results files")
+        return list(asked)
+    ok = tables.ok_rows(trials)
+    if ok.empty:
+        return []
+    largest = ok.sort_values("rss_footprint", ascending=False).groupby("dataset", sort=True).head(1)
+    return list(largest["trial_id"])
+
+
+def _estimate_section(doc, results, trials, out_dir, chosen):
+    ok = tables.ok_rows(trials)
+    errors = estimate.estimate_errors(ok)
+    doc.heading("The estimate against the measurement")
+    doc.paragraph("ratio = measured footprint (peak − baseline) / estimate; error = estimate − footprint. "
+                  "The estimate is memsweep's own (docs/estimate.md): the trial's oneDNN plans, dry.")
+    if not errors.empty:
+        summary = errors.groupby("dataset").agg(
+            trials=("ratio", "size"), ratio_median=("ratio", "median"),
+            ratio_q1=("ratio", lambda r: r.quantile(0.25)), ratio_q3=("ratio", lambda r: r.quantile(0.75)),
+            error_median_mib=("error_bytes", lambda e: e.median() / MIB)).reset_index()
+        doc.table(summary)
+    fits = estimate.calibrate(trials)
+    calibration_path = os.path.join(out_dir, "calibration.json")
+    written = estimate.save_calibration(fits, calibration_path)
+    doc.paragraph(f"Calibrated fits, footprint ≈ a + b × estimate, per dataset and host ({written} written to "
+                  "`calibration.json` for `memsweep plan`):")
+    if not fits.empty:
+        shown = fits.copy()
+        shown["a (MiB)"] = shown.pop("a_bytes") / MIB
+        doc.table(shown[["dataset", "host", "a (MiB)", "b", "n", "r2", "note"]])
+    picture = figures.estimate_vs_measured(trials, fits, os.path.join(out_dir, "estimate-vs-measured.png"))
+    doc.image(picture, "estimate against measured footprint")
+    parts = estimate.estimate_components(results, trial_ids=chosen[:COMPONENT_TRIALS])
+    if not parts.empty:
+        doc.paragraph("The estimate's parts for the trials plotted over time, beside the measured footprint:")
+        shown = parts[["trial_id", "dataset", "part", "bytes", "rss_footprint", "share_of_footprint"]].copy()
+        shown["MiB"] = shown.pop("bytes") / MIB
+        shown["footprint MiB"] = shown.pop("rss_footprint") / MIB
+        doc.table(shown[["trial_id", "dataset", "part", "MiB", "footprint MiB", "share_of_footprint"]])
+    for note in parts.attrs.get("notes", []):
+        doc.paragraph(note, note=True)
+    return calibration_path
+
+
+def _counters_section(doc, results, out_dir, train_examples):
+    doc.heading("Counters against batch size")
+    per_step = counters.counters_per_step(results, train_examples=train_examples)
+    events = [c for c in figures.per_step_columns(per_step)]
+    names = ", ".join(c[: -len(" per step")] for c in events) or "none"
+    doc.paragraph(f"Counters recorded: {names}. Each is the trial's count divided by its training steps "
+                  "(epochs × ⌈examples / batch⌉), for ok trials.")
+    sources = sorted(set(per_step.get("train_examples_source", pd.Series(dtype=str)).dropna()))
+    for source in sources:
+        doc.paragraph(f"training examples: {source}", note=True)
+    summary = counters.counters_vs_batch(per_step)
+    if not summary.empty:
+        # One column per counter: the table stays as long as the batch sizes, not batch sizes x counters.
+        wide = summary.pivot_table(index=["dataset", "batch_size", "n"], columns="counter",
+                                   values="per_step_mean").reset_index()
+        wide.columns = [str(c) for c in wide.columns]
+        doc.table(wide)
+    path = figures.counters_vs_batch(per_step, os.path.join(out_dir, "counters-vs-batch.png"))
+    doc.image(path, "counters per step against batch size")
+    return path
+
+
+def build_report(paths, out_dir, trials=None, paper_csv=None, train_examples=None):
+    """The report as a Document, its figures written into out_dir; returns (document, figures, calibration)."""
+    results = load(*paths)
+    all_trials = results.trials
+    written = []
+    doc = Document("memsweep report")
+    doc.paragraph("Memory in MiB (2^20 bytes, the paper's MB). `used MB` is the paper's figure: the machine's "
+                  "total − (free + buffers + cached), averaged over the trial's samples (formulas 1 and 2); "
+                  "`rss` columns are the training process's own; `peak−base` is the trial's footprint. "
+                  "With repeats: mean ± SD over the ok runs of a configuration.")
+    doc.heading("Files")
+    doc.table(files_table(results))
+
+    try:
+        paper = tables.paper_table(results, paper_csv=paper_csv)
+    except (OSError, ValueError, KeyError) as error:
+        raise InputError(f"--paper-csv: {error}") from error
+    for dataset, table in paper.groupby("dataset", sort=True):
+        doc.heading(f"{dataset}: trials", level=2)
+        doc.table(_paper_layout(table.reset_index(drop=True)))
+
+    failed = all_trials[all_trials["final"] & (all_trials["status"] != "ok")]
+    if not failed.empty:
+        doc.heading("Trials that did not end ok")
+        doc.table(failed[["file", "trial_id", "dataset", "learning_rate", "batch_size", "status", "message"]])
+
+    doc.heading("What drives memory")
+    doc.paragraph("Spearman rank correlations per dataset and pooled (pooled mixes datasets: read the regression "
+                  "with dataset as a factor for effects within datasets). Repeats are averaged to one point per "
+                  "configuration. 95% intervals by Fisher's z.")
+    correlations = stats.rank_correlations(all_trials)
+    regressions = stats.regression(all_trials)
+    doc.bullets(_verdict_lines(correlations, regressions))
+    doc.table(_correlation_table(correlations))
+    doc.paragraph("Multiple regression (least squares on standardized hyperparameters: each coefficient is MiB per "
+                  "standard deviation of its hyperparameter), per dataset and pooled with dataset as a factor:")
+    shown, notes = _regression_table(regressions)
+    doc.table(shown)
+    for note in notes:
+        doc.paragraph(note, note=True)
+    for parameter in figures.LABELS:
+        path = figures.memory_vs_hyperparameter(all_trials, parameter,
+                                                os.path.join(out_dir, f"memory-vs-{parameter.replace('_', '-')}.png"))
+        doc.image(path, f"memory against {figures.LABELS[parameter]}")
+        written.append(path)
+
+    chosen = _chosen_trials(all_trials, trials)
+    doc.heading("RSS over time")
+    if not chosen:
+        doc.paragraph("No ok trial to plot.", note=True)
+    for trial_id in chosen:
+        path = figures.rss_over_time(results, trial_id, os.path.join(out_dir, f"rss-{trial_id}.png"))
+        doc.image(path, f"RSS over time of trial {trial_id}")
+        written.append(path)
+
+    calibration = _estimate_section(doc, results, all_trials, out_dir, chosen)
+    written.append(os.path.join(out_dir, "estimate-vs-measured.png"))
+    written.append(_counters_section(doc, results, out_dir, train_examples))
+    return doc, written, calibration
+
+
+def write_report(paths, out_dir, trials=None, paper_csv=None, train_examples=None):
+    """Writes report.md, report.html (self-contained), the PNGs and calibration.json into out_dir.
+
+    `train_examples`: {dataset: examples} when a run trained on fewer than the published split (a subset's
+    files, --max-train-examples), for the counters per step."""
+    os.makedirs(out_dir, exist_ok=True)
+    doc, written, calibration = build_report(paths, out_dir, trials=trials, paper_csv=paper_csv,
+                                             train_examples=train_examples)
+    markdown = os.path.join(out_dir, "report.md")
+    page = os.path.join(out_dir, "report.html")
+    with open(markdown, "w", encoding="utf-8") as out:
+        out.write(doc.to_markdown())
+    with open(page, "w", encoding="utf-8") as out:
+        out.write(doc.to_html())
+    return {"markdown": markdown, "html": page, "figures": written, "calibration": calibration}
+
+
+def tables_text(paths):
+    """The per-dataset tables and the correlations as plain text (the `tables` command)."""
+    results = load(*paths)
+    paper = tables.paper_table(results)
+    parts = []
+    for dataset, table in paper.groupby("dataset", sort=True):
+        parts.append(f"{dataset}\n" + _paper_layout(table.reset_index(drop=True)).to_string(index=False))
+    correlations = stats.rank_correlations(results.trials)
+    if not correlations.empty:
+        parts.append("rank correlations\n" + _correlation_table(correlations).to_string(index=False))
+    return "\n\n".join(parts)
+
+
+__all__ = ["InputError", "build_report", "write_report", "tables_text"]

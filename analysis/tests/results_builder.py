@@ -1,0 +1,324 @@
+"""Write memsweep results files with known values, for the tests.
+
+`write_results_file(path, trials, samples, epochs, attrs, counter_columns)`
+writes the schema of docs/results-file.md as the C++ store writes it: the
+same compound types (fixed-length NUL-padded UTF-8 text, `hidden` int32[16]
+and `channels` int32[8] zero-padded), the same chunking and filters, a
+`unit:<column>` and a `description` attribute on every table, and every root
+attribute. Rows are dicts naming only the fields a test cares about; the rest
+get the defaults below, so a test's expected values come from what it wrote.
+
+A trial row's `trial_id` and `definition` default to what memsweep would
+write for the row's hyperparameters (TrialSpec::canonical_text() and its
+FNV-1a hash), so ids are those of a real sweep with the same trials.
+`rss_footprint` defaults to `rss_peak - rss_baseline`, `depth` to
+`len(hidden)`, `epochs_done` to `epochs`. Sample rows default to the first
+trial's id; a counter value is given under the counter's name.
+"""
+
+import h5py
+import numpy as np
+
+TEXT = "text"
+BYTES = "bytes"
+ONE = "1"
+SECONDS = "s"
+UNIX = "s since 1970-01-01T00:00:00Z"
+EVENTS = "events"
+
+MAX_HIDDEN = 16
+MAX_CHANNELS = 8
+
+
+def _text(width):
+    return h5py.string_dtype("utf-8", width)
+
+
+# (column, numpy type, unit), in the file's order (src/store/schema.cpp).
+TRIAL_COLUMNS = [
+    ("trial_id", _text(12), TEXT),
+    ("attempt", "<i4", ONE),
+    ("repeat", "<i4", ONE),
+    ("run", "<i4", ONE),
+    ("dataset", _text(16), TEXT),
+    ("model", _text(16), TEXT),
+    ("optimizer", _text(16), TEXT),
+    ("learning_rate", "<f8", ONE),
+    ("epochs", "<i4", ONE),
+    ("batch_size", "<i4", ONE),
+    ("depth", "<i4", ONE),
+    ("hidden", ("<i4", (MAX_HIDDEN,)), ONE),
+    ("channels", ("<i4", (MAX_CHANNELS,)), ONE),
+    ("seed", "<u8", ONE),
+    ("rank", "<i4", ONE),
+    ("host", _text(64), TEXT),
+    ("status", _text(16), TEXT),
+    ("message", _text(256), TEXT),
+    ("start_time", "<f8", UNIX),
+    ("end_time", "<f8", UNIX),
+    ("wall_seconds", "<f8", SECONDS),
+    ("rss_baseline", "<i8", BYTES),
+    ("rss_peak", "<i8", BYTES),
+    ("rss_mean", "<f8", BYTES),
+    ("rss_footprint", "<i8", BYTES),
+    ("sys_used_mean", "<f8", BYTES),
+    ("predicted_bytes", "<i8", BYTES),
+    ("epochs_done", "<i4", ONE),
+    ("final_train_loss", "<f8", ONE),
+    ("test_accuracy", "<f8", ONE),
+    ("samples", "<u8", ONE),
+    ("dropped_samples", "<u8", ONE),
+    ("definition", _text(512), TEXT),
+]
+
+SAMPLE_COLUMNS = [
+    ("trial_id", _text(12), TEXT),
+    ("attempt", "<i4", ONE),
+    ("rank", "<i4", ONE),
+    ("epoch", "<i4", ONE),
+    ("t", "<f8", SECONDS),
+    ("rss", "<i8", BYTES),
+    ("anon_rss", "<i8", BYTES),
+    ("pss", "<i8", BYTES),
+    ("sys_used", "<i8", BYTES),
+    ("sys_available", "<i8", BYTES),
+    ("sys_active", "<i8", BYTES),
+]
+
+EPOCH_COLUMNS = [
+    ("trial_id", _text(12), TEXT),
+    ("attempt", "<i4", ONE),
+    ("epoch", "<i4", ONE),
+    ("train_loss", "<f8", ONE),
+    ("test_accuracy", "<f8", ONE),
+    ("seconds", "<f8", SECONDS),
+    ("rss", "<i8", BYTES),
+    ("sys_used", "<i8", BYTES),
+]
+
+RUN_COLUMNS = [
+    ("run", "<i4", ONE),
+    ("start_time", "<f8", UNIX),
+    ("ranks", "<i4", ONE),
+    ("hosts", _text(256), TEXT),
+    ("command_line", _text(1024), TEXT),
+    ("memsweep_version", _text(16), TEXT),
+]
+
+DESCRIPTIONS = {
+    "trials": "One row per trial attempt: its hyperparameters and its result (memsweep, docs/results-file.md).",
+    "samples": "One row per memory sample of a trial attempt, then one column per recorded counter (counts since "
+               "the trial's start; the root attribute counter_columns lists them).",
+    "epochs": "One row per finished epoch of a trial attempt.",
+    "runs": "One row per invocation of `memsweep run` on this file: 0 created it, each resume adds one.",
+}
+
+# (chunk rows, compression, shuffle) as docs/results-file.md "Storage" says;
+# /samples' chunk depends on the root attributes (samples_chunk_rows below).
+STORAGE = {
+    "trials": (1, 1, False),
+    "samples": (None, 1, True),
+    "epochs": (1024, None, False),
+    "runs": (1, 1, False),
+}
+
+
+def samples_chunk_rows(ranks, interval_ms):
+    """store::samples_chunk_rows: the workers' rows in 2 s, as a power of two from 256 to 4096."""
+    workers = ranks - 1 if ranks > 1 else 1
+    rows = 2.0 * 1000.0 / (interval_ms if interval_ms > 0 else 10) * workers
+    chunk = 256
+    while chunk < 4096 and chunk < rows:
+        chunk *= 2
+    return chunk
+
+SYNTHETIC_DEFAULT = {"shape": (1, 28, 28), "classes": 10, "train_size": 6000, "test_size": 1000, "noise": 0.5,
+                     "seed": 1}
+
+TRIAL_DEFAULTS = {
+    "attempt": 0, "repeat": 0, "run": 0, "dataset": "synthetic", "model": "mlp", "optimizer": "sgd",
+    "learning_rate": 0.01, "epochs": 1, "batch_size": 32, "hidden": (128,), "channels": (), "seed": 1, "rank": 0,
+    "host": "testhost", "status": "ok", "message": "", "start_time": 1.7e9, "end_time": 1.7e9 + 1.0,
+    "wall_seconds": 1.0, "rss_baseline": 50 * 2**20, "rss_peak": 60 * 2**20, "rss_mean": 55.0 * 2**20,
+    "sys_used_mean": 800.0 * 2**20, "predicted_bytes": 9 * 2**20, "final_train_loss": 0.5, "test_accuracy": 0.9,
+    "samples": 0, "dropped_samples": 0,
+}
+
+SAMPLE_DEFAULTS = {"attempt": 0, "rank": 0, "epoch": 0, "t": 0.0, "rss": 60 * 2**20, "anon_rss": 30 * 2**20,
+                   "pss": -1, "sys_used": 800 * 2**20, "sys_available": 20 * 2**30, "sys_active": 500 * 2**20}
+
+EPOCH_DEFAULTS = {"attempt": 0, "epoch": 1, "train_loss": 0.5, "test_accuracy": 0.9, "seconds": 1.0,
+                  "rss": 60 * 2**20, "sys_used": 800 * 2**20}
+
+
+def stable_hash(text):
+    """FNV-1a 64 of the UTF-8 bytes (include/memsweep/random.hpp)."""
+    value = 0xcbf29ce484222325
+    for byte in text.encode("utf-8"):
+        value = ((value ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return value
+
+
+def trial_id_of(definition):
+    return f"{stable_hash(definition) >> 16:012x}"
+
+
+def _number(value):
+    # fmt's "{}" prints an integral double without ".0" (1, not 1.0); Python's
+    # repr is otherwise the same shortest round-trip text.
+    value = float(value)
+    return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
+
+
+def canonical_text(row):
+    """TrialSpec::canonical_text() for a trial row (src/config/trial_spec.cpp)."""
+    text = f"dataset={row['dataset']}"
+    if row["dataset"] == "synthetic":
+        s = dict(SYNTHETIC_DEFAULT, **row.get("synthetic", {}))
+        c, h, w = s["shape"]
+        text += (f";synthetic={c}x{h}x{w}/{s['classes']}/{s['train_size']}/{s['test_size']}/"
+                 f"{_number(s['noise'])}/{s['seed']}")
+    text += f";model={row['model']}"
+    if row["model"] == "cnn":
+        text += ";channels=" + "-".join(str(c) for c in row["channels"])
+    text += f";optimizer={row['optimizer']}"
+    if row["optimizer"] == "momentum":
+        text += f";momentum={_number(row.get('momentum', 0.9))}"
+    if row["optimizer"] == "adam":
+        text += (f";beta1={_number(row.get('beta1', 0.9))};beta2={_number(row.get('beta2', 0.999))}"
+                 f";epsilon={_number(row.get('epsilon', 1e-8))}")
+    text += (f";learning_rate={_number(row['learning_rate'])};epochs={row['epochs']};"
+             f"batch_size={row['batch_size']};hidden={'-'.join(str(h) for h in row['hidden'])};"
+             f"seed={row['seed']};repeat={row['repeat']}")
+    return text
+
+
+def _padded(values, width):
+    values = list(values)
+    if len(values) > width:
+        raise ValueError(f"at most {width} values, got {len(values)}")
+    return values + [0] * (width - len(values))
+
+
+def complete_trial(given):
+    """A trial row with every field: the given ones, then derived ones, then defaults.
+
+    Extra keys `synthetic` (a dict like SYNTHETIC_DEFAULT), `momentum`, `beta1`,
+    `beta2`, `epsilon` only shape the default definition.
+    """
+    row = dict(TRIAL_DEFAULTS, **given)
+    row.setdefault("depth", len(row["hidden"]))
+    row.setdefault("epochs_done", row["epochs"])
+    row.setdefault("rss_footprint", row["rss_peak"] - row["rss_baseline"])
+    row.setdefault("definition", canonical_text(row))
+    row.setdefault("trial_id", trial_id_of(row["definition"]))
+    return row
+
+
+def _column_names(columns):
+    return [name for name, _, _ in columns]
+
+
+def _records(rows, columns, defaults):
+    dtype = np.dtype([(name, kind) for name, kind, _ in columns])
+    array = np.zeros(len(rows), dtype=dtype)
+    known = set(_column_names(columns))
+    for index, given in enumerate(rows):
+        unknown = set(given) - known - {"synthetic", "momentum", "beta1", "beta2", "epsilon"}
+        if unknown:
+            raise KeyError(f"not columns of this table: {sorted(unknown)}")
+        row = dict(defaults, **given)
+        for name, kind, _ in columns:
+            value = row[name]
+            if name == "hidden":
+                value = _padded(value, MAX_HIDDEN)
+            elif name == "channels":
+                value = _padded(value, MAX_CHANNELS)
+            elif isinstance(value, str):
+                value = value.encode("utf-8")
+            array[index][name] = value
+    return array
+
+
+def _write_table(file, name, columns, array, chunk=None):
+    default_chunk, level, shuffle = STORAGE[name]
+    chunk = chunk or default_chunk
+    dataset = file.create_dataset(name, data=array, maxshape=(None,), chunks=(chunk,), shuffle=shuffle,
+                                  compression="gzip" if level else None, compression_opts=level)
+    dataset.attrs.create("description", DESCRIPTIONS[name], dtype=h5py.string_dtype())
+    for column, _, unit in columns:
+        dataset.attrs.create("unit:" + column, unit, dtype=h5py.string_dtype())
+
+
+def default_attrs(trials, counter_columns):
+    hosts = sorted({t["host"] for t in trials}) or ["testhost"]
+    return {
+        "format": "memsweep",
+        "schema_version": np.int32(1),
+        "sweep_name": "test",
+        "sweep_file": "test.toml",
+        "sweep_text": '[sweep]\nname = "test"\n',
+        "sweep_hash": "0123456789abcdef",
+        "part": "",
+        "command_line": "memsweep run test.toml -o results.h5",
+        "memsweep_version": "0.1.0",
+        "onednn_version": "oneDNN 2.6.3",
+        "mpi_version": "Open MPI v4.1.4",
+        "papi_version": "PAPI 7.0.0.0",
+        "hdf5_version": "1.10.8",
+        "ranks": np.int32(len(hosts)),
+        "hosts": list(hosts),
+        "start_time": "2026-01-01T00:00:00Z",
+        "sampler_interval_ms": np.int32(10),
+        "planned_trials": np.int64(len(trials)),
+        "events_requested": [],
+        "counter_columns": list(counter_columns),
+        "event_notes": [],
+        "swmr": np.bool_(True),
+    }
+
+
+def _write_attribute(file, name, value):
+    if value is None:  # lets a test leave an attribute out
+        return
+    if isinstance(value, str):
+        file.attrs.create(name, value, dtype=h5py.string_dtype())
+    elif isinstance(value, (list, tuple)):
+        file.attrs.create(name, np.array(list(value), dtype=object), dtype=h5py.string_dtype())
+    elif isinstance(value, bool):
+        file.attrs.create(name, np.bool_(value))
+    elif isinstance(value, int):
+        file.attrs.create(name, np.int32(value))
+    else:
+        file.attrs.create(name, value)
+
+
+def write_results_file(path, trials, samples=(), epochs=(), attrs=None, counter_columns=("perf::PAGE-FAULTS",),
+                       runs=None):
+    """Write a results file; return the completed trial rows (dicts) so tests can use the ids.
+
+    `attrs` overrides or adds root attributes (a value of None leaves one out);
+    `counter_columns` names /samples' counter columns (int64, unit `events`).
+    """
+    trial_rows = [complete_trial(t) for t in trials]
+    first_id = trial_rows[0]["trial_id"] if trial_rows else ""
+    counter_columns = list(counter_columns)
+    sample_columns = SAMPLE_COLUMNS + [(name, "<i8", EVENTS) for name in counter_columns]
+    sample_defaults = dict(SAMPLE_DEFAULTS, trial_id=first_id, **{name: 0 for name in counter_columns})
+    epoch_defaults = dict(EPOCH_DEFAULTS, trial_id=first_id)
+    root = default_attrs(trial_rows, counter_columns)
+    root.update(attrs or {})
+    if runs is None:
+        runs = [{"run": 0, "start_time": 1.7e9, "ranks": int(root["ranks"] if root["ranks"] is not None else 1),
+                 "hosts": ",".join(root["hosts"] or []), "command_line": root["command_line"] or "",
+                 "memsweep_version": root["memsweep_version"] or ""}]
+    with h5py.File(path, "w", libver="latest") as file:
+        for name, value in root.items():
+            _write_attribute(file, name, value)
+        _write_table(file, "trials", TRIAL_COLUMNS, _records(trial_rows, TRIAL_COLUMNS, {}))
+        chunk = samples_chunk_rows(int(root["ranks"] or 1), int(root["sampler_interval_ms"] or 10))
+        _write_table(file, "samples", sample_columns, _records(list(samples), sample_columns, sample_defaults),
+                     chunk)
+        _write_table(file, "epochs", EPOCH_COLUMNS, _records(list(epochs), EPOCH_COLUMNS, epoch_defaults))
+        _write_table(file, "runs", RUN_COLUMNS, _records(list(runs), RUN_COLUMNS, {}))
+    return trial_rows

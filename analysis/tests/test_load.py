@@ -1,0 +1,239 @@
+"""load(): columns, derived columns, lazy reading, several files, refusals."""
+
+import importlib
+import math
+import os
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pytest
+
+import memsweep_analysis
+from memsweep_analysis import MemsweepFileError, load
+from results_builder import write_results_file
+
+# the package's `load` is the function, which hides the module of the same name
+load_module = importlib.import_module("memsweep_analysis.load")
+
+MIB = 2 ** 20
+
+
+def test_trials_columns_decoded_and_derived(tmp_path):
+    path = str(tmp_path / "r.h5")
+    built = write_results_file(path, [
+        dict(dataset="mnist", hidden=[5, 3], batch_size=8, host="node-a", status="ok"),
+        dict(dataset="synthetic", synthetic={"shape": (2, 4, 4), "classes": 3}, hidden=[7], status="failed",
+             message="it broke"),
+        dict(dataset="cifar-10", model="cnn", channels=[4], hidden=[6], status="interrupted"),
+        dict(dataset="cifar-10", model="alexnet", hidden=[8], status="killed", predicted_bytes=-1),
+    ], attrs={"sweep_name": "named"})
+    trials = load(path).trials
+    assert list(trials["trial_id"]) == [t["trial_id"] for t in built]
+    assert list(trials["file"]) == [path] * 4
+    assert list(trials["sweep"]) == ["named"] * 4
+    assert list(trials["host"])[0] == "node-a"
+    assert list(trials["message"])[1] == "it broke"
+    assert trials["hidden"].tolist() == [[5, 3], [7], [6], [8]]
+    assert trials["channels"].tolist() == [[], [], [4], []]
+    assert trials["depth"].tolist() == [2, 1, 1, 1]
+    assert trials["total_units"].tolist() == [8, 7, 6, 8]
+    assert trials["max_width"].tolist() == [5, 7, 6, 8]
+    # mnist 784-5-3-10: 784*5+5 + 5*3+3 + 3*10+10
+    # synthetic 2x4x4 -> 32-7-3: 32*7+7 + 7*3+3
+    # cifar-10 cnn c4p -> 4x16x16 = 1024 -6-10: (3*4*9+4) + 1024*6+6 + 6*10+10
+    # alexnet on 3x32x32, five 3x3 blocks 64p 192p 384 256 256p -> 256x4x4, then -8-10
+    alexnet = (3 * 64 * 9 + 64) + (64 * 192 * 9 + 192) + (192 * 384 * 9 + 384) + (384 * 256 * 9 + 256) \
+        + (256 * 256 * 9 + 256) + (256 * 4 * 4 * 8 + 8) + (8 * 10 + 10)
+    assert trials["parameters"].tolist() == [3983, 255, 6332, alexnet]
+    assert trials["final"].tolist() == [True, True, False, True]
+    assert math.isnan(trials["predicted_bytes"].iloc[3])  # -1: not measured
+    assert trials["predicted_bytes"].iloc[0] == 9 * MIB
+    assert isinstance(trials["status"].iloc[0], str)
+
+
+def test_config_groups_repeats_only(tmp_path):
+    path = str(tmp_path / "r.h5")
+    write_results_file(path, [dict(batch_size=8, repeat=0), dict(batch_size=8, repeat=1, seed=99),
+                              dict(batch_size=16, repeat=0)])
+    config = load(path).trials["config"].tolist()
+    assert config[0] == config[1]
+    assert config[0] != config[2]
+    assert "repeat=" not in config[0] and "batch_size=8" in config[0]
+
+
+def test_files_frame_one_row_per_file(tmp_path):
+    a, b = str(tmp_path / "a.h5"), str(tmp_path / "b.h5")
+    write_results_file(a, [{}], attrs={"sweep_name": "first", "part": None, "hosts": ["n1", "n2"], "ranks": 2},
+                       counter_columns=("PAPI_L1_DCM", "perf::PAGE-FAULTS"))
+    write_results_file(b, [{}, {"batch_size": 4}], samples=[{}], attrs={"sweep_name": "second",
+                                                                       "part": "dataset=mnist"})
+    files = load(a, b).files
+    assert files["path"].tolist() == [a, b]
+    assert files["sweep_name"].tolist() == ["first", "second"]
+    assert files["part"].tolist() == ["", "dataset=mnist"]  # a missing part reads as empty
+    assert files["hosts"].tolist() == [["n1", "n2"], ["testhost"]]
+    assert files["ranks"].tolist() == [2, 1]
+    assert files["counter_columns"].tolist() == [["PAPI_L1_DCM", "perf::PAGE-FAULTS"], ["perf::PAGE-FAULTS"]]
+    assert files["trials_rows"].tolist() == [1, 2]
+    assert files["samples_rows"].tolist() == [0, 1]
+    assert (files["format"] == "memsweep").all() and (files["schema_version"] == 1).all()
+
+
+def test_several_files_concatenate_with_their_origin(tmp_path):
+    a, b = str(tmp_path / "a.h5"), str(tmp_path / "b.h5")
+    ta = write_results_file(a, [{"batch_size": 2}], samples=[{"perf::PAGE-FAULTS": 5}],
+                            attrs={"sweep_name": "A"})
+    tb = write_results_file(b, [{"batch_size": 3}, {"batch_size": 4}],
+                            samples=[{"PAPI_TLB_DM": 7}, {"PAPI_TLB_DM": -1}],
+                            attrs={"sweep_name": "B"}, counter_columns=("PAPI_TLB_DM",))
+    results = load([a, b])
+    trials = results.trials
+    assert trials["batch_size"].tolist() == [2, 3, 4]
+    assert trials["file"].tolist() == [a, b, b]
+    assert trials["sweep"].tolist() == ["A", "B", "B"]
+    samples = results.samples
+    assert samples["trial_id"].tolist() == [ta[0]["trial_id"], tb[0]["trial_id"], tb[0]["trial_id"]]
+    assert samples["perf::PAGE-FAULTS"].iloc[0] == 5
+    assert samples["perf::PAGE-FAULTS"].iloc[1:].isna().all()  # B does not record it
+    assert samples["PAPI_TLB_DM"].iloc[1] == 7
+    assert samples["PAPI_TLB_DM"].iloc[[0, 2]].isna().all()  # A does not record it; -1 is not counted
+
+
+def test_epochs_and_runs(tmp_path):
+    path = str(tmp_path / "r.h5")
+    built = write_results_file(path, [{}], epochs=[dict(epoch=1, seconds=2.5, rss=3 * MIB),
+                                                   dict(epoch=2, seconds=1.5, rss=-1)])
+    results = load(path)
+    epochs = results.epochs
+    assert epochs["trial_id"].tolist() == [built[0]["trial_id"]] * 2
+    assert epochs["seconds"].tolist() == [2.5, 1.5]
+    assert epochs["rss"].iloc[0] == 3 * MIB and math.isnan(epochs["rss"].iloc[1])
+    runs = results.runs
+    assert runs["run"].tolist() == [0] and runs["hosts"].tolist() == ["testhost"]
+
+
+def test_tables_are_read_on_first_use_only(tmp_path, monkeypatch):
+    path = str(tmp_path / "r.h5")
+    write_results_file(path, [{}, {"batch_size": 4}], samples=[{}] * 3, epochs=[{}])
+    read = []
+    real = load_module._table_frame
+
+    def recording(path, sweep, dataset, columns=None, select=None):
+        read.append(dataset.name)
+        return real(path, sweep, dataset, columns, select)
+
+    monkeypatch.setattr(load_module, "_table_frame", recording)
+    results = load(path)
+    assert read == []  # load itself reads root attributes only
+    trials = results.trials
+    assert sorted(read) == ["/runs", "/trials"]  # the trials need the runs' command lines, never /samples
+    assert results.trials is trials
+    assert sorted(read) == ["/runs", "/trials"]
+    results.samples_for([trials["trial_id"].iloc[0]])
+    assert read.count("/samples") == 1
+    results.samples
+    results.samples
+    assert read.count("/samples") == 2
+
+
+def test_samples_for_reads_only_the_asked_trials(tmp_path, monkeypatch):
+    monkeypatch.setattr(load_module, "BLOCK_ROWS", 4)  # so the scan crosses blocks
+    path = str(tmp_path / "r.h5")
+    a, b = write_results_file(path, [{"batch_size": 1}, {"batch_size": 2}])
+    samples = []
+    for i in range(11):  # interleaved, as ranks' runs of samples are
+        samples.append(dict(trial_id=a["trial_id"] if i % 3 else b["trial_id"], attempt=i % 2, t=float(i),
+                            rss=i * MIB, **{"perf::PAGE-FAULTS": 100 + i}))
+    write_results_file(path, [a, b], samples=samples)
+    results = load(path)
+    got = results.samples_for([b["trial_id"]])
+    assert got["t"].tolist() == [0.0, 3.0, 6.0, 9.0]
+    assert got["rss"].tolist() == [0, 3 * MIB, 6 * MIB, 9 * MIB]
+    one = results.samples_for(a["trial_id"], attempt=1, columns=["t", "perf::PAGE-FAULTS"])
+    assert list(one.columns) == ["file", "sweep", "trial_id", "attempt", "t", "perf::PAGE-FAULTS"]
+    assert one["t"].tolist() == [1.0, 5.0, 7.0]
+    assert one["perf::PAGE-FAULTS"].tolist() == [101, 105, 107]
+    assert results.samples_for(["000000000000"]).empty
+    with pytest.raises(KeyError, match="no column"):
+        results.samples_for([a["trial_id"]], columns=["nope"])
+
+
+def test_rows_never_written_are_left_out(tmp_path):
+    # a killed writer without SWMR can leave zero rows, with an empty id, at a table's end
+    path = str(tmp_path / "r.h5")
+    write_results_file(path, [{}, {"trial_id": "", "definition": ""}], samples=[{}, {"trial_id": ""}])
+    results = load(path)
+    assert len(results.trials) == 1 and len(results.samples) == 1
+
+
+def test_a_file_without_trials_gives_empty_frames_with_every_column(tmp_path):
+    path = str(tmp_path / "r.h5")
+    write_results_file(path, [])
+    results = load(path)
+    assert results.trials.empty and results.samples_for(["000000000000"]).empty
+    for column in ("file", "sweep", "trial_id", "rss_footprint", "hidden", "total_units", "parameters", "final",
+                   "config"):
+        assert column in results.trials.columns
+
+
+def test_a_file_a_swmr_writer_left_open_is_read(tmp_path):
+    path = str(tmp_path / "r.h5")
+    write_results_file(path, [{"batch_size": 6}])
+    # a writer killed in SWMR mode leaves the superblock's "open for write" flag set
+    code = ("import h5py, os, sys\n"
+            "f = h5py.File(sys.argv[1], 'r+', libver='latest')\n"
+            "f.swmr_mode = True\n"
+            "f.flush()\n"
+            "os._exit(0)\n")
+    subprocess.run([sys.executable, "-c", code, path], check=True)
+    with pytest.raises(OSError):
+        h5py.File(path, "r")
+    assert load(path).trials["batch_size"].tolist() == [6]
+
+
+@pytest.mark.parametrize("make, expected", [
+    (lambda p: None, "no such file"),
+    (lambda p: os.mkdir(p), "is a directory"),
+    (lambda p: open(p, "w").close(), "not an HDF5 file (an empty file)"),
+    (lambda p: open(p, "w").write("trial,learning_rate\n1,0.1\n"), "not an HDF5 file (no HDF5 signature)"),
+    (lambda p: h5py.File(p, "w").close(), "not a memsweep results file (no format attribute"),
+    (lambda p: write_results_file(p, [{}], attrs={"format": "other"}), "format attribute is 'other'"),
+    (lambda p: write_results_file(p, [{}], attrs={"schema_version": None}),
+     "a memsweep file without a schema_version attribute"),
+    (lambda p: write_results_file(p, [{}], attrs={"schema_version": 2}),
+     "schema version 2, written by a newer memsweep? this package reads schema 1"),
+])
+def test_refusals_name_the_file_and_what_was_expected(tmp_path, make, expected):
+    path = str(tmp_path / "bad.h5")
+    make(path)
+    with pytest.raises(MemsweepFileError) as error:
+        load(path)
+    assert str(error.value).startswith(path + ": ")
+    assert expected in str(error.value)
+
+
+def test_refuses_a_memsweep_file_without_a_table(tmp_path):
+    path = str(tmp_path / "r.h5")
+    write_results_file(path, [{}])
+    with h5py.File(path, "a") as file:
+        del file["samples"]
+    with pytest.raises(MemsweepFileError, match=r"r\.h5: a memsweep file without the table\(s\) /samples"):
+        load(path)
+
+
+def test_one_bad_file_among_good_ones_is_named(tmp_path):
+    good, bad = str(tmp_path / "good.h5"), str(tmp_path / "bad.h5")
+    write_results_file(good, [{}])
+    write_results_file(bad, [{}], attrs={"schema_version": 3})
+    with pytest.raises(MemsweepFileError, match="bad.h5: schema version 3"):
+        load(good, bad)
+
+
+def test_package_exports():
+    assert memsweep_analysis.load is load
+    assert memsweep_analysis.MemsweepFileError is MemsweepFileError
+    assert issubclass(memsweep_analysis.DependencyError, ImportError)
+    assert memsweep_analysis.Results is load_module.Results
+    assert np.isnan(load_module.parameter_count("mlp", "unknown-set", "", [3], []))

@@ -1,0 +1,166 @@
+"""A file the real memsweep writes, in the test: the builder's schema against it, and A's modules on it.
+
+The binary is $MEMSWEEP_EXECUTABLE (ctest sets it), else build/memsweep of this checkout; without one the
+tests fail, since a schema drift between the C++ writer and this package must not go unseen.
+"""
+
+import math
+import os
+import subprocess
+
+import h5py
+import numpy as np
+import pytest
+
+from memsweep_analysis import load
+from memsweep_analysis.counters import counters_per_step
+from memsweep_analysis.estimate import estimate_components
+from results_builder import write_results_file
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TRAIN_SIZE = 3000
+SWEEP = f"""
+[sweep]
+name = "analysis-test"
+seed = 3
+repeats = 2
+
+[sampler]
+interval_ms = 5
+
+[defaults]
+dataset = "synthetic"
+synthetic = {{ shape = [1, 12, 12], classes = 4, train_size = {TRAIN_SIZE}, test_size = 100 }}
+model = "mlp"
+optimizer = "momentum"
+learning_rate = 0.05
+epochs = 2
+
+[grid]
+batch_size = [16, 50]
+hidden = [[32], [24, 8]]
+"""
+
+
+def memsweep_binary():
+    binary = os.environ.get("MEMSWEEP_EXECUTABLE") or os.path.join(REPO, "build", "memsweep")
+    if not os.access(binary, os.X_OK):
+        pytest.fail(f"no memsweep binary at {binary}: build it, or set MEMSWEEP_EXECUTABLE to one")
+    return binary
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory):
+    scratch = tmp_path_factory.mktemp("real")
+    sweep = scratch / "sweep.toml"
+    sweep.write_text(SWEEP)
+    out = scratch / "results.h5"
+    subprocess.run([memsweep_binary(), "run", str(sweep), "-o", str(out), "--threads", "1", "-q"], check=True,
+                   cwd=scratch, capture_output=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    return str(out)
+
+
+def attribute_kind(owner, name):
+    attribute = owner.attrs.get_id(name)
+    kind = attribute.get_type()
+    detail = (kind.is_variable_str(), kind.get_cset()) if isinstance(kind, h5py.h5t.TypeStringID) else kind.get_size()
+    return type(kind).__name__, detail, attribute.get_space().get_simple_extent_type()
+
+
+def member_kinds(dataset):
+    kind = dataset.id.get_type()
+    members = []
+    for index in range(kind.get_nmembers()):
+        member = kind.get_member_type(index)
+        strings = (member.get_strpad(), member.get_cset()) if isinstance(member, h5py.h5t.TypeStringID) else None
+        members.append((kind.get_member_name(index), member.get_class(), member.get_size(), strings))
+    return members
+
+
+def test_the_builder_writes_the_real_schema(real, tmp_path):
+    built = str(tmp_path / "built.h5")
+    with h5py.File(real, "r") as source:
+        counters = [str(c) for c in source.attrs["counter_columns"]]
+        same = {name: source.attrs[name] for name in ("ranks", "sampler_interval_ms")}  # they set a chunk size
+        write_results_file(built, [{}], samples=[{}], epochs=[{}], counter_columns=counters, attrs=same)
+        with h5py.File(built, "r") as mine:
+            assert sorted(mine.attrs) == sorted(source.attrs)
+            for name in source.attrs:
+                assert attribute_kind(mine, name) == attribute_kind(source, name), name
+            assert sorted(mine) == sorted(source) == ["epochs", "runs", "samples", "trials"]
+            for table in source:
+                theirs, ours = source[table], mine[table]
+                assert ours.dtype == theirs.dtype, table
+                assert member_kinds(ours) == member_kinds(theirs), table
+                assert (ours.chunks, ours.compression, ours.compression_opts, ours.shuffle, ours.maxshape) == \
+                    (theirs.chunks, theirs.compression, theirs.compression_opts, theirs.shuffle, theirs.maxshape)
+                assert sorted(ours.attrs) == sorted(theirs.attrs), table
+                for name in theirs.attrs:
+                    if name.startswith("unit:"):
+                        assert ours.attrs[name] == theirs.attrs[name], (table, name)
+
+
+def test_the_builder_gives_the_real_trial_ids(real, tmp_path):
+    trials = load(real).trials
+    synthetic = {"shape": (1, 12, 12), "classes": 4, "train_size": TRAIN_SIZE, "test_size": 100}
+    rows = [dict(dataset="synthetic", synthetic=synthetic, optimizer="momentum", learning_rate=0.05, epochs=2,
+                 batch_size=int(t["batch_size"]), hidden=t["hidden"], seed=int(t["seed"]), repeat=int(t["repeat"]))
+            for t in trials.to_dict("records")]
+    built = write_results_file(str(tmp_path / "built.h5"), rows)
+    assert [b["definition"] for b in built] == trials["definition"].tolist()
+    assert [b["trial_id"] for b in built] == trials["trial_id"].tolist()
+
+
+def test_load_reads_the_real_file(real):
+    results = load(real)
+    files = results.files
+    assert files["sweep_name"].tolist() == ["analysis-test"]
+    trials = results.trials
+    assert len(trials) == int(files["planned_trials"].iloc[0]) == 8
+    assert set(trials["status"]) == {"ok"} and trials["final"].all()
+    assert sorted(map(tuple, trials["hidden"])) == sorted([(32,), (24, 8)] * 4)
+    # 144-32-4 and 144-24-8-4, weights and biases
+    by_hidden = {tuple(h): p for h, p in zip(trials["hidden"], trials["parameters"])}
+    assert by_hidden == {(32,): 144 * 32 + 32 + 32 * 4 + 4, (24, 8): 144 * 24 + 24 + 24 * 8 + 8 + 8 * 4 + 4}
+    assert trials["config"].nunique() == 4 and (trials.groupby("config").size() == 2).all()
+    with h5py.File(real, "r") as raw:
+        peaks = raw["trials"]["rss_peak"]
+        baselines = raw["trials"]["rss_baseline"]
+    assert trials["rss_peak"].tolist() == peaks.tolist()
+    assert trials["rss_footprint"].tolist() == (peaks - baselines).tolist()
+    first = trials.iloc[0]
+    samples = results.samples_for([first["trial_id"]], attempt=int(first["attempt"]))
+    assert len(samples) == int(first["samples"]) > 0
+    assert np.all(np.diff(samples["t"].to_numpy()) >= 0)
+
+
+def test_components_add_up_to_the_recorded_estimate(real):
+    results = load(real)
+    table = estimate_components(results, memsweep=memsweep_binary())
+    assert table.attrs["notes"] == []
+    assert set(table["trial_id"]) == set(results.trials["trial_id"])  # repeats too
+    for trial_id, parts in table.groupby("trial_id"):
+        total = parts.loc[parts["part"] == "total", "bytes"].item()
+        inside = parts.loc[~parts["part"].isin(["total", "resident dataset"]), "bytes"]
+        assert inside.sum() == total
+        # the run had one thread (--threads 1), and so has the estimate: the same oneDNN sizes
+        assert total == parts["predicted_bytes"].iloc[0]
+        assert parts["part"].tolist()[0] == "parameters"
+
+
+def test_counters_of_the_real_file(real):
+    results = load(real)
+    table = counters_per_step(results)
+    counters = list(results.files["counter_columns"].iloc[0])
+    assert counters, "the run recorded no counter"
+    name = counters[0]
+    with h5py.File(real, "r") as raw:
+        samples = raw["samples"][()]
+    for row in table.to_dict("records"):
+        mine = samples[samples["trial_id"] == row["trial_id"].encode()]
+        counted = mine[mine[name] >= 0]
+        expected = counted[np.argmax(counted["t"])][name] if len(counted) else math.nan
+        steps = 2 * math.ceil(TRAIN_SIZE / row["batch_size"])
+        assert row["steps"] == steps
+        assert row[name] == expected or (math.isnan(expected) and math.isnan(row[name]))
+        assert row[name + " per step"] == pytest.approx(expected / steps, nan_ok=True)
