@@ -20,6 +20,8 @@ from .load import load  # noqa: E402
 MIB = 2 ** 20
 # At most this many trials get `memsweep estimate`'s parts (one process per trial).
 COMPONENT_TRIALS = 6
+# The statistics' targets as a reader knows them.
+TARGETS = {"rss_footprint": "footprint", "sys_used_mean": "system used"}
 
 
 class InputError(ValueError):
@@ -75,18 +77,19 @@ def _verdict_lines(correlations, regressions):
     lines = []
     noise = []
     for _, row in correlations.iterrows():
-        where = f"{row['scope']}, {row['target']}"
+        where = f"{row['scope']}, {TARGETS.get(row['target'], row['target'])}"
         if row["verdict"].startswith("larger"):
-            lines.append(f"{where}: {row['parameter']}: Spearman rho {row['rho']:.2f} "
-                         f"[{row['ci_low']:.2f}, {row['ci_high']:.2f}], p {row['p']:.3g}, n {int(row['n'])} "
-                         f"-> {row['verdict']}")
+            name = figures.LABELS.get(row["parameter"], row["parameter"])
+            interval = _interval(row["ci_low"], row["ci_high"]) or "(no interval at |rho| = 1)"
+            lines.append(f"{where}: {name}: Spearman rho {row['rho']:.2f} {interval}, p {row['p']:.3g}, "
+                         f"n {int(row['n'])} -> {row['verdict']}")
         elif row["verdict"] == "not distinguishable from noise":
-            noise.append(f"{row['parameter']} ({where})")
+            noise.append(f"{figures.LABELS.get(row['parameter'], row['parameter'])} ({where})")
     for _, row in regressions.iterrows():
         if row["term"] == "intercept" or not str(row["verdict"]).startswith(("larger", "more", "less")):
             continue
         unit = str(row["unit"]).replace("bytes", "MiB")
-        lines.append(f"regression, {row['scope']}, {row['target']}: {row['term']}: "
+        lines.append(f"regression, {row['scope']}, {TARGETS.get(row['target'], row['target'])}: {row['term']}: "
                      f"{row['coef'] / MIB:+.2f} {unit} [{row['ci_low'] / MIB:+.2f}, "
                      f"{row['ci_high'] / MIB:+.2f}], p {row['p']:.3g} -> {row['verdict']}")
     if noise:
@@ -114,6 +117,18 @@ def _regression_table(frame):
     })
     notes = sorted({n for n in frame.get("note", pd.Series(dtype=str)).fillna("") if n})
     return shown, notes
+
+
+def _varied_parameters(trials):
+    """(hyperparameters that vary within some dataset's ok trials, those that do not): a figure of memory
+    against a value that never changes shows nothing, and each one costs a large part of a report's time."""
+    ok = tables.ok_rows(trials)
+    varied, constant = [], []
+    for parameter in figures.LABELS:
+        values = ok[["dataset", parameter]].dropna()
+        spread = values.groupby("dataset")[parameter].nunique()
+        (varied if (spread > 1).any() else constant).append(parameter)
+    return varied, constant
 
 
 def _chosen_trials(trials, asked):
@@ -192,6 +207,13 @@ def build_report(paths, out_dir, trials=None, paper_csv=None, train_examples=Non
     """The report as a Document, its figures written into out_dir; returns (document, figures, calibration)."""
     results = load(*paths)
     all_trials = results.trials
+    # Bad input (an unknown trial id, an unreadable paper table) is refused before anything is written.
+    chosen = _chosen_trials(all_trials, trials)
+    try:
+        paper = tables.paper_table(results, paper_csv=paper_csv)
+    except (OSError, ValueError, KeyError) as error:
+        raise InputError(f"--paper-csv: {error}") from error
+    os.makedirs(out_dir, exist_ok=True)
     written = []
     doc = Document("memsweep report")
     doc.paragraph("Memory in MiB (2^20 bytes, the paper's MB). `used MB` is the paper's figure: the machine's "
@@ -201,10 +223,6 @@ def build_report(paths, out_dir, trials=None, paper_csv=None, train_examples=Non
     doc.heading("Files")
     doc.table(files_table(results))
 
-    try:
-        paper = tables.paper_table(results, paper_csv=paper_csv)
-    except (OSError, ValueError, KeyError) as error:
-        raise InputError(f"--paper-csv: {error}") from error
     for dataset, table in paper.groupby("dataset", sort=True):
         doc.heading(f"{dataset}: trials", level=2)
         doc.table(_paper_layout(table.reset_index(drop=True)))
@@ -228,13 +246,18 @@ def build_report(paths, out_dir, trials=None, paper_csv=None, train_examples=Non
     doc.table(shown)
     for note in notes:
         doc.paragraph(note, note=True)
-    for parameter in figures.LABELS:
+    varied, constant = _varied_parameters(all_trials)
+    if tables.ok_rows(all_trials).empty:
+        doc.paragraph("No trial ended ok: there is no measured memory to plot.", note=True)
+    elif constant:
+        doc.paragraph("No figure for " + ", ".join(figures.LABELS[p] for p in constant) +
+                      ": the same in every ok trial of each dataset.", note=True)
+    for parameter in varied:
         path = figures.memory_vs_hyperparameter(all_trials, parameter,
                                                 os.path.join(out_dir, f"memory-vs-{parameter.replace('_', '-')}.png"))
         doc.image(path, f"memory against {figures.LABELS[parameter]}")
         written.append(path)
 
-    chosen = _chosen_trials(all_trials, trials)
     doc.heading("RSS over time")
     if not chosen:
         doc.paragraph("No ok trial to plot.", note=True)
@@ -254,7 +277,6 @@ def write_report(paths, out_dir, trials=None, paper_csv=None, train_examples=Non
 
     `train_examples`: {dataset: examples} when a run trained on fewer than the published split (a subset's
     files, --max-train-examples), for the counters per step."""
-    os.makedirs(out_dir, exist_ok=True)
     doc, written, calibration = build_report(paths, out_dir, trials=trials, paper_csv=paper_csv,
                                              train_examples=train_examples)
     markdown = os.path.join(out_dir, "report.md")
