@@ -156,11 +156,18 @@ TEST(SlurmClusterFixture, StopEndsExactlyTheProcessesItStarted) {
   const CommandResult submitted = cluster->run({"sbatch", "--parsable", "--wrap=sleep 300"}, work.path());
   ASSERT_EQ(submitted.exit_status, 0) << submitted.err;
   const std::string id = submitted.out.substr(0, submitted.out.find('\n'));
-  ASSERT_TRUE(bystander.wait_for([&] { return cluster->job(id)["JobState"] == "RUNNING"; }, 30s)) << cluster->logs();
   const std::string marker = cluster->environment().at("MEMSWEEP_TEST_SLURM_CLUSTER");
-  // The daemons, the job's slurmstepd and its `sleep` all carry the marker.
+  // The daemons, the job's slurmstepd, its batch shell and its `sleep` all
+  // carry the marker. Slurm says RUNNING before slurmstepd has started the
+  // script, so wait for the job's own `sleep` to appear.
+  const auto job_sleeping = [&] {
+    for (const pid_t pid : processes_with_environment("MEMSWEEP_TEST_SLURM_CLUSTER", marker))
+      if (slurp("/proc/" + std::to_string(pid) + "/comm") == "sleep\n") return true;
+    return false;
+  };
+  ASSERT_TRUE(bystander.wait_for(job_sleeping, 30s)) << cluster->job(id)["JobState"] << "\n" << cluster->logs();
   const std::vector<pid_t> started = processes_with_environment("MEMSWEEP_TEST_SLURM_CLUSTER", marker);
-  ASSERT_GE(started.size(), 4u);
+  ASSERT_GE(started.size(), 5u);
 
   cluster->stop();
 
