@@ -10,8 +10,8 @@
 // divided into ranks.
 // Run: memsweep_bench_store [rows per run] [runs] [folder for the files]
 
-#include "memsweep/random.hpp"
 #include "memsweep/store.hpp"
+#include "sample_stream.hpp"
 #include "store/store_writer.hpp"
 
 #include <fmt/format.h>
@@ -34,11 +34,10 @@ namespace store = memsweep::store;
 
 constexpr std::size_t kDefaultRows = 1'000'000;
 constexpr int kDefaultRuns = 5;
-constexpr std::size_t kRowsPerMessage = memsweep::kSamplesPerChunk;  // what a worker streams at once
-constexpr std::size_t kWorkers = 64;
-constexpr std::size_t kMessagesPerWorker = 16;           // the pool of distinct rows cycled through
 constexpr double kSamplingRowsPerRankPerSecond = 100.0;  // 10 ms interval
-const std::vector<std::string> kCounters{"PAPI_L1_DCM", "PAPI_L2_DCM", "PAPI_TLB_DM", "perf::PAGE-FAULTS"};
+using memsweep::bench::kCounters;
+using memsweep::bench::kRowsPerMessage;
+using memsweep::bench::kWorkers;
 
 memsweep::FileHeader bench_header();
 
@@ -68,52 +67,7 @@ std::vector<Layout> layouts() {
   };
 }
 
-// What a sampler at 10 ms produces: time with a few microseconds of jitter,
-// RSS moving by pages with steps at epoch boundaries, system figures
-// wandering with the rest of the node, cumulative counters.
-std::vector<memsweep::SampleRow> realistic_rows() {
-  memsweep::Rng rng(42);
-  std::vector<memsweep::SampleRow> rows;
-  rows.reserve(kWorkers * kMessagesPerWorker * kRowsPerMessage);
-  for (std::size_t message = 0; message < kMessagesPerWorker; ++message) {
-    for (std::size_t worker = 0; worker < kWorkers; ++worker) {
-      memsweep::Rng stream(memsweep::mix_seed(42, worker));
-      for (std::size_t i = 0; i < kRowsPerMessage; ++i) {
-        const std::size_t k = message * kRowsPerMessage + i;
-        memsweep::SampleRow row;
-        memsweep::set_fixed(row.trial_id, fmt::format("{:012x}", memsweep::mix_seed(7, worker) >> 16));
-        row.attempt = 0;
-        row.rank = static_cast<std::int32_t>(worker + 1);
-        row.epoch = static_cast<std::int32_t>(k / 1000);
-        row.t = 0.01 * static_cast<double>(k) + rng.normal() * 2e-5;
-        const std::int64_t pages = 50'000 + 5'000 * row.epoch + rng.uniform_int(-200, 200);
-        row.rss = 4096 * pages;
-        row.anon_rss = row.rss - 30'000'000 + 4096 * rng.uniform_int(-20, 20);
-        row.pss = row.rss - 4096 * static_cast<std::int64_t>(k / 100 % 50);
-        row.sys_used = 4096 * (1'200'000 + rng.uniform_int(-5'000, 5'000));
-        row.sys_available = 25'000'000'000 - row.sys_used;
-        row.sys_active = 4096 * (900'000 + rng.uniform_int(-3'000, 3'000));
-        const auto kk = static_cast<std::int64_t>(k);
-        row.counters[0] = kk * 1'000'000 + rng.uniform_int(0, 100'000);
-        row.counters[1] = kk * 200'000 + rng.uniform_int(0, 20'000);
-        row.counters[2] = kk * 10'000 + rng.uniform_int(0, 1'000);
-        row.counters[3] = kk * 3 + stream.uniform_int(0, 2);
-        rows.push_back(row);
-      }
-    }
-  }
-  return rows;
-}
-
-memsweep::FileHeader bench_header() {
-  memsweep::FileHeader header;
-  header.sweep_name = "bench-store";
-  header.counter_columns = kCounters;
-  header.events_requested = kCounters;
-  header.ranks = static_cast<int>(kWorkers + 1);
-  header.sampler_interval_ms = 10;
-  return header;
-}
+memsweep::FileHeader bench_header() { return memsweep::bench::sample_stream_header("bench-store"); }
 
 struct RunResult {
   double seconds = 0.0;
@@ -154,7 +108,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "usage: memsweep_bench_store [rows per run] [runs] [folder]\n");
     return 2;
   }
-  const std::vector<memsweep::SampleRow> pool = realistic_rows();
+  const std::vector<memsweep::SampleRow> pool = memsweep::bench::realistic_rows();
   const std::vector<Layout> all = layouts();
   // Bytes of a row as stored, before compression: the fixed columns and one
   // int64 per counter (the packed file type has no padding).

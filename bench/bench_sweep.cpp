@@ -245,6 +245,7 @@ class PlausibleSamples {
       row.anon_rss = rss_ - (30LL << 20);
       row.pss = rss_ - (10LL << 20);
       row.sys_used = sys_used_;
+      row.sys_total = 8LL << 30;
       row.sys_available = (8LL << 30) - sys_used_;
       row.sys_active = sys_used_ / 2 + kPage * static_cast<std::int64_t>((noise >> 16) % 64);
       for (std::size_t c = 0; c < kCounterColumns; ++c) {

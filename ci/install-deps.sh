@@ -15,6 +15,7 @@ packages=(
   libpapi-dev papi-tools              # PAPI 7: the sampler's counters
   libpfm4-dev                         # libpfm4: encodes PAPI's events for perf_event (the sampler)
   zlib1g-dev                          # .gz datasets
+  libncurses-dev                      # ncursesw: memsweep watch's full-screen view
   libtoml11-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format                        # the style check of ci/test.sh
@@ -23,6 +24,8 @@ packages=(
   python3-scipy python3-pytest
   # cluster scheduler for the job-script tests
   slurm-wlm munge
+  # a terminal for the full-screen watch test
+  tmux
 )
 
 missing=()

@@ -115,3 +115,12 @@ endif()
 message(STATUS "memsweep dependencies: MPI ${MPI_C_VERSION}, HDF5 ${HDF5_VERSION}, oneDNN ${dnnl_VERSION}, "
                "PAPI ${PAPI_VERSION}, zlib ${ZLIB_VERSION_STRING}, toml11 ${toml11_VERSION}, "
                "CLI11 ${CLI11_VERSION}, fmt ${fmt_VERSION}")
+
+# ncursesw: the full-screen view of `memsweep watch` (wide characters for its
+# charts' block glyphs).
+set(CURSES_NEED_NCURSES TRUE)
+set(CURSES_NEED_WIDE TRUE)
+find_package(Curses QUIET)
+if(NOT CURSES_FOUND)
+  memsweep_missing("ncursesw (wide-character curses)" "libncurses-dev")
+endif()

@@ -1,4 +1,4 @@
-"""Read memsweep results files (docs/results-file.md, schema 1) into pandas DataFrames.
+"""Read memsweep results files (docs/results-file.md, schemas 1 and 2) into pandas DataFrames.
 
 `load(*paths)` checks every file at once (an HDF5 file, `format` = "memsweep",
 `schema_version` = 1, the four tables present) and reads only its root
@@ -28,7 +28,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 FORMAT = "memsweep"
-SCHEMA_VERSION = 1
+# Schema 2 added /samples' sys_total column, which nothing here needs: both read alike.
+SCHEMA_VERSIONS = (1, 2)
+SCHEMA_VERSION = SCHEMA_VERSIONS[-1]
 TABLES = ("trials", "samples", "epochs", "runs")
 
 # Statuses whose row is the trial's result; `interrupted` is the only one a
@@ -48,7 +50,7 @@ MISSING_AS_MINUS_ONE = ("final_train_loss", "test_accuracy")
 
 
 class MemsweepFileError(ValueError):
-    """A file that is not a readable memsweep results file of schema 1; the message names it."""
+    """A file that is not a readable memsweep results file (schema 1 or 2); the message names it."""
 
 
 def load(*paths):
@@ -114,9 +116,9 @@ def _check(path, file):
         raise MemsweepFileError(f"{path}: a memsweep file without a schema_version attribute (this package reads "
                                 f"schema {SCHEMA_VERSION})")
     version = _text(attrs["schema_version"])
-    if version != SCHEMA_VERSION:
+    if version not in SCHEMA_VERSIONS:
         raise MemsweepFileError(f"{path}: schema version {version}, written by a newer memsweep? this package "
-                                f"reads schema {SCHEMA_VERSION}")
+                                f"reads schemas {', '.join(map(str, SCHEMA_VERSIONS))}")
     missing = [t for t in TABLES if t not in file]
     if missing:
         raise MemsweepFileError(f"{path}: a memsweep file without the table(s) {', '.join('/' + t for t in missing)}"

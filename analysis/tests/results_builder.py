@@ -81,6 +81,7 @@ SAMPLE_COLUMNS = [
     ("anon_rss", "<i8", BYTES),
     ("pss", "<i8", BYTES),
     ("sys_used", "<i8", BYTES),
+    ("sys_total", "<i8", BYTES),
     ("sys_available", "<i8", BYTES),
     ("sys_active", "<i8", BYTES),
 ]
@@ -145,7 +146,7 @@ TRIAL_DEFAULTS = {
 }
 
 SAMPLE_DEFAULTS = {"attempt": 0, "rank": 0, "epoch": 0, "t": 0.0, "rss": 60 * 2**20, "anon_rss": 30 * 2**20,
-                   "pss": -1, "sys_used": 800 * 2**20, "sys_available": 20 * 2**30, "sys_active": 500 * 2**20}
+                   "pss": -1, "sys_used": 800 * 2**20, "sys_total": 24 * 2**30, "sys_available": 20 * 2**30, "sys_active": 500 * 2**20}
 
 EPOCH_DEFAULTS = {"attempt": 0, "epoch": 1, "train_loss": 0.5, "test_accuracy": 0.9, "seconds": 1.0,
                   "rss": 60 * 2**20, "sys_used": 800 * 2**20}
@@ -254,7 +255,7 @@ def default_attrs(trials, counter_columns):
     hosts = sorted({t["host"] for t in trials}) or ["testhost"]
     return {
         "format": "memsweep",
-        "schema_version": np.int32(1),
+        "schema_version": np.int32(2),
         "sweep_name": "test",
         "sweep_file": "test.toml",
         "sweep_text": '[sweep]\nname = "test"\n',

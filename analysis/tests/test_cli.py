@@ -34,7 +34,7 @@ def bad_file(tmp_path, kind):
         with h5py.File(path, "w") as f:
             f["x"] = [1, 2, 3]
     elif kind == "schema-2":
-        write_results_file(str(path), [{}], attrs={"schema_version": 2})
+        write_results_file(str(path), [{}], attrs={"schema_version": 3})
     return str(path)
 
 

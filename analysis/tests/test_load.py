@@ -78,7 +78,22 @@ def test_files_frame_one_row_per_file(tmp_path):
     assert files["counter_columns"].tolist() == [["PAPI_L1_DCM", "perf::PAGE-FAULTS"], ["perf::PAGE-FAULTS"]]
     assert files["trials_rows"].tolist() == [1, 2]
     assert files["samples_rows"].tolist() == [0, 1]
-    assert (files["format"] == "memsweep").all() and (files["schema_version"] == 1).all()
+    assert (files["format"] == "memsweep").all() and (files["schema_version"] == 2).all()
+
+
+def test_schema_1_files_without_sys_total_still_read(tmp_path):
+    # Schema 1 had no sys_total column in /samples; files of it (and the paper re-run's) stay readable.
+    path = str(tmp_path / "old.h5")
+    write_results_file(path, [{}], samples=[{"rss": 3 * 2**20}, {"rss": 5 * 2**20}], attrs={"schema_version": 1})
+    with h5py.File(path, "r+") as f:
+        samples = f["samples"][:]
+        kept = [n for n in samples.dtype.names if n != "sys_total"]
+        del f["samples"]
+        f.create_dataset("samples", data=samples[kept], maxshape=(None,), chunks=True)
+    results = load(path)
+    assert results.files["schema_version"].tolist() == [1]
+    assert results.samples["rss"].tolist() == [3 * 2**20, 5 * 2**20]
+    assert "sys_total" not in results.samples.columns
 
 
 def test_several_files_concatenate_with_their_origin(tmp_path):
@@ -202,8 +217,8 @@ def test_a_file_a_swmr_writer_left_open_is_read(tmp_path):
     (lambda p: write_results_file(p, [{}], attrs={"format": "other"}), "format attribute is 'other'"),
     (lambda p: write_results_file(p, [{}], attrs={"schema_version": None}),
      "a memsweep file without a schema_version attribute"),
-    (lambda p: write_results_file(p, [{}], attrs={"schema_version": 2}),
-     "schema version 2, written by a newer memsweep? this package reads schema 1"),
+    (lambda p: write_results_file(p, [{}], attrs={"schema_version": 3}),
+     "schema version 3, written by a newer memsweep? this package reads schemas 1, 2"),
 ])
 def test_refusals_name_the_file_and_what_was_expected(tmp_path, make, expected):
     path = str(tmp_path / "bad.h5")

@@ -17,4 +17,11 @@ inline constexpr std::string_view kByteSizeHelp =
 // "1.50 GiB": for tables and messages.
 std::string format_byte_size(std::uint64_t bytes);
 
+// `bytes` in the largest binary unit it reaches (B, KiB, ... TiB): {1.5, "GiB"}.
+struct ScaledBytes {
+  double value = 0.0;
+  std::string_view unit;
+};
+ScaledBytes scale_byte_size(std::uint64_t bytes);
+
 }  // namespace memsweep

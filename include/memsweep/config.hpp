@@ -65,6 +65,10 @@ struct TrialSpec {
   // formatting. Editing or reordering a sweep file never changes it.
   std::string canonical_text() const;
 
+  // One line for people: "mnist mlp adam lr=0.001 batch=64 epochs=5
+  // hidden=[128,64]" (progress lines, watch).
+  std::string summary_text() const;
+
   // Repeats train with different seeds (weights, shuffling) so that their
   // spread includes that variation.
   std::uint64_t training_seed() const;

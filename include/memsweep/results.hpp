@@ -23,7 +23,7 @@
 
 namespace memsweep {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 inline constexpr std::string_view kFormatName = "memsweep";
 
 // Fixed string widths of the tables' text columns (NUL-padded, not
@@ -105,6 +105,7 @@ struct SampleRow {
   std::int64_t anon_rss = -1;
   std::int64_t pss = -1;
   std::int64_t sys_used = -1;
+  std::int64_t sys_total = -1;  // the node's MemTotal
   std::int64_t sys_available = -1;
   std::int64_t sys_active = -1;
   std::array<std::int64_t, kMaxCounters> counters{};

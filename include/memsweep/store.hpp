@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -144,6 +145,9 @@ class ResultReader {
   void refresh();
   std::vector<RunRow> runs() const;
   std::vector<TrialRow> trials() const;
+  std::uint64_t trial_count() const;
+  // Rows [first, first + count) of /trials (clamped to the end).
+  std::vector<TrialRow> trials(std::uint64_t first, std::uint64_t count) const;
   std::vector<EpochRow> epochs() const;
   std::uint64_t sample_count() const;
   // Rows [first, first + count) of /samples (clamped to the end).
@@ -154,6 +158,13 @@ class ResultReader {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Whether a live memsweep run is writing `path` with SWMR (it holds the
+// writer's lock, docs/results-file.md). Only queries the lock: never blocks,
+// never takes one, so it never gets in the writer's way. nullopt: cannot tell
+// (no such file, or a filesystem without these locks). A writer without SWMR
+// keeps readers out altogether (ResultReader says so).
+std::optional<bool> writer_is_live(const std::filesystem::path& path);
 
 // "1.10.8"
 std::string hdf5_library_version();

@@ -6,6 +6,7 @@
 #include "cli/plan_command.hpp"
 #include "cli/run_command.hpp"
 #include "cli/summary_command.hpp"
+#include "cli/watch_command.hpp"
 #include "memsweep/error.hpp"
 #include "memsweep/version.hpp"
 
@@ -34,6 +35,8 @@ int main(int argc, char** argv) {
   cli::add_events_command(app, events);
   cli::EstimateOptions estimate;
   cli::add_estimate_command(app, estimate);
+  cli::WatchOptions watch;
+  cli::add_watch_command(app, watch);
 
   try {
     app.parse(argc, argv);
@@ -46,14 +49,15 @@ int main(int argc, char** argv) {
   if (app.get_subcommands().empty()) {
     const std::vector<std::string> extras = app.remaining();
     if (extras.empty())
+      fmt::print(stderr,
+                 "memsweep: error: a command is required: run, summary, watch, plan, estimate, events (see memsweep "
+                 "--help)\n");
+    else
       fmt::print(
           stderr,
-          "memsweep: error: a command is required: run, summary, plan, estimate, events (see memsweep --help)\n");
-    else
-      fmt::print(stderr,
-                 "memsweep: error: unknown command \"{}\"; expected one of: run, summary, plan, estimate, events (see "
-                 "memsweep --help)\n",
-                 extras.front());
+          "memsweep: error: unknown command \"{}\"; expected one of: run, summary, watch, plan, estimate, events (see "
+          "memsweep --help)\n",
+          extras.front());
     return exit_status::kBadInput;
   }
 
@@ -63,6 +67,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("plan")) return cli::run_plan_command(plan);
     if (app.got_subcommand("events")) return cli::run_events_command(events);
     if (app.got_subcommand("estimate")) return cli::run_estimate_command(estimate);
+    if (app.got_subcommand("watch")) return cli::run_watch_command(watch);
   } catch (const InputError& error) {
     fmt::print(stderr, "memsweep: error: {}\n", error.what());
     return exit_status::kBadInput;

@@ -49,7 +49,7 @@ std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
   return std::nullopt;
 }
 
-std::string format_byte_size(std::uint64_t bytes) {
+ScaledBytes scale_byte_size(std::uint64_t bytes) {
   constexpr std::array<std::string_view, 5> kNames{"B", "KiB", "MiB", "GiB", "TiB"};
   double value = static_cast<double>(bytes);
   std::size_t unit = 0;
@@ -57,7 +57,12 @@ std::string format_byte_size(std::uint64_t bytes) {
     value /= 1024.0;
     ++unit;
   }
-  return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", value, kNames[unit]);
+  return {value, kNames[unit]};
+}
+
+std::string format_byte_size(std::uint64_t bytes) {
+  const ScaledBytes scaled = scale_byte_size(bytes);
+  return scaled.unit == "B" ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", scaled.value, scaled.unit);
 }
 
 }  // namespace memsweep

@@ -2,6 +2,7 @@
 #include "memsweep/random.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace memsweep {
 
@@ -21,6 +22,15 @@ std::string_view optimizer_name(OptimizerKind kind) {
     case OptimizerKind::adam: return "adam";
   }
   return "unknown";
+}
+
+std::string TrialSpec::summary_text() const {
+  std::string text =
+      fmt::format("{} {} {} lr={:g} batch={} epochs={} hidden=[{}]", dataset_name(dataset.kind), model_name(model),
+                  optimizer_name(optimizer.kind), learning_rate, batch_size, epochs, fmt::join(hidden, ","));
+  if (model == ModelKind::cnn) text += fmt::format(" channels=[{}]", fmt::join(channels, ","));
+  if (repeat > 0) text += fmt::format(" repeat={}", repeat);
+  return text;
 }
 
 std::string TrialSpec::canonical_text() const {

@@ -102,6 +102,7 @@ SampleRow sample_row(const Sample& sample, std::span<const int> sources) {
   row.anon_rss = sample.anon_rss_bytes;
   row.pss = sample.pss_bytes;
   row.sys_used = sample.sys_used_bytes;
+  row.sys_total = sample.sys_total_bytes;
   row.sys_available = sample.sys_available_bytes;
   row.sys_active = sample.sys_active_bytes;
   const std::size_t column_count = std::min(sources.size(), row.counters.size());

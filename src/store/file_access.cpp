@@ -1,5 +1,7 @@
 #include "store/file_access.hpp"
 
+#include "store/writer_lock.hpp"
+
 #include <fmt/format.h>
 
 #include <string>
@@ -22,6 +24,8 @@ constexpr std::string_view kTruncated = "truncated file";
 // another mode ("file is already open for read-only"). The superblock's
 // "already open for write" flag is cleared before every open that reports.
 constexpr std::string_view kOpenInThisProcess = "already open";
+// The same, when the two opens differ in taking HDF5's lock (readers take none).
+constexpr std::string_view kOpenInThisProcessLocking = "file locking flag values don't match";
 
 // A SWMR reader may read metadata while the writer is rewriting it, so a
 // checksum that fails is read again. HDF5 1.10 sleeps 1 ns before the second
@@ -57,16 +61,26 @@ void check_is_hdf5(const std::filesystem::path& path, const Hdf5Errors& errors) 
                              cause));
   }
   if (contains(cause, kTruncated)) errors.fail_plain(fmt::format("the file is truncated (HDF5: {})", cause));
-  if (contains(cause, kOpenInThisProcess))
+  if (contains(cause, kOpenInThisProcess) || contains(cause, kOpenInThisProcessLocking))
     errors.fail_plain(fmt::format("this process already has the file open in another mode (HDF5: {})", cause));
   errors.fail_plain(
       fmt::format("the file is damaged: HDF5 cannot open it ({})", cause.empty() ? "no reason given" : cause));
+}
+
+// Readers take no HDF5 lock: a shared lock held while `memsweep watch` or
+// `summary` has the file open would make a resume's exclusive one fail
+// ("unable to lock file"), so a watcher would break the requeue of the job
+// it watches. A writer without SWMR is told apart by its lock instead
+// (open_file_for_reading).
+void without_file_locking(hid_t fapl, const Hdf5Errors& errors) {
+  errors.check(H5Pset_file_locking(fapl, false, true), "open without taking HDF5's file lock");
 }
 
 PropertyHandle swmr_read_properties(const Hdf5Errors& errors) {
   PropertyHandle fapl(errors.check(H5Pcreate(H5P_FILE_ACCESS), "create file access properties"));
   errors.check(H5Pset_metadata_read_attempts(fapl.get(), kSwmrMetadataReadAttempts),
                "set the metadata read attempts of a SWMR reader");
+  without_file_locking(fapl.get(), errors);
   return fapl;
 }
 
@@ -125,11 +139,19 @@ OpenedForReading open_file_for_reading(const std::filesystem::path& path, const 
   }
   const std::string swmr_cause = innermost_hdf5_error();
   if (contains(swmr_cause, kLockFailure)) fail_to_open(swmr_cause, errors, false);
-  // Otherwise the file was written without SWMR (or by another tool). If its
-  // writer died, the superblock still says "open for writing": the flag is
-  // ignored for this read-only open (nothing is written back), and what the
-  // writer last flushed is read.
+  // Otherwise the file was written without SWMR (or by another tool), or a
+  // resume has it open before its SWMR writing starts. A live writer holds
+  // a lock, HDF5's or memsweep's; a dead one's file is read as it left it.
+  if (WriterLock::hdf5_lock_held(path)) fail_to_open(std::string(kLockFailure), errors, false);
+  if (WriterLock::is_held(path) == true)
+    errors.fail_plain(
+        "a memsweep run is opening it to write (a resume, before its SWMR writing starts); read it "
+        "again in a moment");
+  // If its writer died, the superblock still says "open for writing": the
+  // flag is ignored for this read-only open (nothing is written back), and
+  // what the writer last flushed is read.
   const PropertyHandle fapl = file_access_properties(false, true, errors);
+  without_file_locking(fapl.get(), errors);
   OpenedForReading opened{FileHandle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get())), false};
   if (!opened.file.valid()) fail_to_open(innermost_hdf5_error(), errors, false);
   address_whole_file(opened.file.get(), errors);

@@ -7,7 +7,7 @@
 namespace memsweep::store {
 namespace {
 
-// Attributes every file of schema version 1 has; a missing one means the
+// Attributes every file of this schema version has; a missing one means the
 // file was damaged or written by something else.
 std::string required_string(hid_t file, const char* name, const Hdf5Errors& errors) {
   std::optional<std::string> value = read_string_attribute(file, name, errors);

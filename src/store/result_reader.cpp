@@ -5,6 +5,7 @@
 #include "store/file_header.hpp"
 #include "store/series_scan.hpp"
 #include "store/table.hpp"
+#include "store/writer_lock.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -27,6 +28,15 @@ struct ResultReader::Impl {
   // (store::trial_id_schema()): not part of what this reader shows.
   void hide_unwritten_rows() {
     for (auto* table : {&trials, &samples, &epochs}) (*table)->hide_unwritten_tail();
+  }
+
+  template <typename Row>
+  std::vector<Row> read_range(const store::Table& table, std::uint64_t first, std::uint64_t count) const {
+    const std::uint64_t rows = table.rows();
+    if (first >= rows) return {};
+    std::vector<Row> out(std::min(count, rows - first));
+    table.read(first, out.size(), out.data());
+    return out;
   }
 
   template <typename Row>
@@ -76,6 +86,13 @@ std::vector<TrialRow> ResultReader::trials() const {
   return impl_->read_all<TrialRow>(*impl_->trials);
 }
 
+std::uint64_t ResultReader::trial_count() const { return impl_->trials->rows(); }
+
+std::vector<TrialRow> ResultReader::trials(std::uint64_t first, std::uint64_t count) const {
+  store::silence_hdf5_errors();
+  return impl_->read_range<TrialRow>(*impl_->trials, first, count);
+}
+
 std::vector<EpochRow> ResultReader::epochs() const {
   store::silence_hdf5_errors();
   return impl_->read_all<EpochRow>(*impl_->epochs);
@@ -85,16 +102,14 @@ std::uint64_t ResultReader::sample_count() const { return impl_->samples->rows()
 
 std::vector<SampleRow> ResultReader::samples(std::uint64_t first, std::uint64_t count) const {
   store::silence_hdf5_errors();
-  const std::uint64_t rows = impl_->samples->rows();
-  if (first >= rows) return {};
-  std::vector<SampleRow> out(std::min(count, rows - first));
-  impl_->samples->read(first, out.size(), out.data());
-  return out;
+  return impl_->read_range<SampleRow>(*impl_->samples, first, count);
 }
 
 std::vector<SeriesSummary> ResultReader::scan_series() const {
   store::silence_hdf5_errors();
   return store::scan_series(*impl_->samples, impl_->errors);
 }
+
+std::optional<bool> writer_is_live(const std::filesystem::path& path) { return store::WriterLock::is_held(path); }
 
 }  // namespace memsweep

@@ -121,6 +121,7 @@ TableSchema samples_schema(std::span<const std::string> counter_columns, const H
           int64("anon_rss", offsetof(SampleRow, anon_rss), kBytes),
           int64("pss", offsetof(SampleRow, pss), kBytes),
           int64("sys_used", offsetof(SampleRow, sys_used), kBytes),
+          int64("sys_total", offsetof(SampleRow, sys_total), kBytes),
           int64("sys_available", offsetof(SampleRow, sys_available), kBytes),
           int64("sys_active", offsetof(SampleRow, sys_active), kBytes),
       },

@@ -58,17 +58,50 @@ WriterLock WriterLock::acquire(const std::filesystem::path& path, const Hdf5Erro
   return WriterLock();  // no such locks here (EINVAL, ENOLCK): go without
 }
 
-void WriterLock::check_free(const std::filesystem::path& path, const Hdf5Errors& errors) {
+namespace {
+
+struct LockState {
+  bool queried = false;  // the writer's lock could be queried
+  bool memsweep_held = false;
+  bool hdf5_locked = false;  // HDF5's exclusive lock: a writer without SWMR
+};
+
+std::optional<LockState> lock_state(const std::filesystem::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
+  if (fd < 0) return std::nullopt;
+  LockState state;
+  struct flock request = lock_request(F_WRLCK);
+  state.queried = ::fcntl(fd, F_OFD_GETLK, &request) == 0;
+  state.memsweep_held = state.queried && request.l_type != F_UNLCK;
+  // HDF5's own lock: exclusive while a writer without SWMR has the file open
+  // (readers share it, and so does this test, which releases it at close).
+  state.hdf5_locked = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  return state;
+}
+
+}  // namespace
+
+std::optional<bool> WriterLock::is_held(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
   struct flock request = lock_request(F_WRLCK);
   const bool queried = ::fcntl(fd, F_OFD_GETLK, &request) == 0;
-  // HDF5's own lock: exclusive while a writer without SWMR has the file open
-  // (readers share it, and so does this test).
-  const bool hdf5_locked = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
   ::close(fd);
-  if (queried && request.l_type != F_UNLCK) fail_held(errors);
-  if (hdf5_locked)
+  if (!queried) return std::nullopt;
+  return request.l_type != F_UNLCK;
+}
+
+bool WriterLock::hdf5_lock_held(const std::filesystem::path& path) {
+  const std::optional<LockState> state = lock_state(path);
+  return state && state->hdf5_locked;
+}
+
+void WriterLock::check_free(const std::filesystem::path& path, const Hdf5Errors& errors) {
+  const std::optional<LockState> state = lock_state(path);
+  if (!state) return;
+  if (state->memsweep_held) fail_held(errors);
+  if (state->hdf5_locked)
     errors.fail_plain(
         "another process is writing this file (it holds HDF5's lock on it); wait for that run to end, "
         "or write to another file");

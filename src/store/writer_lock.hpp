@@ -12,6 +12,7 @@
 #include "store/hdf5_handles.hpp"
 
 #include <filesystem>
+#include <optional>
 
 namespace memsweep::store {
 
@@ -33,6 +34,14 @@ class WriterLock {
   // SWMR is not supported, both kinds of lock would be the same lock), and
   // before a file is replaced.
   static void check_free(const std::filesystem::path& path, const Hdf5Errors& errors);
+  // Whether a live memsweep writer holds its lock on `path`; nullopt when
+  // the file cannot be opened or the lock cannot be queried. Only queries
+  // (F_OFD_GETLK): it never takes a lock, so it never gets in a writer's way.
+  static std::optional<bool> is_held(const std::filesystem::path& path);
+  // Whether HDF5's exclusive lock is held: a writer without SWMR has the file
+  // open. Takes a shared lock for a moment to find out, which would make a
+  // writer's open fail in that moment: only for files not written with SWMR.
+  static bool hdf5_lock_held(const std::filesystem::path& path);
 
  private:
   explicit WriterLock(int fd) : fd_(fd) {}

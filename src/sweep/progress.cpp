@@ -7,7 +7,6 @@
 #include "memsweep/sweep.hpp"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -25,15 +24,6 @@ std::string format_duration(std::chrono::seconds duration) {
   return fmt::format("{}s", seconds);
 }
 
-std::string hyperparameters(const TrialSpec& trial) {
-  std::string text = fmt::format("{} {} {} lr={:g} batch={} epochs={} hidden=[{}]", dataset_name(trial.dataset.kind),
-                                 model_name(trial.model), optimizer_name(trial.optimizer.kind), trial.learning_rate,
-                                 trial.batch_size, trial.epochs, fmt::join(trial.hidden, ","));
-  if (trial.model == ModelKind::cnn) text += fmt::format(" channels=[{}]", fmt::join(trial.channels, ","));
-  if (trial.repeat > 0) text += fmt::format(" repeat={}", trial.repeat);
-  return text;
-}
-
 }  // namespace
 
 ProgressReporter::ProgressReporter(std::ostream& out, Verbosity verbosity, std::size_t total_trials, int workers)
@@ -41,7 +31,7 @@ ProgressReporter::ProgressReporter(std::ostream& out, Verbosity verbosity, std::
 
 void ProgressReporter::trial_started(const TrialSpec& trial, int attempt, int rank) {
   if (verbosity_ != Verbosity::verbose) return;
-  out_ << fmt::format("start {} attempt {} on rank {}: {}\n", trial.id, attempt, rank, hyperparameters(trial))
+  out_ << fmt::format("start {} attempt {} on rank {}: {}\n", trial.id, attempt, rank, trial.summary_text())
        << std::flush;
 }
 

@@ -117,6 +117,7 @@ std::vector<SampleRow> example_samples(std::string_view trial_id, std::int32_t a
     row.anon_rss = row.rss - 500'000;
     row.pss = row.rss - 1000;
     row.sys_used = 4'000'000'000 + static_cast<std::int64_t>(i);
+    row.sys_total = 16'000'000'000;
     row.sys_available = 12'000'000'000;
     row.sys_active = 6'000'000'000;
     for (std::size_t c = 0; c < kCounterColumns.size(); ++c)
@@ -196,6 +197,7 @@ void expect_same(const SampleRow& expected, const SampleRow& actual, std::size_t
   EXPECT_EQ(actual.anon_rss, expected.anon_rss);
   EXPECT_EQ(actual.pss, expected.pss);
   EXPECT_EQ(actual.sys_used, expected.sys_used);
+  EXPECT_EQ(actual.sys_total, expected.sys_total);
   EXPECT_EQ(actual.sys_available, expected.sys_available);
   EXPECT_EQ(actual.sys_active, expected.sys_active);
   for (std::size_t c = 0; c < counters; ++c) EXPECT_EQ(actual.counters[c], expected.counters[c]) << "counter " << c;

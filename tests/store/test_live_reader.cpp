@@ -127,8 +127,10 @@ print(f.attrs['hosts'][1], f.attrs['planned_trials'], len(f['runs']), len(f['epo
             "t00000000000 423 180000000 ok\n"
             "bytes 1 text s since 1970-01-01T00:00:00Z\n"
             "10 2003 events s\n"
-            "memsweep 1 True ['PAPI_L1_DCM', 'perf::PAGE-FAULTS', 'PAPI_TLB_DM']\n"
-            "node-b 1234567890123 1 0\n");
+            "memsweep " +
+                std::to_string(kSchemaVersion) +
+                " True ['PAPI_L1_DCM', 'perf::PAGE-FAULTS', 'PAPI_TLB_DM']\n"
+                "node-b 1234567890123 1 0\n");
 }
 
 }  // namespace

@@ -144,6 +144,7 @@ TEST(SampleRowOf, MovesCountersToTheFilesColumnOrder) {
   sample.anon_rss_bytes = 222;
   sample.pss_bytes = 333;
   sample.sys_used_bytes = 444;
+  sample.sys_total_bytes = 777;
   sample.sys_available_bytes = 555;
   sample.sys_active_bytes = 666;
   sample.counters[0] = 10;  // "a"
@@ -158,6 +159,7 @@ TEST(SampleRowOf, MovesCountersToTheFilesColumnOrder) {
   EXPECT_EQ(row.anon_rss, 222);
   EXPECT_EQ(row.pss, 333);
   EXPECT_EQ(row.sys_used, 444);
+  EXPECT_EQ(row.sys_total, 777);
   EXPECT_EQ(row.sys_available, 555);
   EXPECT_EQ(row.sys_active, 666);
   EXPECT_EQ(row.counters[0], 30);

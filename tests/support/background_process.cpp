@@ -76,13 +76,19 @@ void BackgroundProcess::signal(int number) const {
 }
 
 int BackgroundProcess::wait() {
+  if (reaped_) return exit_status_;  // wait_until_ended() reaped it
   int status = 0;
   while (::waitpid(pid_, &status, 0) < 0) {
     if (errno != EINTR) throw std::runtime_error("waitpid failed");
   }
+  reaped(status);
+  return exit_status_;
+}
+
+void BackgroundProcess::reaped(int status) {
   reaped_ = true;
   ended_by_signal_ = WIFSIGNALED(status);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 namespace {
@@ -118,8 +124,7 @@ bool BackgroundProcess::wait_until_ended(std::chrono::milliseconds timeout) {
     int status = 0;
     const pid_t result = ::waitpid(pid_, &status, WNOHANG);
     if (result == pid_) {
-      reaped_ = true;
-      ended_by_signal_ = WIFSIGNALED(status);
+      reaped(status);
     } else if (std::chrono::steady_clock::now() >= deadline) {
       break;
     } else {

@@ -31,15 +31,19 @@ class BackgroundProcess {
   // Polls `condition` until it holds or `timeout` passes; returns whether it held.
   bool wait_for(const std::function<bool()>& condition, std::chrono::milliseconds timeout) const;
   void signal(int number) const;
-  // The exit status, or 128 + the signal that ended it.
+  // The exit status, or 128 + the signal that ended it (also after
+  // wait_until_ended() reaped it).
   int wait();
   // Reaps it if it ends within `timeout`; returns whether it did.
   bool wait_until_ended(std::chrono::milliseconds timeout);
   bool ended_by_signal() const { return ended_by_signal_; }
 
  private:
+  void reaped(int status);
+
   pid_t pid_ = -1;
   bool reaped_ = false;
+  int exit_status_ = -1;
   bool ended_by_signal_ = false;
   std::filesystem::path out_file_;
   std::filesystem::path err_file_;

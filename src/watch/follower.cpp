@@ -1,0 +1,300 @@
+#include "watch/follower.hpp"
+
+#include "memsweep/error.hpp"
+#include "memsweep/sweep_split.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace memsweep::watch {
+namespace {
+
+// Rows read per call: a first update of a long finished sweep reads its
+// millions of samples in blocks rather than at once.
+constexpr std::uint64_t kReadBlockRows = 65536;
+
+std::vector<std::string> split_hosts(const std::string& joined) {
+  std::vector<std::string> hosts;
+  std::istringstream in(joined);
+  for (std::string host; std::getline(in, host, ',');) hosts.push_back(host);
+  return hosts;
+}
+
+// Halves a series by merging neighbours, keeping the larger RSS of each
+// pair so that the peak survives any number of halvings.
+void thin(std::vector<Point>& series) {
+  std::vector<Point> merged;
+  merged.reserve(series.size() / 2 + 1);
+  for (std::size_t i = 0; i < series.size(); i += 2) {
+    Point point = series[i];
+    if (i + 1 < series.size()) {
+      const Point& next = series[i + 1];
+      point.rss = std::max(point.rss, next.rss);
+      point.sys_used = std::max(point.sys_used, next.sys_used);
+      point.epoch = next.epoch;
+    }
+    merged.push_back(point);
+  }
+  series = std::move(merged);
+}
+
+bool is_final_row(const TrialRow& row) {
+  const std::optional<TrialStatus> status = parse_status(get_fixed(row.status));
+  return status && is_final(*status);
+}
+
+double seconds_since_epoch(std::chrono::system_clock::time_point time) {
+  return std::chrono::duration<double>(time.time_since_epoch()).count();
+}
+
+// stat() rather than std::filesystem: its file clock has no conversion to
+// the system clock before GCC 13.
+std::optional<double> file_mtime(const std::filesystem::path& path) {
+  struct stat status {};
+  if (::stat(path.c_str(), &status) != 0) return std::nullopt;
+  return static_cast<double>(status.st_mtim.tv_sec) + 1e-9 * static_cast<double>(status.st_mtim.tv_nsec);
+}
+
+}  // namespace
+
+SweepFollower::SweepFollower(const std::filesystem::path& path, std::string follow_trial)
+    : path_(path), follow_trial_(std::move(follow_trial)), reader_(path) {
+  // The sweep's own trials, to name what runs and count what is left. A file
+  // whose sweep text no longer parses (written by another memsweep) still
+  // shows its rows, with the planned count from the header.
+  try {
+    SweepSpec sweep = parse_sweep(header().sweep_text, header().sweep_file);
+    if (!header().part.empty()) sweep = select_named_part(sweep, header().part);
+    for (TrialSpec& trial : sweep.trials) {
+      planned_order_.push_back(trial.id);
+      planned_.emplace(trial.id, std::move(trial));
+    }
+  } catch (const InputError&) {
+    planned_.clear();
+    planned_order_.clear();
+  }
+}
+
+void SweepFollower::read_new_rows() {
+  reader_.refresh();
+  runs_ = reader_.runs();
+  for (std::uint64_t total = reader_.trial_count(); trials_read_ < total;) {
+    const std::vector<TrialRow> rows = reader_.trials(trials_read_, kReadBlockRows);
+    if (rows.empty()) break;
+    for (const TrialRow& row : rows) add_trial_row(row);
+    trials_read_ += rows.size();
+  }
+  for (std::uint64_t total = reader_.sample_count(); samples_read_ < total;) {
+    const std::vector<SampleRow> rows = reader_.samples(samples_read_, kReadBlockRows);
+    if (rows.empty()) break;
+    for (const SampleRow& row : rows) add_sample(row);
+    samples_read_ += rows.size();
+  }
+}
+
+void SweepFollower::add_trial_row(const TrialRow& row) {
+  const AttemptKey key{get_fixed(row.trial_id), row.attempt};
+  const std::size_t index = trial_rows_.size();
+  trial_rows_.push_back(row);
+  row_of_attempt_[key] = index;
+  auto newest = newest_row_of_trial_.find(key.first);
+  // A final row stands for its trial whatever came later (as `summary` shows it).
+  if (newest == newest_row_of_trial_.end())
+    newest_row_of_trial_.emplace(key.first, index);
+  else if (!is_final_row(trial_rows_[newest->second]) && row.attempt >= trial_rows_[newest->second].attempt)
+    newest->second = index;
+  if (!keeps_series(key)) attempts_.erase(key);
+}
+
+bool SweepFollower::keeps_series(const AttemptKey& key) const {
+  return key.first == follow_trial_ || !row_of_attempt_.contains(key);
+}
+
+void SweepFollower::add_sample(const SampleRow& row) {
+  newest_sample_of_rank_[row.rank] = row;
+  const AttemptKey key{get_fixed(row.trial_id), row.attempt};
+  if (key.first.empty() || !keeps_series(key)) return;
+  Attempt& attempt = attempts_[key];
+  attempt.rank = row.rank;
+  if (row.epoch > 0 && (attempt.series.empty() || attempt.series.back().epoch < row.epoch))
+    attempt.epoch_starts.push_back(row.t);
+  attempt.series.push_back({row.t, row.rss, row.sys_used, row.epoch});
+  if (attempt.series.size() > kMaxSeriesPoints) thin(attempt.series);
+  attempt.peak_rss = std::max(attempt.peak_rss, row.rss);
+  attempt.last = row;
+  attempt.has_samples = true;
+}
+
+std::string SweepFollower::host_of_rank(std::int32_t rank) const {
+  std::vector<std::string> hosts = runs_.empty() ? header().hosts : split_hosts(get_fixed(runs_.back().hosts));
+  if (rank < 0 || static_cast<std::size_t>(rank) >= hosts.size()) return {};
+  return hosts[static_cast<std::size_t>(rank)];
+}
+
+std::vector<NodeMemory> SweepFollower::node_memory() const {
+  // The newest sample of each host: ranks on one node see the same memory.
+  std::map<std::string, NodeMemory> by_host;
+  for (const auto& [rank, sample] : newest_sample_of_rank_) {
+    const std::string host = host_of_rank(rank);
+    NodeMemory node{host.empty() ? "rank " + std::to_string(rank) : host, sample.sys_total, sample.sys_available,
+                    sample.sys_used, sample.sys_active};
+    by_host[node.host] = node;
+  }
+  std::vector<NodeMemory> nodes;
+  for (auto& [host, node] : by_host) nodes.push_back(std::move(node));
+  return nodes;
+}
+
+TrialView SweepFollower::view_of(const AttemptKey& key, const Attempt& attempt) const {
+  TrialView view;
+  view.trial_id = key.first;
+  view.attempt = key.second;
+  view.rank = attempt.rank;
+  view.status = "running";
+  if (const auto row = row_of_attempt_.find(key); row != row_of_attempt_.end()) {
+    const TrialRow& trial = trial_rows_[row->second];
+    view.status = get_fixed(trial.status);
+    view.message = get_fixed(trial.message);
+    view.rank = trial.rank;
+    view.host = get_fixed(trial.host);
+  }
+  if (view.host.empty()) view.host = host_of_rank(view.rank);
+  if (const auto spec = planned_.find(key.first); spec != planned_.end()) {
+    view.hyperparameters = spec->second.summary_text();
+    view.epochs = spec->second.epochs;
+  }
+  view.series = attempt.series;
+  view.epoch_starts = attempt.epoch_starts;
+  view.rss_peak = attempt.peak_rss;
+  if (attempt.has_samples) {
+    view.epoch = attempt.last.epoch;
+    view.elapsed_s = attempt.last.t;
+    view.rss_now = attempt.last.rss;
+  }
+  view.counter_names = header().counter_columns;
+  for (std::size_t i = 0; i < view.counter_names.size() && i < attempt.last.counters.size(); ++i) {
+    const std::int64_t value = attempt.has_samples ? attempt.last.counters[i] : -1;
+    view.counters.push_back(value);
+    view.counter_rates.push_back(value >= 0 && view.elapsed_s > 0 ? static_cast<double>(value) / view.elapsed_s : -1.0);
+  }
+  return view;
+}
+
+std::optional<TrialView> SweepFollower::followed_trial() const {
+  if (follow_trial_.empty()) return std::nullopt;
+  const Attempt* newest = nullptr;
+  AttemptKey newest_key;
+  for (const auto& [key, attempt] : attempts_) {
+    if (key.first != follow_trial_) continue;
+    if (newest == nullptr || key.second > newest_key.second) {
+      newest = &attempt;
+      newest_key = key;
+    }
+  }
+  if (newest != nullptr) return view_of(newest_key, *newest);
+  // A row without samples (e.g. a trial that failed before its first one).
+  if (const auto row = newest_row_of_trial_.find(follow_trial_); row != newest_row_of_trial_.end()) {
+    const TrialRow& trial = trial_rows_[row->second];
+    return view_of({follow_trial_, trial.attempt}, Attempt{});
+  }
+  return std::nullopt;
+}
+
+SweepSnapshot SweepFollower::update(std::optional<bool> writer_live, std::chrono::system_clock::time_point now) {
+  read_new_rows();
+  SweepSnapshot snapshot;
+  snapshot.sweep_name = header().sweep_name;
+  snapshot.part = header().part;
+  snapshot.counter_names = header().counter_columns;
+  snapshot.ranks = runs_.empty() ? header().ranks : runs_.back().ranks;
+  snapshot.workers = snapshot.ranks > 1 ? snapshot.ranks - 1 : 1;
+
+  // Every trial counted once: running first, then its row that stands for it.
+  std::set<std::string> running_ids;
+  const bool live_now = writer_live.value_or(true);
+  if (live_now) {
+    for (const auto& [key, attempt] : attempts_) {
+      if (!attempt.has_samples || row_of_attempt_.contains(key)) continue;
+      if (!planned_.empty() && !planned_.contains(key.first)) continue;
+      if (const auto newest = newest_row_of_trial_.find(key.first);
+          newest != newest_row_of_trial_.end() && is_final_row(trial_rows_[newest->second]))
+        continue;  // its result is in: these samples were left by an earlier run
+      running_ids.insert(key.first);
+      snapshot.running_trials.push_back(view_of(key, attempt));
+    }
+  }
+  std::sort(snapshot.running_trials.begin(), snapshot.running_trials.end(),
+            [](const TrialView& a, const TrialView& b) { return a.rank < b.rank; });
+
+  const auto count_trial = [&](const std::string& id) {
+    if (running_ids.contains(id)) {
+      ++snapshot.running;
+      return;
+    }
+    const auto newest = newest_row_of_trial_.find(id);
+    if (newest == newest_row_of_trial_.end()) {
+      ++snapshot.left;
+      return;
+    }
+    const std::optional<TrialStatus> status = parse_status(get_fixed(trial_rows_[newest->second].status));
+    if (status == TrialStatus::ok)
+      ++snapshot.done;
+    else if (status && (is_final(*status) || *status == TrialStatus::killed))
+      ++snapshot.failed;  // a killed trial runs again only with --retry-killed
+    else
+      ++snapshot.left;
+  };
+  if (!planned_order_.empty()) {
+    for (const std::string& id : planned_order_) count_trial(id);
+    snapshot.planned = static_cast<std::int64_t>(planned_order_.size());
+  } else {
+    for (const auto& [id, index] : newest_row_of_trial_) count_trial(id);
+    for (const std::string& id : running_ids)
+      if (!newest_row_of_trial_.contains(id)) ++snapshot.running;
+    snapshot.planned = std::max<std::int64_t>(header().planned_trials,
+                                              snapshot.done + snapshot.failed + snapshot.running + snapshot.left);
+    snapshot.left = snapshot.planned - snapshot.done - snapshot.failed - snapshot.running;
+  }
+
+  const bool complete = snapshot.left == 0 && snapshot.running == 0;
+  if (writer_live == true || (!writer_live && !complete))
+    snapshot.state = SweepState::running;
+  else
+    snapshot.state = complete ? SweepState::finished : SweepState::stopped;
+
+  const std::optional<double> written = file_mtime(path_);
+  const double now_s = seconds_since_epoch(now);
+  if (written) snapshot.file_age_s = std::max(0.0, now_s - *written);
+  if (!runs_.empty()) {
+    const double start = runs_.back().start_time;
+    const double end = snapshot.state == SweepState::running || !written ? now_s : *written;
+    snapshot.elapsed_s = std::max(0.0, end - start);
+  }
+
+  // ETA as the progress lines give it: the mean of this run's finished
+  // trials, over the workers, less what the running ones have done.
+  if (snapshot.state == SweepState::running && !runs_.empty()) {
+    double seconds = 0.0;
+    std::size_t finished = 0;
+    for (const TrialRow& row : trial_rows_) {
+      if (row.run != runs_.back().run || !is_final_row(row)) continue;
+      seconds += row.wall_seconds;
+      ++finished;
+    }
+    if (finished > 0) {
+      const double mean = seconds / static_cast<double>(finished);
+      double remaining = mean * static_cast<double>(snapshot.left + snapshot.running);
+      for (const TrialView& trial : snapshot.running_trials) remaining -= std::min(trial.elapsed_s, mean);
+      snapshot.eta_s = std::max(0.0, remaining / static_cast<double>(snapshot.workers));
+    } else if (snapshot.left + snapshot.running == 0) {
+      snapshot.eta_s = 0.0;
+    }
+  }
+  snapshot.nodes = node_memory();
+  return snapshot;
+}
+
+}  // namespace memsweep::watch

@@ -1,0 +1,91 @@
+#pragma once
+// Follows a results file while a sweep writes it: each update() reads only
+// the rows added since the last one (SWMR, never locking the file, so the
+// writer does not wait for it) and builds a SweepSnapshot.
+//
+// What is running is not written anywhere: an attempt is running when its
+// samples are in the file but its trial row is not, while a writer is live.
+// Attempts left so by a dead run get `killed` rows from the next --resume
+// (docs/results-file.md), so they are never mistaken for running ones.
+
+#include "memsweep/config.hpp"
+#include "memsweep/store.hpp"
+#include "watch/snapshot.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace memsweep::watch {
+
+// How many points a trial's series keeps: beyond it, neighbouring points are
+// merged (keeping the larger RSS, so peaks stay). Enough for any terminal.
+inline constexpr std::size_t kMaxSeriesPoints = 4096;
+
+class SweepFollower {
+ public:
+  // Opens the file (StoreError when it is not a readable memsweep file).
+  // `follow_trial`: a trial id whose series is kept even once it ended
+  // (--trial); empty: none.
+  SweepFollower(const std::filesystem::path& path, std::string follow_trial = {});
+
+  const FileHeader& header() const { return reader_.header(); }
+
+  // Reads what the writer added and says how the sweep stands. `writer_live`:
+  // whether a writer has the file (writer_is_live(); nullopt: cannot tell,
+  // taken as live until every trial is done). `now`: the wall clock, for
+  // elapsed times.
+  SweepSnapshot update(std::optional<bool> writer_live, std::chrono::system_clock::time_point now);
+
+  // Whether `id` is one of the file's trials (true when its sweep text could
+  // not be read to tell).
+  bool plans(const std::string& id) const { return planned_.empty() || planned_.contains(id); }
+
+  // The followed trial's newest attempt: nullopt until it has samples or a row.
+  std::optional<TrialView> followed_trial() const;
+
+  // Every trial row read so far (for the summary once the sweep ended).
+  const std::vector<TrialRow>& trial_rows() const { return trial_rows_; }
+
+ private:
+  using AttemptKey = std::pair<std::string, std::int32_t>;  // (trial id, attempt)
+
+  struct Attempt {
+    std::int32_t rank = -1;
+    std::vector<Point> series;
+    std::vector<double> epoch_starts;
+    std::int64_t peak_rss = -1;
+    SampleRow last{};
+    bool has_samples = false;
+  };
+
+  void read_new_rows();
+  void add_trial_row(const TrialRow& row);
+  void add_sample(const SampleRow& row);
+  bool keeps_series(const AttemptKey& key) const;
+  TrialView view_of(const AttemptKey& key, const Attempt& attempt) const;
+  std::string host_of_rank(std::int32_t rank) const;
+  std::vector<NodeMemory> node_memory() const;
+
+  std::filesystem::path path_;
+  std::string follow_trial_;
+  ResultReader reader_;
+  std::map<std::string, TrialSpec> planned_;  // by trial id, from the sweep text in the file (its part only)
+  std::vector<std::string> planned_order_;
+  std::uint64_t trials_read_ = 0;
+  std::uint64_t samples_read_ = 0;
+  std::vector<TrialRow> trial_rows_;
+  std::map<AttemptKey, std::size_t> row_of_attempt_;  // index in trial_rows_
+  std::map<std::string, std::size_t> newest_row_of_trial_;
+  std::map<AttemptKey, Attempt> attempts_;  // with samples and no row yet, and the followed trial's
+  std::map<std::int32_t, SampleRow> newest_sample_of_rank_;
+  std::vector<RunRow> runs_;
+};
+
+}  // namespace memsweep::watch

@@ -1,0 +1,241 @@
+// SweepFollower reads a results file that a real store writes in another
+// process (SWMR, as rank 0 writes it) and says what runs, what is done and
+// what is left; writer_is_live() tells a live writer from a finished one.
+
+#include "memsweep/config.hpp"
+#include "memsweep/store.hpp"
+#include "store/child_process.hpp"
+#include "store/store_fixtures.hpp"
+#include "support/temp_dir.hpp"
+#include "watch/follower.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <thread>
+
+namespace memsweep::watch {
+namespace {
+
+using memsweep::testing::ChildProcess;
+
+// Four trials: 2 learning rates x 2 batch sizes, 3 epochs each.
+constexpr char kSweepText[] = R"([sweep]
+name = "follow-test"
+seed = 3
+
+[defaults]
+dataset = "synthetic"
+synthetic = { shape = [1, 8, 8], classes = 4, train_size = 64, test_size = 16 }
+epochs = 3
+
+[grid]
+learning_rate = [0.1, 0.01]
+batch_size = [8, 16]
+)";
+
+std::vector<TrialSpec> sweep_trials() { return parse_sweep(kSweepText, "follow-test.toml").trials; }
+
+FileHeader follow_header() {
+  FileHeader header = memsweep::testing::example_header();
+  header.sweep_name = "follow-test";
+  header.sweep_text = kSweepText;
+  header.part.clear();
+  header.ranks = 3;
+  header.hosts = {"node-0", "node-1", "node-2"};
+  header.planned_trials = 4;
+  return header;
+}
+
+// `count` samples of one attempt on `rank`: 10 ms apart, epochs of 50
+// samples from epoch 0 (setup), RSS rising 4 KiB a sample from `first_rss`.
+std::vector<SampleRow> samples_of(const std::string& id, std::int32_t attempt, std::int32_t rank, std::size_t count,
+                                  std::int64_t first_rss, std::int64_t sys_total) {
+  std::vector<SampleRow> rows = memsweep::testing::example_samples(id, attempt, count, first_rss);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    rows[i].rank = rank;
+    rows[i].epoch = static_cast<std::int32_t>(i / 50);
+    rows[i].sys_total = sys_total;
+    rows[i].sys_available = sys_total / 4;
+  }
+  return rows;
+}
+
+TrialRow row_of(const TrialSpec& trial, std::int32_t attempt, std::string_view status, double wall_seconds) {
+  TrialRow row = trial_row_for(trial, attempt);
+  row.run = 0;
+  row.rank = 1;
+  set_fixed(row.status, status);
+  row.wall_seconds = wall_seconds;
+  return row;
+}
+
+// Sample rows reach the file a whole chunk at a time, or once they have
+// waited a second (docs/results-file.md, Storage): wait, then flush them.
+void make_visible(ResultStore& store) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  store.append_samples({});
+  store.flush();
+}
+
+std::int64_t max_rss(const std::vector<SampleRow>& rows) {
+  std::int64_t peak = -1;
+  for (const SampleRow& row : rows) peak = std::max(peak, row.rss);
+  return peak;
+}
+
+TEST(SweepFollower, CountsRunningDoneAndLeftWhileTheWriterLivesThenSaysFinished) {
+  const memsweep::testing::TempDir dir;
+  const auto path = dir.path() / "results.h5";
+  const std::vector<TrialSpec> trials = sweep_trials();
+  ASSERT_EQ(trials.size(), 4u);
+  const std::vector<SampleRow> running_a = samples_of(trials[0].id, 0, 1, 120, 50'000'000, 16'000'000'000);
+  const std::vector<SampleRow> running_b = samples_of(trials[1].id, 0, 2, 80, 70'000'000, 32'000'000'000);
+
+  ChildProcess writer([&](const ChildProcess::Channel& parent) {
+    ResultStore store = ResultStore::create(path, follow_header(), false, StoreOptions{true});
+    store.append_trial(row_of(trials[2], 0, "ok", 12.0));          // done
+    store.append_trial(row_of(trials[3], 0, "interrupted", 3.0));  // to run again: left
+    store.append_samples(running_a);
+    store.append_samples(running_b);
+    make_visible(store);
+    parent.send('1');
+    parent.receive();
+    store.append_trial(row_of(trials[0], 0, "ok", 1.2));
+    store.append_trial(row_of(trials[1], 0, "diverged", 0.8));
+    store.append_trial(row_of(trials[3], 1, "ok", 2.0));
+    store.close();
+    parent.send('2');
+  });
+  ASSERT_EQ(writer.receive(), '1');
+  EXPECT_EQ(writer_is_live(path), true);
+
+  SweepFollower follower(path);
+  const auto now = std::chrono::system_clock::now();
+  const SweepSnapshot live = follower.update(writer_is_live(path), now);
+  EXPECT_EQ(live.state, SweepState::running);
+  EXPECT_EQ(live.sweep_name, "follow-test");
+  EXPECT_EQ(live.planned, 4);
+  EXPECT_EQ(live.running, 2);
+  EXPECT_EQ(live.done, 1);
+  EXPECT_EQ(live.failed, 0);
+  EXPECT_EQ(live.left, 1);
+  EXPECT_EQ(live.ranks, 3);
+  EXPECT_EQ(live.workers, 2);
+
+  ASSERT_EQ(live.running_trials.size(), 2u);
+  const TrialView& a = live.running_trials[0];
+  EXPECT_EQ(a.trial_id, trials[0].id);
+  EXPECT_EQ(a.rank, 1);
+  EXPECT_EQ(a.host, "node-1");
+  EXPECT_EQ(a.status, "running");
+  EXPECT_EQ(a.hyperparameters, trials[0].summary_text());
+  EXPECT_EQ(a.epochs, 3);
+  EXPECT_EQ(a.epoch, running_a.back().epoch);
+  EXPECT_DOUBLE_EQ(a.elapsed_s, running_a.back().t);
+  EXPECT_EQ(a.rss_now, running_a.back().rss);
+  EXPECT_EQ(a.rss_peak, max_rss(running_a));
+  EXPECT_EQ(a.series.size(), running_a.size());
+  // Epochs 1 and 2 begin at samples 50 and 100.
+  EXPECT_THAT(a.epoch_starts, ::testing::ElementsAre(running_a[50].t, running_a[100].t));
+  ASSERT_EQ(a.counter_names.size(), memsweep::testing::kCounterColumns.size());
+  EXPECT_EQ(a.counters[0], running_a.back().counters[0]);
+  EXPECT_DOUBLE_EQ(a.counter_rates[0], static_cast<double>(running_a.back().counters[0]) / running_a.back().t);
+  EXPECT_EQ(live.running_trials[1].rank, 2);
+  EXPECT_EQ(live.running_trials[1].host, "node-2");
+
+  // One finished trial of this run (12 s), three trials to go on 2 workers,
+  // less what the running two have done.
+  ASSERT_TRUE(live.eta_s.has_value());
+  const double expected_eta = (12.0 * 3 - std::min(running_a.back().t, 12.0) - std::min(running_b.back().t, 12.0)) / 2;
+  EXPECT_NEAR(*live.eta_s, expected_eta, 1e-9);
+
+  ASSERT_EQ(live.nodes.size(), 2u);
+  EXPECT_EQ(live.nodes[0].host, "node-1");
+  EXPECT_EQ(live.nodes[0].total, 16'000'000'000);
+  EXPECT_NEAR(*live.nodes[0].used_percent(), 75.0, 1e-9);
+  EXPECT_EQ(live.nodes[1].host, "node-2");
+  EXPECT_EQ(live.nodes[1].total, 32'000'000'000);
+  EXPECT_GE(live.file_age_s, 0.0);
+
+  writer.send('n');
+  ASSERT_EQ(writer.receive(), '2');
+  ASSERT_EQ(writer.wait(), 0);
+  EXPECT_EQ(writer_is_live(path), false);
+  const SweepSnapshot ended = follower.update(writer_is_live(path), std::chrono::system_clock::now());
+  EXPECT_EQ(ended.state, SweepState::finished);
+  EXPECT_EQ(ended.running, 0);
+  EXPECT_EQ(ended.done, 3);
+  EXPECT_EQ(ended.failed, 1);
+  EXPECT_EQ(ended.left, 0);
+  EXPECT_TRUE(ended.running_trials.empty());
+  EXPECT_EQ(follower.trial_rows().size(), 5u);
+}
+
+TEST(SweepFollower, AWriterGoneWithTrialsLeftIsStoppedAndItsOrphanSamplesDoNotRun) {
+  const memsweep::testing::TempDir dir;
+  const auto path = dir.path() / "results.h5";
+  const std::vector<TrialSpec> trials = sweep_trials();
+  ChildProcess writer([&](const ChildProcess::Channel& parent) {
+    ResultStore store = ResultStore::create(path, follow_header(), false, StoreOptions{true});
+    store.append_trial(row_of(trials[0], 0, "ok", 1.0));
+    store.append_samples(samples_of(trials[1].id, 0, 1, 30, 1'000'000, 8'000'000'000));
+    make_visible(store);
+    parent.send('1');
+    parent.receive();  // killed here, as rank 0 could be
+  });
+  ASSERT_EQ(writer.receive(), '1');
+  SweepFollower follower(path);
+  EXPECT_EQ(follower.update(writer_is_live(path), std::chrono::system_clock::now()).running, 1);
+  writer.kill_hard();
+  EXPECT_EQ(writer_is_live(path), false) << "the kernel drops a killed writer's lock";
+  const SweepSnapshot stopped = follower.update(writer_is_live(path), std::chrono::system_clock::now());
+  EXPECT_EQ(stopped.state, SweepState::stopped);
+  EXPECT_EQ(stopped.running, 0);
+  EXPECT_EQ(stopped.done, 1);
+  EXPECT_EQ(stopped.left, 3);
+  EXPECT_EQ(stopped.done + stopped.failed + stopped.running + stopped.left, stopped.planned);
+}
+
+TEST(SweepFollower, KeepsTheFollowedTrialAfterItEndedThinnedWithItsPeak) {
+  const memsweep::testing::TempDir dir;
+  const auto path = dir.path() / "results.h5";
+  const std::vector<TrialSpec> trials = sweep_trials();
+  std::vector<SampleRow> long_series = samples_of(trials[2].id, 0, 2, 3 * kMaxSeriesPoints + 7, 10'000'000, 1 << 30);
+  long_series[1234].rss = 900'000'000;  // a spike between ordinary samples
+  {
+    ResultStore store = ResultStore::create(path, follow_header(), false, StoreOptions{true});
+    store.append_samples(long_series);
+    store.append_trial(row_of(trials[2], 0, "over_budget", 5.0));
+    // Late rows of an attempt whose row is in: it does not run again.
+    store.append_samples(samples_of(trials[3].id, 0, 1, 50, 1'000'000, 1 << 30));
+    store.append_trial(row_of(trials[3], 0, "ok", 0.5));
+    store.append_samples(samples_of(trials[3].id, 0, 1, 5, 2'000'000, 1 << 30));
+    store.close();
+  }
+  SweepFollower follower(path, trials[2].id);
+  const SweepSnapshot snapshot = follower.update(true, std::chrono::system_clock::now());
+  EXPECT_TRUE(snapshot.running_trials.empty());
+  EXPECT_EQ(snapshot.running, 0);
+  EXPECT_EQ(snapshot.done, 1);
+  EXPECT_EQ(snapshot.failed, 1);
+  const std::optional<TrialView> view = follower.followed_trial();
+  ASSERT_TRUE(view.has_value());
+  EXPECT_EQ(view->status, "over_budget");
+  EXPECT_LE(view->series.size(), kMaxSeriesPoints);
+  EXPECT_GE(view->series.size(), kMaxSeriesPoints / 2);
+  const auto peak = std::max_element(view->series.begin(), view->series.end(),
+                                     [](const Point& a, const Point& b) { return a.rss < b.rss; });
+  EXPECT_EQ(peak->rss, 900'000'000) << "thinning must keep the spike";
+  EXPECT_EQ(view->rss_peak, 900'000'000);
+  EXPECT_FALSE(SweepFollower(path, "000000000000").followed_trial().has_value());
+}
+
+TEST(WriterIsLive, CannotTellForAMissingFile) {
+  const memsweep::testing::TempDir dir;
+  EXPECT_EQ(writer_is_live(dir.path() / "nothing.h5"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace memsweep::watch
