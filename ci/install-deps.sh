@@ -19,6 +19,7 @@ packages=(
   libtoml11-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format                        # the style check of ci/test.sh
+  clang libclang-rt-14-dev            # libFuzzer with ASan and UBSan: ci/fuzz.sh
   # analysis (Debian's /usr/bin/python3)
   python3 python3-numpy python3-h5py python3-pandas python3-matplotlib
   python3-scipy python3-pytest

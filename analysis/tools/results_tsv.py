@@ -8,6 +8,7 @@ with what the binary printed. Usage (with /usr/bin/python3 on Debian):
     results_tsv.py results.h5 attributes        # name<TAB>value per root attribute
     results_tsv.py results.h5 table trials      # a header line, then one line per row
     results_tsv.py results.h5 units samples     # column<TAB>unit
+    results_tsv.py --swmr results.h5 table trials   # a file a run is writing, or a killed run left
 
 Arrays print joined by "-" (hidden widths), lists of strings by ","; a
 backslash, tab or newline inside a value prints as \\, \t or \n.
@@ -49,8 +50,11 @@ def main():
     parser.add_argument("results")
     parser.add_argument("what", choices=["attributes", "table", "units"])
     parser.add_argument("table", nargs="?", help="trials, samples, epochs or runs")
+    parser.add_argument("--swmr", action="store_true",
+                        help="open as a SWMR reader: needed while a run writes the file, or after its writer was killed")
     args = parser.parse_args()
-    with h5py.File(args.results, "r") as results:
+    options = {"libver": "latest", "swmr": True} if args.swmr else {}
+    with h5py.File(args.results, "r", **options) as results:
         if args.what == "attributes":
             for name, value in results.attrs.items():
                 print(f"{name}\t{text(value)}")

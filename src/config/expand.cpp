@@ -107,8 +107,11 @@ struct RandomField {
   Place place;
   std::optional<Distribution> distribution;  // nullopt: a fixed value
   FieldValue fixed;                          // the fixed value
-  double low = 0.0, high = 0.0;              // uniform, log_uniform, int_uniform
+  double low = 0.0, high = 0.0;              // uniform, log_uniform
   std::vector<FieldValue> choices;
+  // int_uniform: integers, since a double holds them exactly only up to
+  // 2^53, and INT64_MAX rounds up to 2^63, which no int64 holds.
+  std::int64_t whole_low = 0, whole_high = 0;
 };
 
 std::optional<Distribution> distribution_named(std::string_view name) {
@@ -126,16 +129,27 @@ bool is_distribution(const TomlValue& value) {
          distribution_named(value.as_table().begin()->first).has_value();
 }
 
-std::pair<double, double> bounds(const TomlValue& range, const Place& place, bool whole, const std::string& field) {
+const TomlArray& bounds_pair(const TomlValue& range, const Place& place, const std::string& field) {
   const TomlArray& pair = expect_array(range, place);
   if (pair.size() != 2) fail(place, fmt::format("expected [low, high], found {} values", pair.size()));
   for (const TomlValue& end : pair) check_value(field, FieldValue{end, place});
-  const double low =
-      whole ? static_cast<double>(expect_integer(pair[0], place, INT64_MIN, INT64_MAX)) : expect_number(pair[0], place);
-  const double high =
-      whole ? static_cast<double>(expect_integer(pair[1], place, INT64_MIN, INT64_MAX)) : expect_number(pair[1], place);
-  if (whole ? low > high : !(low < high))
-    fail(place, fmt::format("expected low {} high, found [{}, {}]", whole ? "≤" : "<", low, high));
+  return pair;
+}
+
+std::pair<double, double> real_bounds(const TomlValue& range, const Place& place, const std::string& field) {
+  const TomlArray& pair = bounds_pair(range, place, field);
+  const double low = expect_number(pair[0], place);
+  const double high = expect_number(pair[1], place);
+  if (!(low < high)) fail(place, fmt::format("expected low < high, found [{}, {}]", low, high));
+  return {low, high};
+}
+
+std::pair<std::int64_t, std::int64_t> whole_bounds(const TomlValue& range, const Place& place,
+                                                   const std::string& field) {
+  const TomlArray& pair = bounds_pair(range, place, field);
+  const std::int64_t low = expect_integer(pair[0], place, INT64_MIN, INT64_MAX);
+  const std::int64_t high = expect_integer(pair[1], place, INT64_MIN, INT64_MAX);
+  if (low > high) fail(place, fmt::format("expected low ≤ high, found [{}, {}]", low, high));
   return {low, high};
 }
 
@@ -166,7 +180,11 @@ RandomField random_field(const std::string& name, const TomlValue& spec, const P
     }
     return field;
   }
-  std::tie(field.low, field.high) = bounds(argument, field.place, kind == Distribution::int_uniform, name);
+  if (kind == Distribution::int_uniform) {
+    std::tie(field.whole_low, field.whole_high) = whole_bounds(argument, field.place, name);
+    return field;
+  }
+  std::tie(field.low, field.high) = real_bounds(argument, field.place, name);
   if (kind == Distribution::log_uniform && !(field.low > 0.0))
     fail(field.place, fmt::format("log_uniform needs low > 0, found {}", field.low));
   return field;
@@ -179,9 +197,7 @@ FieldValue draw(const RandomField& field, Rng& rng) {
     case Distribution::log_uniform:
       return FieldValue{TomlValue(std::exp(rng.uniform(std::log(field.low), std::log(field.high)))), field.place};
     case Distribution::int_uniform:
-      return FieldValue{
-          TomlValue(rng.uniform_int(static_cast<std::int64_t>(field.low), static_cast<std::int64_t>(field.high))),
-          field.place};
+      return FieldValue{TomlValue(rng.uniform_int(field.whole_low, field.whole_high)), field.place};
     case Distribution::choice: {
       const auto last = static_cast<std::int64_t>(field.choices.size()) - 1;
       return field.choices[static_cast<std::size_t>(rng.uniform_int(0, last))];

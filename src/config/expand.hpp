@@ -11,6 +11,9 @@
 namespace memsweep::config_detail {
 
 inline constexpr std::size_t kMaxGridTrials = 1'000'000;
+// All sections together, times [sweep] repeats: each section is bounded, but
+// without this a 70-byte file could ask for 10^10 trials.
+inline constexpr std::uint64_t kMaxSweepTrials = 1'000'000;
 
 struct DraftWithOrigin {
   TrialDraft draft;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -15,6 +16,9 @@
 
 namespace memsweep {
 namespace {
+
+// The first bytes of every HDF5 file.
+constexpr std::string_view kHdf5Signature{"\x89HDF\r\n\x1a\n", 8};
 
 using namespace config_detail;
 
@@ -86,7 +90,18 @@ void read_sampler_section(const TomlTable& root, const std::string& file, Sample
 }
 
 // Each explicit trial, grid point and random draw, as drafts over [defaults].
-std::vector<DraftWithOrigin> trial_drafts(const TomlTable& root, const std::string& file, std::uint64_t seed) {
+// Each section is bounded; together, and with repeats, they could still ask
+// for more trials than memory holds (a 70-byte file asked for 10^10).
+void check_total(std::uint64_t trials, int repeats, const std::string& file) {
+  const std::uint64_t runs = trials * static_cast<std::uint64_t>(repeats);
+  if (runs > kMaxSweepTrials)
+    fail(Place{file, 1, ""}, fmt::format("the sweep defines {} trials x {} repeats = {} runs, more than {}; split "
+                                         "it into several sweeps",
+                                         trials, repeats, runs, kMaxSweepTrials));
+}
+
+std::vector<DraftWithOrigin> trial_drafts(const TomlTable& root, const std::string& file, std::uint64_t seed,
+                                          int repeats) {
   std::vector<DraftWithOrigin> drafts;
   if (const auto it = root.find("trial"); it != root.end()) {
     const Place place = place_of(it->second, "trial");
@@ -102,7 +117,14 @@ std::vector<DraftWithOrigin> trial_drafts(const TomlTable& root, const std::stri
     drafts.insert(drafts.end(), std::make_move_iterator(grid_trials.begin()),
                   std::make_move_iterator(grid_trials.end()));
   }
+  check_total(drafts.size(), repeats, file);
   if (const TomlTable* random = section(root, "random", file, &place)) {
+    // Before drawing, which is what takes the time; `count` itself is
+    // checked by random_drafts.
+    const auto count = random->find("count");
+    if (count != random->end() && count->second.is_integer() && count->second.as_integer() > 0)
+      check_total(drafts.size() + std::min<std::uint64_t>(count->second.as_integer(), kMaxSweepTrials + 1), repeats,
+                  file);
     auto random_trials = random_drafts(*random, place, seed);
     drafts.insert(drafts.end(), std::make_move_iterator(random_trials.begin()),
                   std::make_move_iterator(random_trials.end()));
@@ -110,6 +132,48 @@ std::vector<DraftWithOrigin> trial_drafts(const TomlTable& root, const std::stri
   if (drafts.empty())
     fail(Place{file, 1, ""}, "the sweep defines no trials; expected at least one [[trial]], a [grid] or a [random]");
   return drafts;
+}
+
+// TOML text is UTF-8. toml11 3.7 reads out of bounds when it reports
+// invalid UTF-8 in a literal string (parse_literal_string rewinds a
+// location to an iterator of another buffer), so such bytes are refused
+// before it sees them. The offset of the first invalid byte, or npos.
+std::size_t invalid_utf8_at(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    if (lead < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t length = 0;
+    char32_t code = 0;
+    char32_t smallest = 0;  // below it, an overlong encoding
+    if ((lead & 0xE0) == 0xC0) {
+      length = 2;
+      code = lead & 0x1F;
+      smallest = 0x80;
+    } else if ((lead & 0xF0) == 0xE0) {
+      length = 3;
+      code = lead & 0x0F;
+      smallest = 0x800;
+    } else if ((lead & 0xF8) == 0xF0) {
+      length = 4;
+      code = lead & 0x07;
+      smallest = 0x10000;
+    } else {
+      return i;
+    }
+    if (text.size() - i < length) return i;
+    for (std::size_t k = 1; k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next & 0xC0) != 0x80) return i;
+      code = (code << 6) | (next & 0x3F);
+    }
+    if (code < smallest || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return i;
+    i += length;
+  }
+  return std::string_view::npos;
 }
 
 std::string stem_of(const std::string& file) {
@@ -120,6 +184,14 @@ std::string stem_of(const std::string& file) {
 }  // namespace
 
 SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
+  if (const std::size_t bad = invalid_utf8_at(text); bad != std::string_view::npos) {
+    const std::size_t line_start = text.rfind('\n', bad == 0 ? 0 : bad - 1);
+    const std::size_t column = line_start == std::string_view::npos || bad == 0 ? bad + 1 : bad - line_start;
+    throw ConfigError(source_name, static_cast<int>(std::count(text.begin(), text.begin() + bad, '\n')) + 1, "",
+                      fmt::format("not UTF-8 text: the character at column {} (byte 0x{:02X}) is not valid UTF-8; "
+                                  "a sweep file is TOML, which is UTF-8",
+                                  column, static_cast<unsigned char>(text[bad])));
+  }
   TomlValue root;
   try {
     std::istringstream stream{std::string(text)};
@@ -143,7 +215,7 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
     defaults = table_draft(*table, defaults_place);
 
   std::vector<TrialSpec> distinct;
-  for (DraftWithOrigin& trial : trial_drafts(top, source_name, spec.seed)) {
+  for (DraftWithOrigin& trial : trial_drafts(top, source_name, spec.seed, spec.repeats)) {
     TrialDraft merged = defaults;
     for (auto& [name, value] : trial.draft) merged.insert_or_assign(name, std::move(value));
     distinct.push_back(build_trial(merged, spec.seed, trial.origin));
@@ -185,7 +257,15 @@ SweepSpec load_sweep_file(const std::filesystem::path& path) {
   text << in.rdbuf();
   if (in.bad())
     throw InputError(fmt::format("{}: cannot read the sweep file: {}", path.string(), std::strerror(errno)));
-  return parse_sweep(text.str(), path.string());
+  // A results file or another binary file given by mistake: say so, rather
+  // than the TOML parser's complaint about its first bytes.
+  const std::string contents = text.str();
+  if (contents.starts_with(kHdf5Signature))
+    throw InputError(
+        fmt::format("{}: an HDF5 file (a results file?), not a sweep file; expected TOML text", path.string()));
+  if (contents.find('\0') != std::string::npos)
+    throw InputError(fmt::format("{}: a binary file, not a sweep file; expected TOML text", path.string()));
+  return parse_sweep(contents, path.string());
 }
 
 }  // namespace memsweep

@@ -44,6 +44,8 @@ void check_is_hdf5(const std::filesystem::path& path, const Hdf5Errors& errors) 
   const std::filesystem::file_status status = std::filesystem::status(path, error);
   if (status.type() == std::filesystem::file_type::not_found) errors.fail_plain("no such file");
   if (error) errors.fail_plain(fmt::format("cannot read it: {}", error.message()));
+  if (status.type() == std::filesystem::file_type::directory)
+    errors.fail_plain("is a directory; expected a results file (HDF5)");
   if (status.type() != std::filesystem::file_type::regular) errors.fail_plain("not a regular file");
   const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
   if (is_hdf5 < 0) errors.fail("read its first bytes");
@@ -63,8 +65,8 @@ void check_is_hdf5(const std::filesystem::path& path, const Hdf5Errors& errors) 
   if (contains(cause, kTruncated)) errors.fail_plain(fmt::format("the file is truncated (HDF5: {})", cause));
   if (contains(cause, kOpenInThisProcess) || contains(cause, kOpenInThisProcessLocking))
     errors.fail_plain(fmt::format("this process already has the file open in another mode (HDF5: {})", cause));
-  errors.fail_plain(
-      fmt::format("the file is damaged: HDF5 cannot open it ({})", cause.empty() ? "no reason given" : cause));
+  errors.fail_plain(fmt::format("the file is damaged: HDF5 cannot open it ({})",
+                                cause.empty() ? "no reason given" : readable_cause(cause)));
 }
 
 // Readers take no HDF5 lock: a shared lock held while `memsweep watch` or

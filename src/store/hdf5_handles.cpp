@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <regex>
+
 namespace memsweep::store {
 namespace {
 
@@ -35,7 +39,25 @@ std::string innermost_hdf5_error() {
 void Hdf5Errors::fail(std::string_view attempted) const {
   const std::string cause = innermost_hdf5_error();
   if (cause.empty()) throw StoreError(fmt::format("{}: cannot {} (HDF5 gave no reason)", file_.string(), attempted));
-  throw StoreError(fmt::format("{}: cannot {}: {}", file_.string(), attempted, cause));
+  throw StoreError(fmt::format("{}: cannot {}: {}", file_.string(), attempted, readable_cause(cause)));
+}
+
+std::string readable_cause(const std::string& hdf5_message) {
+  // HDF5's file driver reports a failed system call as several lines of
+  // "time = ..., filename = ..., errno = 28, error message = '...', buf =
+  // ...": the errno and its text are what a user needs.
+  static const std::regex kSystemError(R"(errno = (\d+), error message = '([^']*)')");
+  std::smatch match;
+  if (!std::regex_search(hdf5_message, match, kSystemError)) {
+    std::string flat = hdf5_message;
+    std::replace(flat.begin(), flat.end(), '\n', ' ');
+    return flat;
+  }
+  const int number = std::stoi(match[1]);
+  std::string text = fmt::format("{} (errno {})", match[2].str(), number);
+  if (number == ENOSPC || number == EDQUOT || number == EFBIG)
+    text += "; the file keeps what was written before: make room, then continue it with memsweep run ... --resume";
+  return text;
 }
 
 void Hdf5Errors::fail_plain(std::string_view what) const {

@@ -23,6 +23,9 @@ void silence_hdf5_errors();
 // The innermost (most specific) message of the calling thread's HDF5 error
 // stack, e.g. "truncated file: eof = 4096, ..."; empty when there is none.
 std::string innermost_hdf5_error();
+// An HDF5 message for one line of an error: a failed system call (a full
+// disk) as its text and errno, with what to do when the disk is full.
+std::string readable_cause(const std::string& hdf5_message);
 
 // Owns one HDF5 identifier; `Close` is the matching H5?close function.
 template <herr_t (*Close)(hid_t)>

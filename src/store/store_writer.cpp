@@ -97,6 +97,8 @@ std::unique_ptr<StoreWriter> StoreWriter::create(const std::filesystem::path& pa
                                                  bool replace, const StoreOptions& options, const StoreLayout& layout) {
   silence_hdf5_errors();
   std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored))
+    throw StoreError(fmt::format("{}: is a directory; expected the path of a results file (HDF5)", path.string()));
   const bool exists = std::filesystem::exists(path, ignored);
   if (exists && !replace) throw StoreExistsError(exists_message(path));
 

@@ -138,11 +138,32 @@ void Table::read_as(hid_t memory_type, std::uint64_t first, std::uint64_t count,
                 attempted);
 }
 
+std::uint64_t Table::stored_chunk_rows() const {
+  if (rows_ == 0 || chunk_rows_ == 0) return rows_;
+  const auto stored = [&](std::uint64_t chunk) {
+    const hsize_t offset = chunk * chunk_rows_;
+    hsize_t bytes = 0;
+    return H5Dget_chunk_storage_size(dataset_.get(), &offset, &bytes) >= 0 && bytes > 0;
+  };
+  // Appends fill chunks in order, so the stored ones are a prefix: the last
+  // one is found by bisection. Chunk `low` is stored, chunk `high` is not.
+  if (!stored(0)) return 0;
+  std::uint64_t low = 0;
+  std::uint64_t high = (rows_ + chunk_rows_ - 1) / chunk_rows_;
+  while (high - low > 1) {
+    const std::uint64_t middle = low + (high - low) / 2;
+    (stored(middle) ? low : high) = middle;
+  }
+  return std::min(rows_, (low + 1) * chunk_rows_);
+}
+
 std::uint64_t Table::unwritten_tail() const {
   constexpr std::uint64_t kBlockRows = 1024;
   const TypeHandle id_type = memory_type(trial_id_schema(name_), errors_);
   std::vector<FixedString<kTrialIdChars>> ids;
-  std::uint64_t end = rows_;
+  // Rows past the last stored chunk were never written; only the rest are
+  // read (a damaged extent of 2^40 rows must not mean 2^30 reads).
+  std::uint64_t end = stored_chunk_rows();
   while (end > 0) {
     const std::uint64_t count = std::min(kBlockRows, end);
     ids.assign(count, FixedString<kTrialIdChars>{});

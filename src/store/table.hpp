@@ -37,6 +37,8 @@ class Table {
   // Rows at the end of the table without a trial id (trial_id_schema() says
   // why). For tables with that column.
   std::uint64_t unwritten_tail() const;
+  // The rows up to the end of the last chunk stored in the file.
+  std::uint64_t stored_chunk_rows() const;
   // A reader leaves them out of rows(); a writer shrinks the table.
   void hide_unwritten_tail() { rows_ -= unwritten_tail(); }
   void drop_unwritten_tail();

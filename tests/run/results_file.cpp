@@ -64,8 +64,10 @@ std::vector<std::size_t> TsvTable::where(const std::string& name, const std::str
   return found;
 }
 
-TsvTable h5py_table(const std::filesystem::path& file, const std::string& table) {
-  auto lines = tsv({file.string(), "table", table});
+TsvTable h5py_table(const std::filesystem::path& file, const std::string& table, bool swmr) {
+  std::vector<std::string> args{file.string(), "table", table};
+  if (swmr) args.insert(args.begin(), "--swmr");
+  auto lines = tsv(args);
   TsvTable out;
   if (lines.empty()) throw std::runtime_error("results_tsv.py printed nothing for " + table);
   out.columns = lines.front();

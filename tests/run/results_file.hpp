@@ -22,7 +22,8 @@ struct TsvTable {
 };
 
 // Through h5py; a failure of the script fails the calling test with its message.
-TsvTable h5py_table(const std::filesystem::path& file, const std::string& table);
+// `swmr`: open as a SWMR reader (a file a run is writing, or a killed run left).
+TsvTable h5py_table(const std::filesystem::path& file, const std::string& table, bool swmr = false);
 std::map<std::string, std::string> h5py_attributes(const std::filesystem::path& file);
 std::map<std::string, std::string> h5py_units(const std::filesystem::path& file, const std::string& table);
 

@@ -6,6 +6,7 @@
 
 #include "memsweep/store.hpp"
 #include "store/child_process.hpp"
+#include "store/hdf5_handles.hpp"
 #include "store/store_fixtures.hpp"
 #include "support/temp_dir.hpp"
 
@@ -475,6 +476,19 @@ INSTANTIATE_TEST_SUITE_P(Places, DamagedFile,
                          ::testing::Values(Damage{"Superblock", 0.0, 0.002}, Damage{"MiddleThird", 1.0 / 3, 2.0 / 3},
                                            Damage{"SecondHalf", 0.5, 1.0}),
                          [](const ::testing::TestParamInfo<Damage>& case_info) { return case_info.param.name; });
+
+TEST(StoreErrors, AFullDiskIsSaidInOneLineWithWhatToDo) {
+  // What HDF5's file driver reports when a write fails (several lines).
+  const std::string hdf5 =
+      "file write failed: time = Sat Nov 21 09:38:26 2026\n, filename = '/tmp/full/.fill.h5.1-0.tmp', file "
+      "descriptor = 19, errno = 28, error message = 'No space left on device', buf = 0x55f3b62ff6a6, total write "
+      "size = 9195, bytes this sub-write = 9195, bytes actually written = 18446744073709551615, offset = 0";
+  const std::string said = store::readable_cause(hdf5);
+  EXPECT_EQ(said.find('\n'), std::string::npos);
+  EXPECT_THAT(said, HasSubstr("No space left on device (errno 28)"));
+  EXPECT_THAT(said, HasSubstr("--resume"));
+  EXPECT_THAT(store::readable_cause("bad symbol table\nnode"), ::testing::Eq("bad symbol table node"));
+}
 
 }  // namespace
 }  // namespace memsweep

@@ -139,6 +139,11 @@ const BadSweep kCases[] = {
      "add `depth`"},
     {"random_depth_too_deep", "[random]\ncount = 2\ndepth = { int_uniform = [1, 20] }\nwidth = 8\n", 3, "random.depth",
      "from 1 to 16, found 20"},
+    // not text TOML can hold, or more than a sweep may be
+    {"not_utf8", "[sweep]\nname = 'x'\nnote = '\xc3\x28'\n[[trial]]\n", 3, "",
+     "not UTF-8 text: the character at column 9 (byte 0xC3) is not valid UTF-8"},
+    {"too_many_runs", "[sweep]\nrepeats = 10000\n[random]\ncount = 1000000\n", 1, "",
+     "= 10000000000 runs, more than 1000000; split it into several sweeps"},
     // syntax
     {"syntax_missing_value", "[sweep]\nname =\n", 2, "", "syntax error"},
     {"syntax_duplicate_key", "[sweep]\nname = 'a'\nname = 'b'\n", 3, "", "syntax error"},

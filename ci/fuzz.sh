@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Builds the fuzz targets of tests/fuzz with clang (libFuzzer, ASan, UBSan)
+# and runs each for a bounded time over a scratch copy of its seed corpus
+# (docs/reliability.md, Fuzzing). Usage: ci/fuzz.sh [SECONDS_PER_TARGET]
+# (default 60). Targets run $MEMSWEEP_FUZZ_JOBS at a time (default: the
+# CPUs). Exits non-zero if any target crashed, printing the saved input.
+# Build and scratch folders: $MEMSWEEP_FUZZ_BUILD_DIR (default build-fuzz);
+# an existing one is built incrementally.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=${1:-60}
+build_dir=${MEMSWEEP_FUZZ_BUILD_DIR:-build-fuzz}
+jobs=${MEMSWEEP_FUZZ_JOBS:-$(nproc)}
+# A hung input is a finding, and so is one that needs more memory than this.
+timeout_seconds=10
+rss_limit_mb=2048
+
+# Inputs as long as each format's seeds need, and not much more: a sweep
+# file, an IDX pair of two 28x28 images, a few CIFAR-10 records (3,073
+# bytes each), a results file of one trial (88 KB as memsweep writes it).
+declare -A max_len=(
+  [fuzz_sweep_file]=8192
+  [fuzz_idx]=4096
+  [fuzz_cifar]=16384
+  [fuzz_results_file]=131072
+)
+# libFuzzer's default (entropic) scheduler spent more than half of the sweep
+# parser's time weighing toml11's many features; without it that target ran
+# four times the inputs and reached more coverage in the same time.
+# Two targets fuzz in a child process restarted after a hang (-fork=1
+# -ignore_timeouts=1): HDF5 1.10 loops forever on some damaged files, which
+# memsweep cannot check for first, and a sweep near the trial limit takes
+# longer than the timeout under ASan (docs/reliability.md; tests/fuzz/hangs/).
+# Their hangs are listed with their inputs and do not fail the run; their
+# crashes do. A hang in any other target fails.
+declare -A options=(
+  [fuzz_sweep_file]="-entropic=0 -fork=1 -ignore_timeouts=1"
+  [fuzz_idx]=
+  [fuzz_cifar]=
+  [fuzz_results_file]="-entropic=0 -fork=1 -ignore_timeouts=1"
+)
+targets=(fuzz_sweep_file fuzz_idx fuzz_cifar fuzz_results_file)
+# HDF5 leaks inside itself on some damaged files (tests/fuzz/lsan.supp).
+export LSAN_OPTIONS=suppressions=$PWD/tests/fuzz/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}
+
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+build_start=$SECONDS
+if [ ! -f "$build_dir/CMakeCache.txt" ]; then
+  cmake -S tests/fuzz -B "$build_dir" "${generator[@]}" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo
+fi
+cmake --build "$build_dir" -j "$(nproc)"
+echo "fuzz: built in $((SECONDS - build_start)) s"
+
+run_dir=$build_dir/fuzz-run
+rm -rf "$run_dir"
+# fuzz_results_file's input files, and libFuzzer's own in fork mode: a run
+# killed by a timeout leaves them here rather than in /dev/shm.
+mkdir -p "$run_dir/tmp"
+TMPDIR=$(realpath "$run_dir/tmp")
+export TMPDIR
+
+# One target: its log, its grown corpus, and what it saved (crash-*, leak-*,
+# timeout-*, oom-*) in artifacts/.
+run_target() {
+  local target=$1 dir=$run_dir/$1
+  mkdir -p "$dir/corpus" "$dir/artifacts"
+  cp tests/fuzz/corpus/"$target"/* "$dir/corpus/"
+  ls "$dir/corpus" | wc -l >"$dir/seeds"
+  local start=$SECONDS status=0
+  "$build_dir/$target" -max_total_time="$seconds" -timeout="$timeout_seconds" -rss_limit_mb="$rss_limit_mb" \
+    -max_len="${max_len[$target]}" ${options[$target]} -print_final_stats=1 -artifact_prefix="$dir/artifacts/" \
+    "$dir/corpus" >"$dir/log" 2>&1 || status=$?
+  echo "$((SECONDS - start)) $status" >"$dir/result"
+}
+
+fuzz_start=$SECONDS
+for target in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  run_target "$target" &
+done
+wait
+
+failed=0
+printf '%-20s %12s %9s %7s %9s %8s %6s\n' target executions exec/s time new_units crashes hangs
+for target in "${targets[@]}"; do
+  dir=$run_dir/$target
+  read -r elapsed status <"$dir/result"
+  # Final stats, or in fork mode the last status line ("#N: cov: ... exec/s M ...").
+  executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/log" | tail -1)
+  exec_rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$dir/log" | tail -1)
+  if [ -z "$executions" ]; then
+    executions=$(sed -n 's/^#\([0-9]*\): cov:.*/\1/p' "$dir/log" | tail -1)
+    exec_rate=$(sed -n 's/^#[0-9]*: cov:.* exec\/s \([0-9]*\) .*/\1/p' "$dir/log" | tail -1)
+  fi
+  new_units=$(($(ls "$dir/corpus" | wc -l) - $(cat "$dir/seeds")))
+  crashes=$(find "$dir/artifacts" -type f ! -name 'timeout-*' | wc -l)
+  hangs=$(find "$dir/artifacts" -type f -name 'timeout-*' | wc -l)
+  printf '%-20s %12s %9s %6ss %9s %8s %6s\n' "$target" "${executions:-?}" "${exec_rate:-?}" "$elapsed" \
+    "$new_units" "$crashes" "$hangs"
+  if [ "$status" -ne 0 ] || [ "$crashes" -ne 0 ]; then
+    failed=1
+    echo "  $target failed (exit status $status); log: $dir/log" >&2
+    find "$dir/artifacts" -type f -printf '  input: %p\n' >&2
+    grep -m1 -E 'ERROR: (AddressSanitizer|libFuzzer|LeakSanitizer)|runtime error|terminate called|==ERROR' \
+      "$dir/log" | sed 's/^/  /' >&2 || true
+  elif [ "$hangs" -ne 0 ]; then
+    echo "  $target: $hangs inputs hung (see docs/reliability.md, Known); not a failure:" >&2
+    find "$dir/artifacts" -type f -printf '  input: %p\n' >&2
+  fi
+done
+echo "fuzz: ${#targets[@]} targets, ${seconds} s each, $jobs at a time: $((SECONDS - fuzz_start)) s;" \
+  "in all $((SECONDS - build_start)) s"
+if [ "$failed" -ne 0 ]; then
+  echo "fuzz: crashes found. Reproduce: $build_dir/TARGET INPUT; fix, then add the input to" \
+    "tests/fuzz/corpus/TARGET/ (ctest -L fuzz replays it)" >&2
+  exit 1
+fi

@@ -1,0 +1,44 @@
+// Fuzz target: the sweep file (TOML), as `memsweep run`, `plan` and
+// `estimate` read it: parse_sweep, then what they do with every trial (its
+// id text, its summary, the sweep's hash, splitting into parts).
+// ConfigError and the rest of the InputError family are the expected answer
+// to bad input; anything else escaping, or a crash, is a finding.
+
+#include "memsweep/config.hpp"
+#include "memsweep/results.hpp"
+#include "memsweep/sweep_split.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace {
+
+// Splits the sweep by a field the fuzzer picks from the input's size, so
+// that each field is tried without costing every input all of them.
+constexpr std::string_view kFieldsToSplitBy[] = {"dataset",    "model",  "optimizer", "learning_rate", "epochs",
+                                                 "batch_size", "hidden", "channels",  "repeat"};
+
+void use(const memsweep::SweepSpec& sweep, std::size_t size) {
+  for (const memsweep::TrialSpec& trial : sweep.trials) {
+    (void)trial.canonical_text();
+    (void)trial.summary_text();
+    (void)memsweep::trial_row_for(trial, 0);
+  }
+  (void)memsweep::sweep_hash(sweep);
+  const std::string_view field = kFieldsToSplitBy[size % std::size(kFieldsToSplitBy)];
+  const auto parts = memsweep::split_sweep(sweep, field);
+  if (!parts.empty()) (void)memsweep::select_named_part(sweep, parts.back().name());
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  try {
+    use(memsweep::parse_sweep(text, "fuzz.toml"), size);
+  } catch (const memsweep::InputError&) {
+    // Bad input, said so: what memsweep must do.
+  }
+  return 0;
+}

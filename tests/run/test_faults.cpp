@@ -1,0 +1,279 @@
+// Faults injected into real sweeps under mpirun: kill -9 of a worker rank or
+// of rank 0 at a seeded random moment, SIGTERM and SIGUSR1 likewise, and the
+// disk filling up under the results file. What must hold each time: the file
+// opens afterwards, every trial that had its final row before the fault
+// still has it unchanged (no completed trial is lost), and --resume completes
+// the sweep with exactly one final row per trial. docs/reliability.md has
+// the figures.
+
+#include "cli/run_command.hpp"
+#include "run/results_file.hpp"
+#include "support/background_process.hpp"
+#include "support/real_datasets.hpp"
+#include "support/temp_dir.hpp"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <random>
+#include <regex>
+#include <set>
+#include <thread>
+
+namespace memsweep::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int kOk = 0;
+constexpr int kBadInput = 2;
+constexpr int kStopped = 3;
+
+// Twelve trials of a second or two each on two workers (about 10 s in all):
+// a fault at a random moment of the first seconds lands while trials run,
+// between trials, or while rank 0 writes a row.
+constexpr const char* kSweep = R"(
+[sweep]
+name = "faults"
+[sampler]
+interval_ms = 5
+[defaults]
+dataset = "synthetic"
+synthetic = { shape = [1, 28, 28], classes = 10, train_size = 7000, test_size = 200 }
+learning_rate = 0.02
+batch_size = 16
+epochs = 3
+[grid]
+hidden = [[32], [48], [64], [80], [96], [112], [128], [144], [160], [176], [192], [208]]
+)";
+constexpr std::size_t kTrials = 12;
+
+const std::map<std::string, std::string> kEnvironment{{"OMP_NUM_THREADS", "1"}};
+
+std::vector<std::string> on_ranks(int ranks, const std::vector<std::string>& args) {
+  std::vector<std::string> argv{MEMSWEEP_MPIEXEC,      "--allow-run-as-root", "--oversubscribe", "-np",
+                                std::to_string(ranks), MEMSWEEP_EXECUTABLE};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+bool is_final(const std::string& status) {
+  return status == "ok" || status == "failed" || status == "diverged" || status == "over_budget";
+}
+
+// Final rows by trial id, each as all its columns.
+std::map<std::string, std::vector<std::string>> final_rows(const TsvTable& trials) {
+  std::map<std::string, std::vector<std::string>> rows;
+  for (std::size_t row = 0; row < trials.rows.size(); ++row)
+    if (is_final(trials.at(row, "status"))) rows[trials.at(row, "trial_id")] = trials.rows[row];
+  return rows;
+}
+
+// How many of `before`'s final rows are not in `after` exactly as they were.
+std::size_t lost_rows(const std::map<std::string, std::vector<std::string>>& before,
+                      const std::map<std::string, std::vector<std::string>>& after) {
+  std::size_t lost = 0;
+  for (const auto& [id, row] : before) {
+    const auto found = after.find(id);
+    if (found == after.end() || found->second != row) ++lost;
+  }
+  return lost;
+}
+
+// Resumes (killed trials run again) and checks that every trial of the sweep
+// then has exactly one final row.
+void resume_completes(const std::string& sweep, const std::string& out, const std::filesystem::path& dir) {
+  const CommandResult resumed = run_command(
+      on_ranks(3, {"run", sweep, "-o", out, "--resume", "--retry-killed", "3", "-q"}), dir.string(), kEnvironment);
+  ASSERT_EQ(resumed.exit_status, kOk) << resumed.err;
+  const TsvTable trials = h5py_table(out, "trials");
+  std::map<std::string, int> finals;
+  std::set<std::string> ids;
+  for (std::size_t row = 0; row < trials.rows.size(); ++row) {
+    ids.insert(trials.at(row, "trial_id"));
+    if (is_final(trials.at(row, "status"))) ++finals[trials.at(row, "trial_id")];
+  }
+  EXPECT_EQ(ids.size(), kTrials);
+  EXPECT_EQ(finals.size(), kTrials) << "every trial has a final row after the resume";
+  for (const auto& [id, count] : finals) EXPECT_EQ(count, 1) << id;
+}
+
+// A fault at a moment drawn from the seed, while the sweep writes its file.
+struct Fault {
+  unsigned seed;
+  // SIGKILL to one rank (the OOM killer, a node dying); SIGTERM to every rank
+  // at once (as scancel does); SIGUSR1 to mpirun, which forwards it (as
+  // Slurm's --signal=B: warning reaches the job script, which passes it on).
+  int signal_number;
+  int rank;  // for SIGKILL: 0 (the writer) or a worker
+};
+
+std::string fault_name(const Fault& fault) {
+  if (fault.signal_number == SIGKILL) return fmt::format("kill9_rank{}_seed{}", fault.rank, fault.seed);
+  return fmt::format("{}_seed{}", fault.signal_number == SIGTERM ? "sigterm" : "sigusr1", fault.seed);
+}
+
+class FaultDuringSweep : public ::testing::TestWithParam<Fault> {};
+
+TEST_P(FaultDuringSweep, NoFinishedTrialIsLostAndResumeCompletes) {
+  const Fault& fault = GetParam();
+  const TempDir dir;
+  const std::string sweep = dir.write("faults.toml", kSweep).string();
+  const std::string out = (dir.path() / "faults.h5").string();
+  std::mt19937 random(fault.seed);
+  const double delay = std::uniform_real_distribution<double>(0.2, 7.0)(random);
+
+  BackgroundProcess run(on_ranks(3, {"run", sweep, "-o", out, "--flush-interval", "0.2"}), dir.path(), kEnvironment);
+  ASSERT_TRUE(run.wait_for([&] { return std::filesystem::exists(out); }, std::chrono::seconds(60))) << run.err();
+  std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+
+  // What the file held just before the fault (rows may still arrive between
+  // this read and the fault: they must survive too, but are not counted).
+  const auto before = final_rows(h5py_table(out, "trials", true));
+  bool delivered = false;
+  if (fault.signal_number == SIGKILL) {
+    const auto ranks = child_processes_with_environment(run.pid(), "OMPI_COMM_WORLD_RANK", std::to_string(fault.rank));
+    if (!ranks.empty()) delivered = ::kill(ranks.front(), SIGKILL) == 0;
+  } else if (fault.signal_number == SIGTERM) {
+    for (int rank = 0; rank < 3; ++rank)
+      for (const pid_t pid : child_processes_with_environment(run.pid(), "OMPI_COMM_WORLD_RANK", std::to_string(rank)))
+        delivered = ::kill(pid, SIGTERM) == 0 || delivered;
+  } else {
+    delivered = ::kill(run.pid(), fault.signal_number) == 0;
+  }
+  const int status = run.wait();
+  if (fault.signal_number == SIGKILL && delivered) {
+    EXPECT_NE(status, kOk) << run.err();
+  } else if (delivered) {
+    EXPECT_THAT(status, ::testing::AnyOf(kStopped, kOk)) << run.err();
+  }
+
+  // The file opens as the fault left it, and nothing finished is lost.
+  const TsvTable after = h5py_table(out, "trials", true);
+  const std::size_t lost = lost_rows(before, final_rows(after));
+  EXPECT_EQ(lost, 0U);
+  std::size_t interrupted = 0;
+  for (std::size_t row = 0; row < after.rows.size(); ++row) {
+    const std::string status_text = after.at(row, "status");
+    if (fault.signal_number != SIGKILL) {
+      EXPECT_TRUE(is_final(status_text) || status_text == "interrupted") << "a clean stop marks trials interrupted";
+    }
+    interrupted += status_text == "interrupted" ? 1 : 0;
+  }
+  std::cout << fmt::format(
+                   "fault {}: {} after {:.2f} s: exit status {}; {} final rows before it, {} after, {} interrupted, "
+                   "{} lost\n",
+                   fault_name(fault), delivered ? "delivered" : "not delivered (the sweep had ended)", delay, status,
+                   before.size(), final_rows(after).size(), interrupted, lost)
+            << std::flush;
+
+  resume_completes(sweep, out, dir.path());
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, FaultDuringSweep,
+                         ::testing::Values(Fault{11, SIGKILL, 1}, Fault{12, SIGKILL, 2}, Fault{13, SIGKILL, 1},
+                                           Fault{21, SIGKILL, 0}, Fault{22, SIGKILL, 0}, Fault{23, SIGKILL, 0},
+                                           Fault{31, SIGTERM, 0}, Fault{41, SIGUSR1, 0}),
+                         [](const auto& param_info) { return fault_name(param_info.param); });
+
+// ---- the disk filling up ---------------------------------------------------------
+
+// A small filesystem of its own for the results file: a tmpfs, mounted as
+// root (the CI runs as root; Open MPI's own shared-memory files rule out a
+// file size limit instead, which makes MPI_Init fail).
+class SmallDisk {
+ public:
+  SmallDisk(const std::filesystem::path& folder, int kib) : folder_(folder) {
+    std::filesystem::create_directories(folder);
+    const CommandResult mounted = run_command(
+        {"/bin/mount", "-t", "tmpfs", "-o", fmt::format("size={}k", kib), "memsweep-test", folder.string()});
+    mounted_ = mounted.exit_status == 0;
+    problem_ = mounted.err;
+  }
+  ~SmallDisk() {
+    if (mounted_) run_command({"/bin/umount", folder_.string()});
+  }
+  SmallDisk(const SmallDisk&) = delete;
+  SmallDisk& operator=(const SmallDisk&) = delete;
+
+  bool mounted() const { return mounted_; }
+  const std::string& problem() const { return problem_; }
+
+ private:
+  std::filesystem::path folder_;
+  bool mounted_ = false;
+  std::string problem_;
+};
+
+// Short trials sampled every millisecond: the file grows by tens of KiB a trial.
+constexpr const char* kFillSweep = R"(
+[sweep]
+name = "fill"
+[sampler]
+interval_ms = 1
+[defaults]
+dataset = "synthetic"
+synthetic = { shape = [1, 8, 8], classes = 4, train_size = 2000, test_size = 100 }
+epochs = 30
+batch_size = 8
+hidden = [32]
+[grid]
+learning_rate = [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.10, 0.11, 0.12, 0.13, 0.14, 0.15, 0.16]
+)";
+
+TEST(DiskFull, AClearErrorAndTheFileReadableUpToItsLastFlushedTrial) {
+  const TempDir dir;
+  const std::string sweep = dir.write("fill.toml", kFillSweep).string();
+  const SmallDisk disk(dir.path() / "small", 96);
+  if (!disk.mounted()) {
+    const std::string message = "cannot mount a tmpfs (this test needs root): " + disk.problem();
+    if (running_in_ci()) FAIL() << message;
+    std::cerr << "\n*** SKIPPED: " << message << " ***\n";
+    GTEST_SKIP() << message;
+  }
+  const std::string out = (dir.path() / "small" / "fill.h5").string();
+
+  const CommandResult run = run_command({MEMSWEEP_EXECUTABLE, "run", sweep, "-o", out}, "", kEnvironment);
+  std::cout << "disk full (a 96 KiB tmpfs): exit status " << run.exit_status << "\n"
+            << run.err.substr(run.err.rfind("memsweep:") == std::string::npos ? 0 : run.err.rfind("memsweep:"))
+            << std::flush;
+  ASSERT_EQ(run.exit_status, kBadInput) << "the disk filled before the sweep's end: " << run.err;
+  const std::string error_line = run.err.substr(run.err.rfind("memsweep: error: "));
+  EXPECT_EQ(std::count(error_line.begin(), error_line.end(), '\n'), 1) << error_line;
+  EXPECT_THAT(error_line, HasSubstr(out));
+  EXPECT_THAT(error_line, HasSubstr("No space left on device"));
+  EXPECT_THAT(error_line, HasSubstr("--resume"));
+
+  // Every trial the progress lines reported ok before the error is in the
+  // file, read by h5py alone and by memsweep summary.
+  std::set<std::string> reported;
+  const std::regex progress(R"(\] ([0-9a-f]{12}) ok )");
+  for (auto it = std::sregex_iterator(run.err.begin(), run.err.end(), progress); it != std::sregex_iterator(); ++it)
+    reported.insert((*it)[1]);
+  ASSERT_GE(reported.size(), 1U) << run.err;
+  const auto in_file = final_rows(h5py_table(out, "trials", true));
+  for (const std::string& id : reported) EXPECT_TRUE(in_file.contains(id)) << id << " was reported ok";
+  const CommandResult summary = run_memsweep({"summary", out});
+  EXPECT_EQ(summary.exit_status, kOk) << summary.err;
+
+  // With room again (the file moved to a larger disk), --resume completes it.
+  const std::string moved = (dir.path() / "fill.h5").string();
+  std::filesystem::copy_file(out, moved);
+  const CommandResult resumed =
+      run_command({MEMSWEEP_EXECUTABLE, "run", sweep, "-o", moved, "--resume", "-q"}, "", kEnvironment);
+  ASSERT_EQ(resumed.exit_status, kOk) << resumed.err;
+  const auto finished = final_rows(h5py_table(moved, "trials"));
+  EXPECT_EQ(finished.size(), 16U);
+  EXPECT_EQ(lost_rows(in_file, finished), 0U);
+}
+
+}  // namespace
+}  // namespace memsweep::testing
