@@ -264,7 +264,7 @@ INSTANTIATE_TEST_SUITE_P(
                       std::string("\x7f"
                                   "ELF\x02\x01\x01\0\0\0",
                                   10),
-                      "syntax error"},
+                      "sweep.toml: a binary file, not a sweep file; expected TOML text"},
         BadInvocation{"empty_file", {"plan", "@"}, "", "sweep.toml:1: the sweep defines no trials"},
         BadInvocation{"missing_file",
                       {"plan", "no-such-sweep.toml"},
