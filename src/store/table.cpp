@@ -178,6 +178,16 @@ std::uint64_t Table::unwritten_tail() const {
 void Table::drop_unwritten_tail() {
   const std::uint64_t dropped = unwritten_tail();
   if (dropped == 0) return;
+  // A killed writer leaves at most the few chunks of its last append
+  // unwritten. An extent far beyond the stored chunks is damage, and
+  // shrinking it makes HDF5 look up every chunk position it drops (2^28 for
+  // 2^40 rows): refused, the file left as it is (summary still reads it).
+  constexpr std::uint64_t kMaxUnwrittenChunks = 1024;
+  if (dropped / chunk_rows_ > kMaxUnwrittenChunks)
+    errors_.fail_plain(
+        fmt::format("damaged memsweep results file: table /{} claims {} rows, {} more than the file "
+                    "holds; it cannot be continued (memsweep summary still reads it)",
+                    name_, rows_, dropped));
   const hsize_t size = rows_ - dropped;
   errors_.check(H5Dset_extent(dataset_.get(), &size),
                 fmt::format("drop {} rows never written from the end of table /{}", dropped, name_));
