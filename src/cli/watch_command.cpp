@@ -74,9 +74,7 @@ class FollowedFile {
       SweepSnapshot snapshot = follower_->update(live, std::chrono::system_clock::now());
       failed_reads_ = 0;
       snapshot.path = options_.results_file;
-      if (snapshot.state != SweepState::running)
-        snapshot.summary =
-            format_summary({SummaryInput{options_.results_file, follower_->header(), follower_->trial_rows()}});
+      if (snapshot.state != SweepState::running) snapshot.summary = summary();
       return snapshot;
     } catch (const StoreError&) {
       follower_.reset();
@@ -91,7 +89,19 @@ class FollowedFile {
   const SweepFollower* follower() const { return follower_.get(); }
 
  private:
+  // The summary parses the sweep text and plans every trial: made once per
+  // set of rows, not at every refresh of a view left open on an ended sweep.
+  const std::string& summary() {
+    const std::size_t rows = follower_->trial_rows().size();
+    if (!summary_ || summary_rows_ != rows) {
+      summary_ = format_summary({SummaryInput{options_.results_file, follower_->header(), follower_->trial_rows()}});
+      summary_rows_ = rows;
+    }
+    return *summary_;
+  }
+
   void open(ino_t inode) {
+    summary_.reset();
     follower_.reset();
     follower_ = std::make_unique<SweepFollower>(options_.results_file, options_.trial_id);
     inode_ = inode;
@@ -107,6 +117,8 @@ class FollowedFile {
   ino_t inode_ = 0;
   std::optional<bool> last_live_;
   int failed_reads_ = 0;
+  std::optional<std::string> summary_;
+  std::size_t summary_rows_ = 0;
 };
 
 std::vector<std::string> render(const WatchOptions& options, const FollowedFile& file, const SweepSnapshot& snapshot,

@@ -3,6 +3,7 @@
 // One line per finished trial, flushed at once so that a job's log follows
 // the sweep.
 
+#include "common/duration_text.hpp"
 #include "memsweep/byte_size.hpp"
 #include "memsweep/sweep.hpp"
 
@@ -12,20 +13,6 @@
 #include <cmath>
 
 namespace memsweep {
-namespace {
-
-std::string format_duration(std::chrono::seconds duration) {
-  const long long total = std::max<long long>(duration.count(), 0);
-  const long long hours = total / 3600;
-  const long long minutes = total / 60 % 60;
-  const long long seconds = total % 60;
-  if (hours > 0) return fmt::format("{}h{:02}m", hours, minutes);
-  if (minutes > 0) return fmt::format("{}m{:02}s", minutes, seconds);
-  return fmt::format("{}s", seconds);
-}
-
-}  // namespace
-
 ProgressReporter::ProgressReporter(std::ostream& out, Verbosity verbosity, std::size_t total_trials, int workers)
     : out_(out), verbosity_(verbosity), total_(total_trials), workers_(std::max(workers, 1)) {}
 
@@ -48,9 +35,9 @@ void ProgressReporter::trial_finished(const TrialRow& row) {
   line += row.rss_peak >= 0 ? " peak " + format_byte_size(static_cast<std::uint64_t>(row.rss_peak)) : " peak -";
   line += fmt::format(" rank {}", row.rank);
   if (finished_ >= total_) {
-    line += " done in " + format_duration(std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - start_));
+    line += " done in " + format_duration(std::chrono::duration<double>(Clock::now() - start_).count());
   } else if (const std::optional<std::chrono::seconds> left = eta()) {
-    line += " ETA " + format_duration(*left);
+    line += " ETA " + format_duration(static_cast<double>(left->count()));
   }
   if (!ok) {
     const std::string message = get_fixed(row.message);

@@ -1,5 +1,6 @@
 #include "watch/charts.hpp"
 
+#include "common/duration_text.hpp"
 #include "memsweep/byte_size.hpp"
 
 #include <fmt/format.h>
@@ -237,16 +238,6 @@ std::string format_bytes_short(std::int64_t bytes) {
   // Decide the decimals on the rounded value: 9.996 is "10.0", not "10.00".
   const int decimals = std::round(value * 10.0) >= 1000.0 ? 0 : std::round(value * 100.0) >= 1000.0 ? 1 : 2;
   return fmt::format("{:.{}f} {}", value, decimals, unit);
-}
-
-std::string format_duration(double seconds) {
-  if (!(seconds >= 0.0) || !std::isfinite(seconds)) return "-";
-  const long long total = std::llround(seconds);
-  const long long hours = total / 3600;
-  const long long minutes = total / 60 % 60;
-  if (hours > 0) return fmt::format("{}h{:02}m", hours, minutes);
-  if (minutes > 0) return fmt::format("{}m{:02}s", minutes, total % 60);
-  return fmt::format("{}s", total);
 }
 
 std::string format_time_point(double seconds) {

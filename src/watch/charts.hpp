@@ -59,10 +59,8 @@ std::string format_bytes(std::int64_t bytes);
 // "1.50 GiB", "12.3 GiB"; at most kShortBytesWidth columns; "-" when unknown.
 std::string format_bytes_short(std::int64_t bytes);
 inline constexpr int kShortBytesWidth = 8;  // "1023 MiB"
-// Whole seconds as the progress lines write them: "45s", "3m20s", "1h05m";
-// "-" for a negative (unknown) duration.
-std::string format_duration(double seconds);
-// A point on a time axis: "0s", "12.3s" under a minute, then as format_duration.
+// A point on a time axis: "0s", "12.3s" under a minute, then as
+// format_duration (common/duration_text.hpp).
 std::string format_time_point(double seconds);
 
 // ---- sparkline ----

@@ -1,5 +1,7 @@
 #include "watch/render.hpp"
 
+#include "common/duration_text.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -25,10 +25,20 @@ std::vector<std::string> with_file(const std::vector<std::string>& args, const s
   return out;
 }
 
-CommandResult run_memsweep(const std::vector<std::string>& args, const std::string& working_dir) {
+std::vector<std::string> memsweep_argv(const std::vector<std::string>& args) {
   std::vector<std::string> argv{MEMSWEEP_EXECUTABLE};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_command(argv, working_dir);
+  return argv;
+}
+
+std::vector<std::string> on_ranks(const std::string& mpiexec, int ranks, const std::vector<std::string>& argv) {
+  std::vector<std::string> launched{mpiexec, "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(ranks)};
+  launched.insert(launched.end(), argv.begin(), argv.end());
+  return launched;
+}
+
+CommandResult run_memsweep(const std::vector<std::string>& args, const std::string& working_dir) {
+  return run_command(memsweep_argv(args), working_dir);
 }
 
 }  // namespace memsweep::testing

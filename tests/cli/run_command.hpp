@@ -21,6 +21,13 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
 // they write as "@").
 std::vector<std::string> with_file(const std::vector<std::string>& args, const std::string& file);
 
+// The memsweep executable under test with `args`, as an argv.
+std::vector<std::string> memsweep_argv(const std::vector<std::string>& args);
+
+// `argv` started on `ranks` MPI ranks by `mpiexec`, as the tests run here:
+// as root, and with more ranks than this machine's two cores.
+std::vector<std::string> on_ranks(const std::string& mpiexec, int ranks, const std::vector<std::string>& argv);
+
 // The memsweep executable under test, with `args`.
 CommandResult run_memsweep(const std::vector<std::string>& args, const std::string& working_dir = "");
 

@@ -58,11 +58,9 @@ constexpr std::size_t kTrials = 12;
 
 const std::map<std::string, std::string> kEnvironment{{"OMP_NUM_THREADS", "1"}};
 
-std::vector<std::string> on_ranks(int ranks, const std::vector<std::string>& args) {
-  std::vector<std::string> argv{MEMSWEEP_MPIEXEC,      "--allow-run-as-root", "--oversubscribe", "-np",
-                                std::to_string(ranks), MEMSWEEP_EXECUTABLE};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return argv;
+// memsweep with `args` on `ranks` ranks.
+std::vector<std::string> memsweep_on_ranks_argv(int ranks, const std::vector<std::string>& args) {
+  return on_ranks(MEMSWEEP_MPIEXEC, ranks, memsweep_argv(args));
 }
 
 bool is_final(const std::string& status) {
@@ -91,8 +89,9 @@ std::size_t lost_rows(const std::map<std::string, std::vector<std::string>>& bef
 // Resumes (killed trials run again) and checks that every trial of the sweep
 // then has exactly one final row.
 void resume_completes(const std::string& sweep, const std::string& out, const std::filesystem::path& dir) {
-  const CommandResult resumed = run_command(
-      on_ranks(3, {"run", sweep, "-o", out, "--resume", "--retry-killed", "3", "-q"}), dir.string(), kEnvironment);
+  const CommandResult resumed =
+      run_command(memsweep_on_ranks_argv(3, {"run", sweep, "-o", out, "--resume", "--retry-killed", "3", "-q"}),
+                  dir.string(), kEnvironment);
   ASSERT_EQ(resumed.exit_status, kOk) << resumed.err;
   const TsvTable trials = h5py_table(out, "trials");
   std::map<std::string, int> finals;
@@ -131,7 +130,8 @@ TEST_P(FaultDuringSweep, NoFinishedTrialIsLostAndResumeCompletes) {
   std::mt19937 random(fault.seed);
   const double delay = std::uniform_real_distribution<double>(0.2, 7.0)(random);
 
-  BackgroundProcess run(on_ranks(3, {"run", sweep, "-o", out, "--flush-interval", "0.2"}), dir.path(), kEnvironment);
+  BackgroundProcess run(memsweep_on_ranks_argv(3, {"run", sweep, "-o", out, "--flush-interval", "0.2"}), dir.path(),
+                        kEnvironment);
   ASSERT_TRUE(run.wait_for([&] { return std::filesystem::exists(out); }, std::chrono::seconds(60))) << run.err();
   std::this_thread::sleep_for(std::chrono::duration<double>(delay));
 

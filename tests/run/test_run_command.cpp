@@ -35,18 +35,16 @@ constexpr int kStopped = 3;
 const std::string kSource = MEMSWEEP_SOURCE_DIR;
 const std::string kQuickstart = kSource + "/jobs/examples/quickstart.toml";
 
-std::vector<std::string> on_ranks(int ranks, const std::vector<std::string>& args) {
-  std::vector<std::string> argv{MEMSWEEP_MPIEXEC,      "--allow-run-as-root", "--oversubscribe", "-np",
-                                std::to_string(ranks), MEMSWEEP_EXECUTABLE};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return argv;
+// memsweep with `args` on `ranks` ranks.
+std::vector<std::string> memsweep_on_ranks_argv(int ranks, const std::vector<std::string>& args) {
+  return on_ranks(MEMSWEEP_MPIEXEC, ranks, memsweep_argv(args));
 }
 
 // One OpenMP thread per rank: ranks share this machine's two cores.
 const std::map<std::string, std::string> kEnvironment{{"OMP_NUM_THREADS", "1"}};
 
 CommandResult memsweep_on_ranks(int ranks, const std::vector<std::string>& args, const std::string& dir) {
-  return run_command(on_ranks(ranks, args), dir, kEnvironment);
+  return run_command(memsweep_on_ranks_argv(ranks, args), dir, kEnvironment);
 }
 
 std::string slurp(const std::filesystem::path& file) {
@@ -348,7 +346,8 @@ TEST_P(RunBadOptions, OneLineStatusTwoAndNoFile) {
   std::vector<std::string> args{"run", kQuickstart};
   if (std::find(extra.begin(), extra.end(), "-o") == extra.end()) args.insert(args.end(), {"-o", "x.h5"});
   args.insert(args.end(), extra.begin(), extra.end());
-  const CommandResult run = run_command(with_file(on_ranks(2, args), kQuickstart), dir.path().string(), kEnvironment);
+  const CommandResult run =
+      run_command(with_file(memsweep_on_ranks_argv(2, args), kQuickstart), dir.path().string(), kEnvironment);
   EXPECT_EQ(run.exit_status, kBadInput);
   EXPECT_THAT(run.err, HasSubstr(GetParam().message));
   EXPECT_EQ(memsweep_lines(run.err), 1U) << run.err;
@@ -431,9 +430,7 @@ std::vector<std::string> with_tiny(std::vector<std::string> args) {
 }
 
 CommandResult memsweep_alone(const std::vector<std::string>& args, const std::string& dir) {
-  std::vector<std::string> argv{MEMSWEEP_EXECUTABLE};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return run_command(argv, dir, kEnvironment);
+  return run_command(memsweep_argv(args), dir, kEnvironment);
 }
 
 // The trial ids `memsweep plan --split-by FIELD` puts in part `part`, in order.
@@ -677,7 +674,8 @@ TEST(RunCommand, SignalStopsTheSweepAndResumeCompletesIt) {
   const std::string sweep = sweep_file(dir, "slow.toml", kSlowSweep);
   const std::string out = (dir.path() / "s.h5").string();
   {
-    BackgroundProcess run(on_ranks(2, {"run", sweep, "-o", out, "--flush-interval", "0.2"}), dir.path(), kEnvironment);
+    BackgroundProcess run(memsweep_on_ranks_argv(2, {"run", sweep, "-o", out, "--flush-interval", "0.2"}), dir.path(),
+                          kEnvironment);
     ASSERT_TRUE(run.wait_for([&] { return finished_lines(run) >= 1; }, std::chrono::seconds(120))) << run.err();
     run.signal(SIGUSR1);  // mpirun forwards it to every rank, as Slurm's --signal does
     EXPECT_EQ(run.wait(), kStopped) << run.err();
@@ -702,7 +700,8 @@ TEST(RunCommand, AKilledRankLeavesAKilledTrialThatResumeRecords) {
   const std::string sweep = sweep_file(dir, "slow.toml", kSlowSweep);
   const std::string out = (dir.path() / "k.h5").string();
   {
-    BackgroundProcess run(on_ranks(2, {"run", sweep, "-o", out, "--flush-interval", "0.2"}), dir.path(), kEnvironment);
+    BackgroundProcess run(memsweep_on_ranks_argv(2, {"run", sweep, "-o", out, "--flush-interval", "0.2"}), dir.path(),
+                          kEnvironment);
     ASSERT_TRUE(run.wait_for([&] { return finished_lines(run) >= 1; }, std::chrono::seconds(120))) << run.err();
     // Let the next trial stream for a while (rank 0 makes samples durable at
     // least every second), then kill its rank as the OOM killer would.

@@ -47,17 +47,11 @@ constexpr int kPlanned = 4;
 
 const std::map<std::string, std::string> kEnvironment{{"OMP_NUM_THREADS", "1"}};
 
-std::vector<std::string> memsweep_args(const std::vector<std::string>& args) {
-  std::vector<std::string> argv{MEMSWEEP_EXECUTABLE};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return argv;
-}
-
 // A plain snapshot wide enough for every column of the running trials' table.
 CommandResult watch_once(const std::string& file, const std::vector<std::string>& more = {}) {
   std::vector<std::string> args{"watch", file, "--once"};
   args.insert(args.end(), more.begin(), more.end());
-  return run_command(memsweep_args(args), "", {{"COLUMNS", "160"}});
+  return run_command(memsweep_argv(args), "", {{"COLUMNS", "160"}});
 }
 
 struct Counts {
@@ -128,10 +122,10 @@ TEST(WatchCommand, SnapshotsDuringABackgroundSweepShowItsRunningTrialsThenItsEnd
   // when the sweep has.
   std::filesystem::create_directories(dir.path() / "follower");
   std::filesystem::create_directories(dir.path() / "run");
-  BackgroundProcess follower(memsweep_args({"watch", out, "--wait", "--interval", "0.3"}), dir.path() / "follower");
-  BackgroundProcess run({MEMSWEEP_MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np", "2", MEMSWEEP_EXECUTABLE,
-                         "run", sweep, "-o", out, "--flush-interval", "0.2"},
-                        dir.path() / "run", kEnvironment);
+  BackgroundProcess follower(memsweep_argv({"watch", out, "--wait", "--interval", "0.3"}), dir.path() / "follower");
+  BackgroundProcess run(
+      on_ranks(MEMSWEEP_MPIEXEC, 2, memsweep_argv({"run", sweep, "-o", out, "--flush-interval", "0.2"})),
+      dir.path() / "run", kEnvironment);
 
   // Snapshots until one shows a running trial; every one counts each trial once.
   std::optional<RunningRow> seen;

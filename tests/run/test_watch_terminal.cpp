@@ -239,10 +239,11 @@ class WatchInTmux : public ::testing::Test {
     ids_ = new std::vector<std::string>(planned_ids(sweep));
     // Killed with SIGTERM if this process dies first; the marker finds its
     // ranks should mpirun leave them behind.
-    sweep_ = new BackgroundProcess(
-        {MEMSWEEP_MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-np", "2", MEMSWEEP_EXECUTABLE, "run",
-         sweep.string(), "-o", results().string(), "--threads", "1", "--flush-interval", "0.5"},
-        dir_->path(), {{"OMP_NUM_THREADS", "1"}, {"MEMSWEEP_WATCH_TEST", marker()}}, dir_->path(), SIGTERM);
+    sweep_ = new BackgroundProcess(on_ranks(MEMSWEEP_MPIEXEC, 2,
+                                            memsweep_argv({"run", sweep.string(), "-o", results().string(), "--threads",
+                                                           "1", "--flush-interval", "0.5"})),
+                                   dir_->path(), {{"OMP_NUM_THREADS", "1"}, {"MEMSWEEP_WATCH_TEST", marker()}},
+                                   dir_->path(), SIGTERM);
   }
 
   static void TearDownTestSuite() {

@@ -4,6 +4,8 @@
 
 #include "watch/charts.hpp"
 
+#include "common/duration_text.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Builds memsweep with sanitizers and runs tests under them
+# (docs/reliability.md, Sanitizers):
+#   address: AddressSanitizer + UndefinedBehaviorSanitizer (with LeakSanitizer),
+#            the unit, module, CLI and MPI tests (memsweep under mpirun too);
+#   thread:  ThreadSanitizer, the sampler and scheduler tests (the scheduler
+#            over MPI too).
+# Usage: ci/sanitize.sh [address|thread]... (default: both). Any finding
+# stops the process it is in, so its test fails. Build folders:
+# build-asan and build-tsan (an existing one is built incrementally).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+kinds=("$@")
+[ ${#kinds[@]} -gt 0 ] || kinds=(address thread)
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+supp=$PWD/tests/sanitizers
+
+# One sanitizer build: configure, build only the test programs it runs.
+build() {
+  local dir=$1 sanitizers=$2
+  shift 2
+  local start=$SECONDS
+  if [ ! -f "$dir/CMakeCache.txt" ]; then
+    # -O0: GCC takes twice as long at -O1 with the sanitizers (a test file
+    # of the CLI: 47 s against 22 s), and the tests' heavy work is in
+    # oneDNN and HDF5, which are not instrumented anyway. -g1: line tables,
+    # all a report's stack needs.
+    cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" \
+      -DMEMSWEEP_SANITIZE="$sanitizers" -DMEMSWEEP_BUILD_BENCHMARKS=OFF >/dev/null
+  fi
+  cmake --build "$dir" -j "$(nproc)" --target "$@"
+  echo "sanitize: $sanitizers build in $((SECONDS - start)) s"
+}
+
+# ctest over the labels given, but the tests excluded, in the build given.
+run_tests() {
+  local dir=$1 labels=$2 excluded=$3 start=$SECONDS
+  ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" -L "$labels" -E "$excluded"
+  echo "sanitize: tests ($labels) in $((SECONDS - start)) s"
+}
+
+# Not run under either: the tests of what memory measurements mean, which
+# assume glibc's allocator and no shadow memory (ASan adds red zones and
+# keeps 256 MiB of freed blocks in quarantine, so RSS does not fall after a
+# free and a trial's peak is not the estimate's; TSan's shadow doubles the
+# RSS and page faults of memory touched), and one that counts the sampler's
+# reads of /proc in a fixed time. The normal build runs them.
+measurement_tests='EstimateVsMeasured\.|SamplerMemory\.|Sampler\.PssIsReadOnItsOwnSlowerCadence$'
+# Not run under ASan: the three end-to-end tests whose sweeps are made slow
+# on purpose (four trials of 16,000 samples x 5-6 epochs, for a signal, a
+# kill or a watcher to land during one) take about two minutes each in this
+# -O0 build; the other end-to-end tests run memsweep run, --resume, summary
+# and watch under mpirun, and the normal build runs these three.
+slow_sweep_tests='RunCommand\.SignalStopsTheSweepAndResumeCompletesIt$|RunCommand\.AKilledRankLeavesAKilledTrialThatResumeRecords$|WatchCommand\.SnapshotsDuringABackgroundSweep'
+
+for kind in "${kinds[@]}"; do
+  case $kind in
+    address)
+      build build-asan address,undefined memsweep memsweep_unit_tests memsweep_cli_tests \
+        memsweep_sampler_tests memsweep_trainer_tests memsweep_estimate_tests memsweep_store_tests \
+        memsweep_watch_tests memsweep_sweep_tests memsweep_sweep_mpi_tests memsweep_runner_tests \
+        memsweep_run_tests fuzz_sweep_file_replay fuzz_idx_replay fuzz_cifar_replay \
+        fuzz_results_file_replay
+      # Leaks: reported at each process's exit; Open MPI's and the other
+      # libraries' own are suppressed (tests/sanitizers/lsan.supp says why).
+      # An allocation too large fails (nullptr, std::bad_alloc) as with
+      # glibc, rather than stopping the process: a runner test makes one.
+      ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:allocator_may_return_null=1 \
+      LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0 \
+      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        run_tests build-asan '^(unit|cli|sampler|trainer|estimate|store|watch|sweep|runner|e2e|fuzz)$' \
+        "^($measurement_tests|$slow_sweep_tests)"
+      ;;
+    thread)
+      build build-tsan thread memsweep_sampler_tests memsweep_sweep_tests memsweep_sweep_mpi_tests
+      TSAN_OPTIONS=suppressions=$supp/tsan.supp:halt_on_error=1:second_deadlock_stack=1:print_suppressions=0 \
+        run_tests build-tsan '^(sampler|sweep)$' "^($measurement_tests)"
+      ;;
+    *)
+      echo "ci/sanitize.sh: unknown sanitizer '$kind'; expected address or thread" >&2
+      exit 2
+      ;;
+  esac
+done
