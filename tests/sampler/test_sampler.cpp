@@ -121,7 +121,12 @@ TEST(Sampler, StalledConsumerCountsDroppedSamples) {
   options.chunk_count = 1;
   Sampler sampler(options, std::make_unique<FakeProbe>(), nullptr);
   sampler.start();
-  std::this_thread::sleep_for(milliseconds(600));  // 600 samples, room for 256
+  // Until well past what one chunk holds (256): nobody drains meanwhile. A
+  // count, not a fixed sleep: a loaded machine ticks fewer times in 600 ms.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (sampler.stats().samples < 2 * kSamplesPerChunk && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
   sampler.stop();
   const SamplerStats stats = sampler.stats();
   const std::vector<Sample> samples = all_samples(sampler);

@@ -58,8 +58,6 @@ TrialRow FakeRunner::run(const TrialSpec& trial, const TrialContext& context, Tr
 
   TrialRow row = trial_row_for(trial, context.attempt);
   row.start_time = unix_seconds();
-  const auto start = Clock::now();
-  const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   std::uint64_t sent = 0;
   const std::int64_t peak = script.baseline + script.footprint;
 
@@ -69,6 +67,10 @@ TrialRow FakeRunner::run(const TrialSpec& trial, const TrialContext& context, Tr
     sink.samples(burst);
     sent += burst.size();
   }
+  // The script's duration follows the burst: handing a large burst over
+  // can take long on a loaded machine, and must not shorten the trial.
+  const auto start = Clock::now();
+  const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   bool interrupted = false;
   auto next_sample = start;
   while (Clock::now() - start < script.duration) {

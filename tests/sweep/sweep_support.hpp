@@ -34,7 +34,7 @@ struct Script {
   std::string message{};
   Throws throws = Throws::nothing;
   milliseconds sample_every{0};  // 0: no samples
-  std::size_t burst = 0;         // samples streamed at once when the trial starts
+  std::size_t burst = 0;         // samples streamed at once before the duration starts
   std::int64_t baseline = 100 << 20;
   std::int64_t footprint = 50 << 20;
 };

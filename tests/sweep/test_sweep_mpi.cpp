@@ -9,6 +9,7 @@
 #include "memsweep/results.hpp"
 #include "memsweep/stop_signals.hpp"
 #include "memsweep/sweep.hpp"
+#include "support/time_scale.hpp"
 #include "sweep/sweep_support.hpp"
 
 #include <gmock/gmock.h>
@@ -115,7 +116,7 @@ TEST_F(SweepOverMpi, NothingPendingEndsAtOnce) {
   MemorySink sink;
   const auto start = Clock::now();
   const SweepResult result = run(trials, {}, runner, sink, {});
-  EXPECT_LT(seconds_since(start), 1.0);
+  EXPECT_LT(seconds_since(start), scaled_seconds(1.0));
   EXPECT_EQ(result.finished, 0U);
   EXPECT_TRUE(runner.contexts().empty());
   EXPECT_TRUE(sink.trials.empty());
@@ -125,7 +126,7 @@ TEST_F(SweepOverMpi, NothingPendingEndsAtOnce) {
 // runs fewer, and the sweep ends near the optimum; a static round-robin
 // over the same trials (same run) does not.
 TEST_F(SweepOverMpi, DynamicDispatchBalancesUnevenTrials) {
-  constexpr milliseconds kShort{60};
+  const milliseconds kShort = scaled(milliseconds(60));
   constexpr int kShortsPerWorker = 6;
   const int shorts = kShortsPerWorker * std::max(workers() - 1, 1);
   const milliseconds long_trial = kShort * kShortsPerWorker;
@@ -153,7 +154,7 @@ TEST_F(SweepOverMpi, DynamicDispatchBalancesUnevenTrials) {
             << static_makespan << " s, optimum " << optimum << " s\n";
   ASSERT_EQ(dynamic_sink.trials.size(), trials.size());
   ASSERT_EQ(static_sink.trials.size(), trials.size());
-  EXPECT_LT(dynamic_makespan, optimum * 1.2 + 0.1);
+  EXPECT_LT(dynamic_makespan, optimum * 1.2 + scaled_seconds(0.1));
   EXPECT_GE(dynamic_makespan, optimum * 0.95);
 
   // Static: trial k on worker 1 + k mod workers (rank 0 when alone).
@@ -211,7 +212,7 @@ TEST_F(SweepOverMpi, FailuresAreRowsAndTheSweepGoesOn) {
 // runs, all of them, in order, and before its row. The burst at the start
 // is more than one message holds.
 TEST_F(SweepOverMpi, SamplesStreamWhileTheTrialRuns) {
-  constexpr milliseconds kTrial{900};
+  const milliseconds kTrial = scaled(milliseconds(900));
   const std::vector<TrialSpec> trials = make_trials(static_cast<std::size_t>(workers()));
   FakeRunner runner(Script{.duration = kTrial, .sample_every = milliseconds(5), .burst = 5000});
   MemorySink sink;
@@ -242,7 +243,7 @@ TEST_F(SweepOverMpi, SamplesStreamWhileTheTrialRuns) {
     EXPECT_GT(row.samples, 5000U + 100U);
     EXPECT_TRUE(epoch_before_record);
     ASSERT_TRUE(first_sample && record);
-    EXPECT_GT(std::chrono::duration<double>(*record - *first_sample).count(), 0.5)
+    EXPECT_GT(std::chrono::duration<double>(*record - *first_sample).count(), scaled_seconds(0.5))
         << "samples arrived only at the end of the trial";
     double last_t = -1.0;
     for (const SampleRow& sample : sink.sample_rows) {
@@ -257,8 +258,8 @@ TEST_F(SweepOverMpi, StopOnRankZeroInterruptsTheRunningTrials) {
   // The stop lands inside the first round of trials, with time to spare
   // for rank 0's stop check (every 100 ms) on a loaded machine: a stop
   // between two rounds would find no trial running.
-  constexpr milliseconds kTrial{600};
-  constexpr milliseconds kStopAt{200};
+  const milliseconds kTrial = scaled(milliseconds(600));
+  const milliseconds kStopAt = scaled(milliseconds(200));
   const std::vector<TrialSpec> trials = make_trials(static_cast<std::size_t>(6 * workers()));
   FakeRunner runner(Script{.duration = kTrial});
   MemorySink sink;
@@ -275,7 +276,7 @@ TEST_F(SweepOverMpi, StopOnRankZeroInterruptsTheRunningTrials) {
   if (!is_rank_zero()) return;
 
   EXPECT_TRUE(result.stopped);
-  EXPECT_LT(elapsed, 0.2 + 0.5) << "the sweep took long to stop";
+  EXPECT_LT(elapsed, scaled_seconds(0.2 + 0.5)) << "the sweep took long to stop";
   EXPECT_EQ(result.finished, sink.trials.size());
   EXPECT_EQ(result.finished + result.not_started, trials.size());
   EXPECT_GT(result.not_started, 0U);
@@ -285,7 +286,7 @@ TEST_F(SweepOverMpi, StopOnRankZeroInterruptsTheRunningTrials) {
     EXPECT_TRUE(status == "ok" || status == "interrupted") << status;
     if (status == "interrupted") {
       ++interrupted;
-      EXPECT_LT(row.wall_seconds, 0.6) << "an interrupted trial ran to its end";
+      EXPECT_LT(row.wall_seconds, scaled_seconds(0.6)) << "an interrupted trial ran to its end";
     }
   }
   EXPECT_GE(interrupted, 1U);
@@ -311,13 +312,13 @@ TEST_F(SweepOverMpi, StopBeforeTheStartRunsNothing) {
 // ends with exactly one final row, the interrupted ones as attempt 1.
 TEST_F(SweepOverMpi, ResumeCompletesAStoppedSweep) {
   const std::vector<TrialSpec> trials = make_trials(static_cast<std::size_t>(5 * workers()));
-  FakeRunner runner(Script{.duration = milliseconds(130)});
+  FakeRunner runner(Script{.duration = scaled(milliseconds(130))});
   MemorySink sink;
   std::atomic<bool> stop{false};
   SweepOptions first;
   if (is_rank_zero()) first.stop = &stop;
   {
-    const Timer timer(milliseconds(200), [&] { stop = true; });
+    const Timer timer(scaled(milliseconds(200)), [&] { stop = true; });
     run(trials, all_pending(trials.size()), runner, sink, first);
   }
 
@@ -361,20 +362,20 @@ TEST_F(SweepOverMpi, ResumeCompletesAStoppedSweep) {
 // flag stays set for the rest of the process: no other test here uses it.
 TEST_F(SweepOverMpi, SignalStopsEveryRank) {
   const std::vector<TrialSpec> trials = make_trials(static_cast<std::size_t>(3 * workers()));
-  FakeRunner runner(Script{.duration = milliseconds(2000)});
+  FakeRunner runner(Script{.duration = scaled(milliseconds(2000))});
   MemorySink sink;
   SweepOptions options;
   options.stop = &install_stop_signals();
   const auto start = Clock::now();
   SweepResult result;
   {
-    const Timer timer(milliseconds(300), [] { ::kill(::getpid(), SIGUSR1); });
+    const Timer timer(scaled(milliseconds(300)), [] { ::kill(::getpid(), SIGUSR1); });
     result = run(trials, all_pending(trials.size()), runner, sink, options);
   }
   const double elapsed = seconds_since(start);
   EXPECT_EQ(stop_signal_number(), SIGUSR1);
   EXPECT_TRUE(result.stopped);
-  EXPECT_LT(elapsed, 1.5);
+  EXPECT_LT(elapsed, scaled_seconds(1.5));
   if (!is_rank_zero()) return;
 
   ASSERT_EQ(sink.trials.size(), static_cast<std::size_t>(workers())) << "each worker had one trial running";
@@ -387,7 +388,7 @@ TEST_F(SweepOverMpi, SignalStopsEveryRank) {
 // rank 0 rethrows once they have.
 TEST_F(SweepOverMpi, SinkFailureEndsEveryRankAndIsRethrownOnRankZero) {
   const std::vector<TrialSpec> trials = make_trials(static_cast<std::size_t>(4 * workers()));
-  FakeRunner runner(Script{.duration = milliseconds(100)});
+  FakeRunner runner(Script{.duration = scaled(milliseconds(100))});
   MemorySink sink;
   sink.fail_from_trial(2);
   const auto start = Clock::now();
@@ -403,7 +404,7 @@ TEST_F(SweepOverMpi, SinkFailureEndsEveryRankAndIsRethrownOnRankZero) {
     const SweepResult result = run(trials, all_pending(trials.size()), runner, sink, {});
     EXPECT_LE(result.finished, 2U);
   }
-  EXPECT_LT(seconds_since(start), 1.5);
+  EXPECT_LT(seconds_since(start), scaled_seconds(1.5));
 }
 
 // Rank 0 waits for workers in Communicator::receive, which sleeps: its CPU
@@ -415,7 +416,7 @@ TEST_F(SweepOverMpi, RankZeroWaitsWithoutSpinning) {
   // with 2 and 4 ranks too, where this test runs.
   if (size() == 1) GTEST_SKIP() << "rank 0 trains when it is alone";
   const std::vector<TrialSpec> trials = make_trials(static_cast<std::size_t>(3 * workers()));
-  FakeRunner runner(Script{.duration = milliseconds(400)});
+  FakeRunner runner(Script{.duration = scaled(milliseconds(400))});
   MemorySink sink;
   rusage before{};
   ::getrusage(RUSAGE_SELF, &before);
