@@ -67,7 +67,7 @@ run_asan_tests() {
 measurement_tests='EstimateVsMeasured\.|SamplerMemory\.|Sampler\.PssIsReadOnItsOwnSlowerCadence$'
 # address-program, not run by CI for its time: the memsweep program and
 # the tests that run it (labels cli, e2e) under ASan; in CI's runs they took
-# 5.5 of the ASan build's 14 minutes and found nothing (the program's
+# about 5 of the ASan step's 14 minutes and found nothing (the program's
 # commands are thin over the modules `address` tests). Not even there: the
 # three end-to-end tests whose sweeps are made slow on purpose (for a
 # signal, a kill or a watcher to land during a trial) take about two

@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
-#include <string>
 
 namespace memsweep::testing {
 
