@@ -1,12 +1,15 @@
 // The sampler's overhead on a workload: throughput with the sampler at 1, 10
-// and 100 ms against none, in the same process, repeats interleaved (the
-// order rotates every round), medians compared. Also the sampler's own cost
-// per sample, its interval jitter, and the cost of one PSS read.
-// Run: memsweep_bench_sampler [repeats] [seconds per run] [trainer|matmul]
+// and 100 ms against none, repeats interleaved (the order rotates every
+// round), medians compared. Also the sampler's own cost per sample, its
+// interval jitter, and the cost of one PSS read.
+// Run: memsweep_bench_sampler [repeats] [seconds per run] [child|trainer|matmul]
 //
-// The default workload is the trainer itself (an MLP of the source paper's
-// kind, 784-512-256-10 at batch 64, on OMP_NUM_THREADS threads); `matmul` is
-// a plain blocked matrix multiply on two threads, for a workload without
+// The default, `child`, is how a sweep measures: the trainer (an MLP of the
+// source paper's kind, 784-512-256-10 at batch 64, on OMP_NUM_THREADS
+// threads) runs in a process of its own (this binary, exec'd), and the
+// sampler watches it from this one (/proc/PID, its counters by pid).
+// `trainer` runs the same steps in the sampler's own process; `matmul` is a
+// plain blocked matrix multiply on two threads, for a workload without
 // oneDNN.
 
 #include "memsweep/random.hpp"
@@ -14,6 +17,10 @@
 #include "memsweep/trainer.hpp"
 
 #include <fmt/format.h>
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <barrier>
@@ -24,6 +31,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+extern char** environ;
 
 namespace {
 
@@ -148,6 +157,63 @@ class TrainerSteps final : public Workload {
   memsweep::Trainer trainer_;
 };
 
+// The trainer's steps in a process of their own: the child reads a step
+// count per line on its stdin, trains, and answers with the count when done.
+class ChildTrainer final : public Workload {
+ public:
+  explicit ChildTrainer(const char* self) {
+    int to_child[2];
+    int from_child[2];
+    if (::pipe(to_child) != 0 || ::pipe(from_child) != 0) throw std::runtime_error("pipe");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, to_child[0], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, from_child[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, to_child[1]);
+    posix_spawn_file_actions_addclose(&actions, from_child[0]);
+    char* argv[] = {const_cast<char*>(self), const_cast<char*>("--child-worker"), nullptr};
+    if (posix_spawn(&pid_, self, &actions, nullptr, argv, environ) != 0) throw std::runtime_error("posix_spawn");
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(to_child[0]);
+    ::close(from_child[1]);
+    to_ = ::fdopen(to_child[1], "w");
+    from_ = ::fdopen(from_child[0], "r");
+  }
+  ~ChildTrainer() override {
+    std::fclose(to_);
+    std::fclose(from_);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+  }
+  ChildTrainer(const ChildTrainer&) = delete;
+  ChildTrainer& operator=(const ChildTrainer&) = delete;
+
+  std::string name() const override { return "trainer in a child process: MLP 784-512-256-10, batch 64, SGD"; }
+  void run(int steps) override {
+    std::fprintf(to_, "%d\n", steps);
+    std::fflush(to_);
+    int done = 0;
+    if (std::fscanf(from_, "%d", &done) != 1 || done != steps)
+      throw std::runtime_error("the child worker did not answer");
+  }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  std::FILE* to_ = nullptr;
+  std::FILE* from_ = nullptr;
+};
+
+int child_worker() {
+  TrainerSteps steps;
+  for (int count = 0; std::scanf("%d", &count) == 1;) {
+    steps.run(count);
+    std::printf("%d\n", count);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 struct Config {
   Config(std::string name, int interval) : label(std::move(name)), interval_ms(interval) {}
   std::string label;
@@ -162,7 +228,8 @@ struct Config {
   double pss_ns_total = 0;
 };
 
-void run_once(Workload& workload, int steps, Config& config) {
+// `target`: the process the workload runs in (0: this one).
+void run_once(Workload& workload, int steps, Config& config, pid_t target) {
   if (config.interval_ms == 0) {
     const auto start = Clock::now();
     workload.run(steps);
@@ -173,6 +240,7 @@ void run_once(Workload& workload, int steps, Config& config) {
   options.interval = milliseconds(config.interval_ms);
   memsweep::CounterSetup counters = memsweep::open_counters({});
   memsweep::Sampler sampler(options, memsweep::make_proc_memory_probe(), std::move(counters.source));
+  if (target != 0) sampler.set_target(target, memsweep::make_proc_memory_probe(target));
   sampler.start();
   const auto start = Clock::now();
   workload.run(steps);
@@ -217,7 +285,7 @@ void print_breakdown() {
   fmt::print("  meminfo read+parse    {:7.2f} us\n", median_us(kMicroRepeats, [&] { probe->read_system(system); }));
   memsweep::CounterSetup setup = memsweep::open_counters({});
   if (setup.source) {
-    setup.source->start({});
+    setup.source->start(0, {});
     std::array<std::int64_t, memsweep::kMaxCounters> values{};
     std::array<float, memsweep::kMaxCounters> running{};
     const std::size_t n = setup.source->names().size();
@@ -241,15 +309,22 @@ void print_breakdown() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--child-worker") return child_worker();
   const int repeats = argc > 1 ? std::atoi(argv[1]) : kDefaultRepeats;
   const double seconds_per_run = argc > 2 ? std::atof(argv[2]) : kDefaultSecondsPerRun;
 
-  const std::string kind = argc > 3 ? argv[3] : "trainer";
+  const std::string kind = argc > 3 ? argv[3] : "child";
   std::unique_ptr<Workload> chosen;
-  if (kind == "matmul")
+  pid_t target = 0;
+  if (kind == "matmul") {
     chosen = std::make_unique<BlockedMatmul>();
-  else
+  } else if (kind == "trainer") {
     chosen = std::make_unique<TrainerSteps>();
+  } else {
+    auto child = std::make_unique<ChildTrainer>("/proc/self/exe");
+    target = child->pid();
+    chosen = std::move(child);
+  }
   Workload& workload = *chosen;
   workload.run(1);  // warm up
   const auto calibration = Clock::now();
@@ -264,7 +339,7 @@ int main(int argc, char** argv) {
   std::vector<Config> configs{{"no sampler", 0}, {"100 ms", 100}, {"10 ms", 10}, {"1 ms", 1}};
   for (int round = 0; round < repeats; ++round)
     for (std::size_t i = 0; i < configs.size(); ++i)
-      run_once(workload, steps, configs[(i + static_cast<std::size_t>(round)) % configs.size()]);
+      run_once(workload, steps, configs[(i + static_cast<std::size_t>(round)) % configs.size()], target);
 
   const double baseline = percentile(configs[0].seconds, 0.5);
   fmt::print("\n{:<11} {:>9} {:>10} {:>9} {:>13} {:>11} {:>11} {:>7} {:>8}\n", "sampler", "median s", "slowdown",

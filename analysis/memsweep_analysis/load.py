@@ -1,7 +1,7 @@
-"""Read memsweep results files (docs/results-file.md, schemas 1 and 2) into pandas DataFrames.
+"""Read memsweep results files (docs/results-file.md, schemas 1, 2 and 3) into pandas DataFrames.
 
 `load(*paths)` checks every file at once (an HDF5 file, `format` = "memsweep",
-`schema_version` = 1, the four tables present) and reads only its root
+`schema_version` 1, 2 or 3, the four tables present) and reads only its root
 attributes; each table is read from every file the first time its property
 is used, then kept. `load(big).trials` never touches /samples, and
 `samples_for(ids)` reads the samples of a few trials without converting the
@@ -12,6 +12,8 @@ Fixed-length text is decoded to str. A figure the file records as -1 ("could
 not be measured") is NaN in the columns of unit bytes or events and in
 `final_train_loss` and `test_accuracy`, so means skip it; bytes stay bytes
 (presentation converts to MiB). /trials gains the columns of `trial_columns`.
+Columns a file's schema version does not have read as their "not measured"
+value (TRIAL_COLUMNS_OF_SCHEMA_3), so files of every version concatenate.
 """
 
 import math
@@ -28,14 +30,15 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 FORMAT = "memsweep"
-# Schema 2 added /samples' sys_total column, which nothing here needs: both read alike.
-SCHEMA_VERSIONS = (1, 2)
+# Schema 2 added /samples' sys_total column, which nothing here needs (a schema 1 file's samples lack it);
+# schema 3 added the /trials columns of TRIAL_COLUMNS_OF_SCHEMA_3.
+SCHEMA_VERSIONS = (1, 2, 3)
 SCHEMA_VERSION = SCHEMA_VERSIONS[-1]
 TABLES = ("trials", "samples", "epochs", "runs")
 
 # Statuses whose row is the trial's result; `interrupted` is the only one a
 # resume always runs again (a killed row keeps the peak at which it died).
-FINAL_STATUSES = ("ok", "failed", "diverged", "over_budget", "killed")
+FINAL_STATUSES = ("ok", "failed", "diverged", "over_budget", "timeout", "killed")
 
 # Input pixels and classes of the real datasets (src/dataset): the MLP head's
 # first and last layer sizes.
@@ -46,11 +49,17 @@ PUBLISHED_TRAIN_EXAMPLES = {"mnist": 60000, "fashion-mnist": 60000, "cifar-10": 
 ALEXNET_BLOCKS = ((64, True), (192, True), (384, False), (256, False), (256, True))
 
 # Result columns that are floats with -1 for "not measured" besides those of unit bytes/events.
-MISSING_AS_MINUS_ONE = ("final_train_loss", "test_accuracy")
+MISSING_AS_MINUS_ONE = ("final_train_loss", "test_accuracy", "start_seconds")
+
+# How each trial's process ended (schema 3), as the rows of an older file read: not measured. The same values
+# a schema 3 file holds when no process was started (-1 bytes and seconds read as NaN, like every such figure).
+TRIAL_COLUMNS_OF_SCHEMA_3 = {"pid": -1, "end_signal": 0, "oom_killed": 0, "end_cause": "", "isolation": "",
+                             "start_seconds": math.nan, "cgroup_peak": math.nan}
+ADDED_COLUMNS = {"trials": TRIAL_COLUMNS_OF_SCHEMA_3}
 
 
 class MemsweepFileError(ValueError):
-    """A file that is not a readable memsweep results file (schema 1 or 2); the message names it."""
+    """A file that is not a readable memsweep results file (schema 1, 2 or 3); the message names it."""
 
 
 def load(*paths):
@@ -117,8 +126,10 @@ def _check(path, file):
                                 f"schema {SCHEMA_VERSION})")
     version = _text(attrs["schema_version"])
     if version not in SCHEMA_VERSIONS:
-        raise MemsweepFileError(f"{path}: schema version {version}, written by a newer memsweep? this package "
-                                f"reads schemas {', '.join(map(str, SCHEMA_VERSIONS))}")
+        newer = isinstance(version, int) and version > SCHEMA_VERSIONS[-1]
+        said = "written by a newer memsweep?" if newer else "unknown:"
+        raise MemsweepFileError(f"{path}: schema version {version}, {said} this package reads schemas "
+                                f"{', '.join(map(str, SCHEMA_VERSIONS))}")
     missing = [t for t in TABLES if t not in file]
     if missing:
         raise MemsweepFileError(f"{path}: a memsweep file without the table(s) {', '.join('/' + t for t in missing)}"
@@ -256,11 +267,14 @@ def _dtype_of(dataset, names):
 
 def _table_frame(path, sweep, dataset, columns=None, select=None):
     units = {name[len("unit:"):]: _text(value) for name, value in dataset.attrs.items() if name.startswith("unit:")}
+    table = dataset.name.lstrip("/")
+    added = {name: value for name, value in ADDED_COLUMNS.get(table, {}).items() if name not in dataset.dtype.names}
     names = None
     if columns is not None:
-        unknown = [c for c in columns if c not in dataset.dtype.names]
+        added = {name: value for name, value in added.items() if name in columns}
+        unknown = [c for c in columns if c not in dataset.dtype.names and c not in added]
         if unknown:
-            raise KeyError(f"{path}: /{dataset.name.lstrip('/')} has no column(s) {', '.join(unknown)}")
+            raise KeyError(f"{path}: /{table} has no column(s) {', '.join(unknown)}")
         # without the id and attempt a row could not be told apart from another trial's
         keep = {"trial_id", "attempt"} | set(columns)
         names = [n for n in dataset.dtype.names if n in keep]
@@ -271,6 +285,8 @@ def _table_frame(path, sweep, dataset, columns=None, select=None):
         if not written.all():
             array = array[written]
     frame = _frame(array, units)
+    for name, value in added.items():  # a column of a later schema than the file's
+        frame[name] = value
     frame.insert(0, "file", path)
     frame.insert(1, "sweep", sweep)
     return frame

@@ -6,6 +6,7 @@ rendered twice, so the Markdown and the HTML page cannot disagree.
 """
 
 import os
+import signal
 
 from ._deps import require
 
@@ -45,6 +46,32 @@ def files_table(results):
         "trial rows": files["trials_rows"],
         "sample rows": files["samples_rows"],
     })
+    return shown
+
+
+def process_end(end_cause, end_signal):
+    """How a trial's process ended where that says more than its status, as `memsweep summary` shows it:
+    "killed: oom, SIGKILL", "no_result"; "" for a process that exited, none started, or a file before schema 3."""
+    cause = end_cause if isinstance(end_cause, str) else ""
+    number = 0 if pd.isna(end_signal) else int(end_signal)
+    if number > 0:
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        return f"killed: {cause + ', ' if cause else ''}{name}"
+    return "" if cause == "exited" else cause
+
+
+def not_ok_table(trials):
+    """The final rows that are not ok, with their messages, and how their process ended when any says."""
+    failed = trials[trials["final"] & (trials["status"] != "ok")]
+    shown = failed[["file", "trial_id", "dataset", "learning_rate", "batch_size", "status", "message"]].copy()
+    ends = [process_end(cause, number) for cause, number in
+            zip(failed.get("end_cause", pd.Series("", index=failed.index)),
+                failed.get("end_signal", pd.Series(0, index=failed.index)))]
+    if any(ends):
+        shown.insert(shown.columns.get_loc("message"), "process end", ends)
     return shown
 
 
@@ -227,10 +254,10 @@ def build_report(paths, out_dir, trials=None, paper_csv=None, train_examples=Non
         doc.heading(f"{dataset}: trials", level=2)
         doc.table(_paper_layout(table.reset_index(drop=True)))
 
-    failed = all_trials[all_trials["final"] & (all_trials["status"] != "ok")]
+    failed = not_ok_table(all_trials)
     if not failed.empty:
         doc.heading("Trials that did not end ok")
-        doc.table(failed[["file", "trial_id", "dataset", "learning_rate", "batch_size", "status", "message"]])
+        doc.table(failed)
 
     doc.heading("What drives memory")
     doc.paragraph("Spearman rank correlations per dataset and pooled (pooled mixes datasets: read the regression "
@@ -301,4 +328,4 @@ def tables_text(paths):
     return "\n\n".join(parts)
 
 
-__all__ = ["InputError", "build_report", "write_report", "tables_text"]
+__all__ = ["InputError", "build_report", "write_report", "tables_text", "not_ok_table", "process_end"]

@@ -14,6 +14,10 @@ FNV-1a hash), so ids are those of a real sweep with the same trials.
 `rss_footprint` defaults to `rss_peak - rss_baseline`, `depth` to
 `len(hidden)`, `epochs_done` to `epochs`. Sample rows default to the first
 trial's id; a counter value is given under the counter's name.
+
+Files are of the current schema (3) unless `schema_version` asks for an
+older one (1 or 2): then the columns added since are left out, as that
+version's memsweep wrote them (ADDED_IN), and a row naming one is refused.
 """
 
 import h5py
@@ -28,6 +32,8 @@ EVENTS = "events"
 
 MAX_HIDDEN = 16
 MAX_CHANNELS = 8
+
+SCHEMA_VERSION = 3
 
 
 def _text(width):
@@ -69,6 +75,13 @@ TRIAL_COLUMNS = [
     ("samples", "<u8", ONE),
     ("dropped_samples", "<u8", ONE),
     ("definition", _text(512), TEXT),
+    ("pid", "<i4", ONE),
+    ("end_signal", "<i4", ONE),
+    ("oom_killed", "<i4", ONE),
+    ("end_cause", _text(16), TEXT),
+    ("isolation", _text(16), TEXT),
+    ("start_seconds", "<f8", SECONDS),
+    ("cgroup_peak", "<i8", BYTES),
 ]
 
 SAMPLE_COLUMNS = [
@@ -97,6 +110,14 @@ EPOCH_COLUMNS = [
     ("sys_used", "<i8", BYTES),
 ]
 
+# The schema version that added each column after version 1 (docs/results-file.md, Versions).
+ADDED_IN = {
+    "trials": {name: 3 for name in ("pid", "end_signal", "oom_killed", "end_cause", "isolation", "start_seconds",
+                                    "cgroup_peak")},
+    "samples": {"sys_total": 2},
+    "runs": {"end_time": 3, "end_state": 3},
+}
+
 RUN_COLUMNS = [
     ("run", "<i4", ONE),
     ("start_time", "<f8", UNIX),
@@ -104,6 +125,8 @@ RUN_COLUMNS = [
     ("hosts", _text(256), TEXT),
     ("command_line", _text(1024), TEXT),
     ("memsweep_version", _text(16), TEXT),
+    ("end_time", "<f8", UNIX),
+    ("end_state", _text(16), TEXT),
 ]
 
 DESCRIPTIONS = {
@@ -143,10 +166,13 @@ TRIAL_DEFAULTS = {
     "wall_seconds": 1.0, "rss_baseline": 50 * 2**20, "rss_peak": 60 * 2**20, "rss_mean": 55.0 * 2**20,
     "sys_used_mean": 800.0 * 2**20, "predicted_bytes": 9 * 2**20, "final_train_loss": 0.5, "test_accuracy": 0.9,
     "samples": 0, "dropped_samples": 0,
+    "pid": -1, "end_signal": 0, "oom_killed": 0, "end_cause": "", "isolation": "", "start_seconds": -1.0,
+    "cgroup_peak": -1,
 }
 
 SAMPLE_DEFAULTS = {"attempt": 0, "rank": 0, "epoch": 0, "t": 0.0, "rss": 60 * 2**20, "anon_rss": 30 * 2**20,
-                   "pss": -1, "sys_used": 800 * 2**20, "sys_total": 24 * 2**30, "sys_available": 20 * 2**30, "sys_active": 500 * 2**20}
+                   "pss": -1, "sys_used": 800 * 2**20, "sys_total": 24 * 2**30, "sys_available": 20 * 2**30,
+                   "sys_active": 500 * 2**20}
 
 EPOCH_DEFAULTS = {"attempt": 0, "epoch": 1, "train_loss": 0.5, "test_accuracy": 0.9, "seconds": 1.0,
                   "rss": 60 * 2**20, "sys_used": 800 * 2**20}
@@ -220,6 +246,12 @@ def _column_names(columns):
     return [name for name, _, _ in columns]
 
 
+def columns_of(table, columns, schema_version):
+    """The columns a file of `schema_version` has."""
+    added = ADDED_IN.get(table, {})
+    return [column for column in columns if added.get(column[0], 1) <= schema_version]
+
+
 def _records(rows, columns, defaults):
     dtype = np.dtype([(name, kind) for name, kind, _ in columns])
     array = np.zeros(len(rows), dtype=dtype)
@@ -251,11 +283,11 @@ def _write_table(file, name, columns, array, chunk=None):
         dataset.attrs.create("unit:" + column, unit, dtype=h5py.string_dtype())
 
 
-def default_attrs(trials, counter_columns):
+def default_attrs(trials, counter_columns, schema_version=SCHEMA_VERSION):
     hosts = sorted({t["host"] for t in trials}) or ["testhost"]
     return {
         "format": "memsweep",
-        "schema_version": np.int32(2),
+        "schema_version": np.int32(schema_version),
         "sweep_name": "test",
         "sweep_file": "test.toml",
         "sweep_text": '[sweep]\nname = "test"\n',
@@ -295,19 +327,26 @@ def _write_attribute(file, name, value):
 
 
 def write_results_file(path, trials, samples=(), epochs=(), attrs=None, counter_columns=("perf::PAGE-FAULTS",),
-                       runs=None):
+                       runs=None, schema_version=SCHEMA_VERSION):
     """Write a results file; return the completed trial rows (dicts) so tests can use the ids.
 
     `attrs` overrides or adds root attributes (a value of None leaves one out);
-    `counter_columns` names /samples' counter columns (int64, unit `events`).
+    `counter_columns` names /samples' counter columns (int64, unit `events`);
+    `schema_version` 1 or 2 writes the tables as those versions had them.
     """
+    trial_columns = columns_of("trials", TRIAL_COLUMNS, schema_version)
+    later = set(_column_names(TRIAL_COLUMNS)) - set(_column_names(trial_columns))
+    for given in trials:
+        if later & set(given):
+            raise KeyError(f"not columns of schema {schema_version}'s /trials: {sorted(later & set(given))}")
     trial_rows = [complete_trial(t) for t in trials]
     first_id = trial_rows[0]["trial_id"] if trial_rows else ""
     counter_columns = list(counter_columns)
-    sample_columns = SAMPLE_COLUMNS + [(name, "<i8", EVENTS) for name in counter_columns]
+    sample_columns = (columns_of("samples", SAMPLE_COLUMNS, schema_version) +
+                      [(name, "<i8", EVENTS) for name in counter_columns])
     sample_defaults = dict(SAMPLE_DEFAULTS, trial_id=first_id, **{name: 0 for name in counter_columns})
     epoch_defaults = dict(EPOCH_DEFAULTS, trial_id=first_id)
-    root = default_attrs(trial_rows, counter_columns)
+    root = default_attrs(trial_rows, counter_columns, schema_version)
     root.update(attrs or {})
     if runs is None:
         runs = [{"run": 0, "start_time": 1.7e9, "ranks": int(root["ranks"] if root["ranks"] is not None else 1),
@@ -316,10 +355,12 @@ def write_results_file(path, trials, samples=(), epochs=(), attrs=None, counter_
     with h5py.File(path, "w", libver="latest") as file:
         for name, value in root.items():
             _write_attribute(file, name, value)
-        _write_table(file, "trials", TRIAL_COLUMNS, _records(trial_rows, TRIAL_COLUMNS, {}))
+        stored = [{name: value for name, value in row.items() if name not in later} for row in trial_rows]
+        _write_table(file, "trials", trial_columns, _records(stored, trial_columns, {}))
         chunk = samples_chunk_rows(int(root["ranks"] or 1), int(root["sampler_interval_ms"] or 10))
         _write_table(file, "samples", sample_columns, _records(list(samples), sample_columns, sample_defaults),
                      chunk)
         _write_table(file, "epochs", EPOCH_COLUMNS, _records(list(epochs), EPOCH_COLUMNS, epoch_defaults))
-        _write_table(file, "runs", RUN_COLUMNS, _records(list(runs), RUN_COLUMNS, {}))
+        run_columns = columns_of("runs", RUN_COLUMNS, schema_version)
+        _write_table(file, "runs", run_columns, _records(list(runs), run_columns, {"end_time": -1.0, "end_state": ""}))
     return trial_rows

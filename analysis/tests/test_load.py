@@ -78,22 +78,85 @@ def test_files_frame_one_row_per_file(tmp_path):
     assert files["counter_columns"].tolist() == [["PAPI_L1_DCM", "perf::PAGE-FAULTS"], ["perf::PAGE-FAULTS"]]
     assert files["trials_rows"].tolist() == [1, 2]
     assert files["samples_rows"].tolist() == [0, 1]
-    assert (files["format"] == "memsweep").all() and (files["schema_version"] == 2).all()
+    assert (files["format"] == "memsweep").all() and (files["schema_version"] == 3).all()
 
 
 def test_schema_1_files_without_sys_total_still_read(tmp_path):
     # Schema 1 had no sys_total column in /samples; files of it (and the paper re-run's) stay readable.
     path = str(tmp_path / "old.h5")
-    write_results_file(path, [{}], samples=[{"rss": 3 * 2**20}, {"rss": 5 * 2**20}], attrs={"schema_version": 1})
-    with h5py.File(path, "r+") as f:
-        samples = f["samples"][:]
-        kept = [n for n in samples.dtype.names if n != "sys_total"]
-        del f["samples"]
-        f.create_dataset("samples", data=samples[kept], maxshape=(None,), chunks=True)
+    write_results_file(path, [{}], samples=[{"rss": 3 * 2**20}, {"rss": 5 * 2**20}], schema_version=1)
+    with h5py.File(path, "r") as raw:
+        assert "sys_total" not in raw["samples"].dtype.names and "pid" not in raw["trials"].dtype.names
     results = load(path)
     assert results.files["schema_version"].tolist() == [1]
     assert results.samples["rss"].tolist() == [3 * 2**20, 5 * 2**20]
     assert "sys_total" not in results.samples.columns
+    assert results.trials["pid"].tolist() == [-1]
+
+
+# What a trial row of a file before schema 3 reads as in the columns schema 3 added: not measured.
+NOT_MEASURED = {"pid": -1, "end_signal": 0, "oom_killed": 0, "end_cause": "", "isolation": ""}
+
+
+def test_schema_2_file_reads_the_process_columns_as_not_measured(tmp_path):
+    path = str(tmp_path / "v2.h5")
+    write_results_file(path, [dict(status="failed", message="it broke"), dict(batch_size=4)],
+                       samples=[{"sys_total": 8 * 2**30}], schema_version=2)
+    with h5py.File(path, "r") as raw:
+        assert raw.attrs["schema_version"] == 2
+        assert "pid" not in raw["trials"].dtype.names and "sys_total" in raw["samples"].dtype.names
+    results = load(path)
+    trials = results.trials
+    for name, value in NOT_MEASURED.items():
+        assert trials[name].tolist() == [value, value], name
+    assert trials["start_seconds"].isna().all() and trials["cgroup_peak"].isna().all()
+    assert trials["message"].tolist() == ["it broke", ""]
+    assert trials["final"].tolist() == [True, True]
+    assert results.samples["sys_total"].tolist() == [8 * 2**30]
+
+
+def test_schema_3_file_reads_how_each_process_ended(tmp_path):
+    path = str(tmp_path / "v3.h5")
+    write_results_file(path, [
+        dict(status="timeout", message="stopped: past its time limit", pid=4242, end_signal=9, end_cause="timeout",
+             isolation="cgroup2", start_seconds=0.25, cgroup_peak=300 * MIB),
+        dict(status="failed", pid=4243, end_signal=9, oom_killed=1, end_cause="oom", isolation="proc",
+             start_seconds=0.5),
+        dict(status="ok", pid=4244, end_cause="exited", isolation="cgroup1", start_seconds=0.125,
+             cgroup_peak=90 * MIB),
+    ])
+    with h5py.File(path, "r") as raw:
+        assert raw.attrs["schema_version"] == 3
+        assert raw["trials"].attrs["unit:start_seconds"] == "s" and raw["trials"].attrs["unit:cgroup_peak"] == "bytes"
+    trials = load(path).trials
+    assert trials["pid"].tolist() == [4242, 4243, 4244]
+    assert trials["end_signal"].tolist() == [9, 9, 0]
+    assert trials["oom_killed"].tolist() == [0, 1, 0]
+    assert trials["end_cause"].tolist() == ["timeout", "oom", "exited"]
+    assert trials["isolation"].tolist() == ["cgroup2", "proc", "cgroup1"]
+    assert trials["start_seconds"].tolist() == [0.25, 0.5, 0.125]
+    assert trials["cgroup_peak"].iloc[0] == 300 * MIB and math.isnan(trials["cgroup_peak"].iloc[1])  # -1: none
+    assert trials["final"].tolist() == [True, True, True]  # timeout is a result, like failed
+
+
+def test_files_of_every_schema_version_concatenate(tmp_path):
+    paths = [str(tmp_path / f"v{version}.h5") for version in (1, 2, 3)]
+    for version, path in zip((1, 2, 3), paths):
+        extra = dict(pid=77, end_cause="exited", start_seconds=0.5) if version == 3 else {}
+        write_results_file(path, [dict(batch_size=8 * version, **extra)], schema_version=version)
+    trials = load(paths).trials
+    assert trials["file"].tolist() == paths
+    assert trials["batch_size"].tolist() == [8, 16, 24]
+    assert trials["pid"].tolist() == [-1, -1, 77] and trials["pid"].dtype.kind == "i"
+    assert trials["end_cause"].tolist() == ["", "", "exited"]
+    assert trials["start_seconds"].isna().tolist() == [True, True, False]
+
+
+def test_the_builder_refuses_a_column_the_version_lacks(tmp_path):
+    with pytest.raises(KeyError, match="pid"):
+        write_results_file(str(tmp_path / "v2.h5"), [dict(pid=5)], schema_version=2)
+    with pytest.raises(KeyError, match="sys_total"):
+        write_results_file(str(tmp_path / "v1.h5"), [{}], samples=[{"sys_total": 1}], schema_version=1)
 
 
 def test_several_files_concatenate_with_their_origin(tmp_path):
@@ -217,8 +280,10 @@ def test_a_file_a_swmr_writer_left_open_is_read(tmp_path):
     (lambda p: write_results_file(p, [{}], attrs={"format": "other"}), "format attribute is 'other'"),
     (lambda p: write_results_file(p, [{}], attrs={"schema_version": None}),
      "a memsweep file without a schema_version attribute"),
-    (lambda p: write_results_file(p, [{}], attrs={"schema_version": 3}),
-     "schema version 3, written by a newer memsweep? this package reads schemas 1, 2"),
+    (lambda p: write_results_file(p, [{}], attrs={"schema_version": 4}),
+     "schema version 4, written by a newer memsweep? this package reads schemas 1, 2, 3"),
+    (lambda p: write_results_file(p, [{}], attrs={"schema_version": 0}),
+     "schema version 0, unknown: this package reads schemas 1, 2, 3"),
 ])
 def test_refusals_name_the_file_and_what_was_expected(tmp_path, make, expected):
     path = str(tmp_path / "bad.h5")
@@ -241,8 +306,8 @@ def test_refuses_a_memsweep_file_without_a_table(tmp_path):
 def test_one_bad_file_among_good_ones_is_named(tmp_path):
     good, bad = str(tmp_path / "good.h5"), str(tmp_path / "bad.h5")
     write_results_file(good, [{}])
-    write_results_file(bad, [{}], attrs={"schema_version": 3})
-    with pytest.raises(MemsweepFileError, match="bad.h5: schema version 3"):
+    write_results_file(bad, [{}], attrs={"schema_version": 4})
+    with pytest.raises(MemsweepFileError, match="bad.h5: schema version 4"):
         load(good, bad)
 
 

@@ -164,3 +164,27 @@ def test_counters_of_the_real_file(real):
         assert row["steps"] == steps
         assert row[name] == expected or (math.isnan(expected) and math.isnan(row[name]))
         assert row[name + " per step"] == pytest.approx(expected / steps, nan_ok=True)
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_memsweep_summary_reads_files_of_every_schema_version(tmp_path, version):
+    # The C++ reader on files of each version written by another writer (the builder): old columns as they
+    # were, a timeout counted and listed, and for schema 3 how the killed processes ended.
+    path = str(tmp_path / f"v{version}.h5")
+    killed = dict(end_signal=9, end_cause="timeout", pid=4242) if version == 3 else {}
+    oom = dict(end_signal=9, oom_killed=1, end_cause="oom") if version == 3 else {}
+    write_results_file(path, [
+        dict(status="ok", batch_size=8, rss_peak=70 * 2**20),
+        dict(status="timeout", message="past its 60 s time limit", batch_size=16, **killed),
+        dict(status="failed", message="the kernel's OOM killer ended it", batch_size=32, **oom),
+    ], samples=[{}], schema_version=version)
+    summary = subprocess.run([memsweep_binary(), "summary", path], capture_output=True, text=True)
+    assert summary.returncode == 0, summary.stderr
+    assert "3 planned; 1 failed, 1 ok, 1 timeout" in summary.stdout
+    assert "70.0" in summary.stdout  # the ok trial's peak, MiB
+    assert "not ok (2)" in summary.stdout
+    assert "past its 60 s time limit" in summary.stdout
+    if version == 3:
+        assert "killed: timeout, SIGKILL" in summary.stdout and "killed: oom, SIGKILL" in summary.stdout
+    else:
+        assert "killed:" not in summary.stdout and "process end" not in summary.stdout

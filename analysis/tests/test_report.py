@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from memsweep_analysis.report import write_report
+from memsweep_analysis import load
+from memsweep_analysis.report import not_ok_table, process_end, write_report
 from pngs import png_size
 from results_builder import write_results_file
 
@@ -112,3 +113,35 @@ def test_findings_say_what_drives_memory_and_what_is_noise(report):
     noise = next(line for line in findings if line.startswith("not distinguishable from noise"))
     assert "batch size (cifar-10, system used)" in noise
     assert "batch size (cifar-10, footprint)" not in noise
+
+
+def test_trials_not_ok_show_how_their_process_ended(tmp_path):
+    path = str(tmp_path / "v3.h5")
+    write_results_file(path, [
+        dict(status="timeout", message="past its time limit", end_signal=9, end_cause="timeout"),
+        dict(status="failed", message="out of memory", end_signal=9, oom_killed=1, end_cause="oom"),
+        dict(status="failed", message="no result", end_cause="no_result", batch_size=4),
+        dict(status="diverged", message="the training loss became nan", end_cause="exited", batch_size=2),
+        dict(status="ok", end_cause="exited", batch_size=1),
+    ])
+    table = not_ok_table(load(path).trials)
+    assert table["status"].tolist() == ["timeout", "failed", "failed", "diverged"]
+    assert table.columns.tolist()[-2:] == ["process end", "message"]
+    assert table["process end"].tolist() == ["killed: timeout, SIGKILL", "killed: oom, SIGKILL", "no_result", ""]
+
+
+def test_trials_not_ok_of_an_older_file_have_no_process_column(tmp_path):
+    path = str(tmp_path / "v2.h5")
+    write_results_file(path, [dict(status="over_budget", message="RSS passed the budget"), dict(status="ok")],
+                       schema_version=2)
+    table = not_ok_table(load(path).trials)
+    assert table["status"].tolist() == ["over_budget"]
+    assert "process end" not in table.columns
+    assert table["message"].tolist() == ["RSS passed the budget"]
+
+
+def test_process_end_names_signals():
+    assert process_end("crash", 11) == "killed: crash, SIGSEGV"
+    assert process_end("", 15) == "killed: SIGTERM"
+    assert process_end("exited", 0) == "" and process_end("", 0) == ""
+    assert process_end("rank_lost", 0) == "rank_lost"

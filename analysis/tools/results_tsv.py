@@ -11,7 +11,9 @@ with what the binary printed. Usage (with /usr/bin/python3 on Debian):
     results_tsv.py --swmr results.h5 table trials   # a file a run is writing, or a killed run left
 
 Arrays print joined by "-" (hidden widths), lists of strings by ","; a
-backslash, tab or newline inside a value prints as \\, \t or \n.
+backslash, tab or newline inside a value prints as \\, \t or \n. Any schema
+version (1, 2, 3): a table prints the columns the file has, by name
+(docs/results-file.md, Versions).
 """
 
 import argparse

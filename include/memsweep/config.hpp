@@ -57,6 +57,7 @@ struct TrialSpec {
   std::vector<int> hidden{128};  // fully connected hidden widths, input side first
   std::uint64_t seed = 0;
   std::optional<std::uint64_t> mem_budget_bytes;  // not part of the id: a limit, not the trial
+  std::optional<double> timeout_seconds;          // wall time from the start of training; not part of the id
   std::string origin;                             // where the file defines it, e.g. "sweep.toml:12 grid[3]"
 
   // Every field that defines the trial and only those (an optimizer's unused

@@ -47,6 +47,24 @@ struct Split {
   }
 };
 
+// A split held elsewhere (a Dataset, or a dataset shared between processes,
+// shared_dataset.hpp): what training reads.
+struct SplitView {
+  ImageShape shape;
+  int classes = 0;
+  std::span<const float> images;         // size() * shape.pixels() values, NCHW
+  std::span<const std::int32_t> labels;  // one per image, in [0, classes)
+
+  std::size_t size() const { return labels.size(); }
+  std::span<const float> image(std::size_t index) const {
+    return images.subspan(index * shape.pixels(), shape.pixels());
+  }
+  // The first `examples` (all of them when more), without a copy.
+  SplitView head(std::size_t examples) const;
+};
+
+SplitView view_of(const Split& split);
+
 struct Dataset {
   std::string name;  // dataset_name(spec.kind)
   DatasetSpec spec;
@@ -62,6 +80,16 @@ struct Dataset {
   std::vector<float> channel_mean;
   std::vector<float> channel_stddev;
 };
+
+// What a trial trains on, wherever it is held.
+struct DatasetView {
+  std::string name;  // dataset_name(spec.kind)
+  DatasetSpec spec;
+  SplitView train;
+  SplitView test;
+};
+
+DatasetView view_of(const Dataset& dataset);
 
 struct LoadOptions {
   // Subtract the train split's per-channel mean and divide by its standard
@@ -151,8 +179,12 @@ class BatchOrder {
   // of the outputs and returns the number of rows. Throws std::invalid_argument
   // when the split's size differs from examples(), the batch index is out of
   // range or an output is too small.
-  std::size_t gather(std::size_t batch, const Split& split, std::span<float> images_out,
+  std::size_t gather(std::size_t batch, const SplitView& split, std::span<float> images_out,
                      std::span<std::int32_t> labels_out) const;
+  std::size_t gather(std::size_t batch, const Split& split, std::span<float> images_out,
+                     std::span<std::int32_t> labels_out) const {
+    return gather(batch, view_of(split), images_out, labels_out);
+  }
 
  private:
   std::size_t batch_size_;

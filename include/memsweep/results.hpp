@@ -3,7 +3,8 @@
 // per epoch. The rows are fixed-size and trivially copyable, so that the same
 // bytes are a row of the results file's tables (store.hpp), an MPI message
 // from a worker to rank 0 (sweep.hpp), and a struct a test can build by hand.
-// The schema (DESIGN.md, version 1) is documented in docs/results-file.md.
+// The schema (DESIGN.md; version 3 since each trial runs in a process of
+// its own) is documented in docs/results-file.md.
 //
 // Also here, as pure functions: which trials a sweep still has to run, given
 // what a results file already holds (resume), and the sweep's identity hash.
@@ -23,7 +24,10 @@
 
 namespace memsweep {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
+// The oldest version readers still read (columns added later read as their
+// "not measured" value); only the current one is written or resumed.
+inline constexpr int kOldestReadableSchemaVersion = 1;
 inline constexpr std::string_view kFormatName = "memsweep";
 
 // Fixed string widths of the tables' text columns (NUL-padded, not
@@ -46,11 +50,12 @@ std::string get_fixed(const FixedString<N>& field);
 
 // A trial attempt's final status. `interrupted` and `killed` are not final
 // for the trial: a resume may run it again (killed: per --retry-killed).
-enum class TrialStatus { ok, failed, diverged, over_budget, interrupted, killed };
+// `timeout`: the trial passed its time limit and its process was killed.
+enum class TrialStatus { ok, failed, diverged, over_budget, timeout, interrupted, killed };
 std::string_view status_name(TrialStatus status);
 std::optional<TrialStatus> parse_status(std::string_view name);
-inline constexpr std::string_view kStatusNames = "ok, failed, diverged, over_budget, interrupted, killed";
-// ok, failed, diverged, over_budget: the trial has its result and never runs again.
+inline constexpr std::string_view kStatusNames = "ok, failed, diverged, over_budget, timeout, interrupted, killed";
+// ok, failed, diverged, over_budget, timeout: the trial has its result and never runs again.
 bool is_final(TrialStatus status);
 
 // One row of /trials: a trial attempt, its hyperparameters and its result.
@@ -91,7 +96,29 @@ struct TrialRow {
   std::uint64_t samples = 0;
   std::uint64_t dropped_samples = 0;
   FixedString<kDefinitionChars> definition{};  // TrialSpec::canonical_text()
+  // How the trial's process ended (schema 3; rows of older files read the
+  // defaults). end_cause is one of the end_cause names below.
+  std::int32_t pid = -1;                // the trial process on `host`; -1: none was started
+  std::int32_t end_signal = 0;          // the signal that ended it; 0: it exited (or none was started)
+  std::int32_t oom_killed = 0;          // 1: the kernel's OOM killer ended it
+  FixedString<kNameChars> end_cause{};  // empty: no process was started
+  FixedString<kNameChars> isolation{};  // cgroup2, cgroup1 or proc: what measured and limited the trial
+  double start_seconds = -1.0;          // spawn to ready: the per-trial process start cost
+  std::int64_t cgroup_peak = -1;        // the trial's cgroup's peak (memory.peak, max_usage_in_bytes); -1: none
 };
+
+// TrialRow::end_cause: why the trial's process ended.
+namespace end_cause {
+inline constexpr std::string_view kExited = "exited";       // it reported its result and exited
+inline constexpr std::string_view kBudget = "budget";       // the rank killed it: RSS past the memory budget
+inline constexpr std::string_view kTimeout = "timeout";     // the rank killed it: past its time limit
+inline constexpr std::string_view kStopped = "stopped";     // the rank killed it: it did not stop when asked
+inline constexpr std::string_view kOom = "oom";             // the kernel's OOM killer
+inline constexpr std::string_view kSignal = "signal";       // killed by a signal the rank did not send
+inline constexpr std::string_view kCrash = "crash";         // a fault signal (SIGSEGV, SIGBUS, SIGABRT, ...)
+inline constexpr std::string_view kNoResult = "no_result";  // exited without reporting a result
+inline constexpr std::string_view kRankLost = "rank_lost";  // written on resume: its rank or rank 0 died
+}  // namespace end_cause
 
 // One row of /samples. `counters` follow the file's counter columns
 // (FileHeader::counter_columns); a worker that could not open one writes -1.
@@ -176,22 +203,30 @@ struct PendingTrial {
 };
 
 struct ResumePlan {
-  // Rows to append before running anything: one `killed` row per attempt
-  // that streamed samples but has no trial row (its rank died), with the
-  // peak and mean its samples reached.
-  std::vector<TrialRow> killed_rows;
+  // Rows to append before running anything, one per attempt that streamed
+  // samples but has no trial row, with the peak and mean its samples
+  // reached: `killed` when its rank died (the trial's process with it),
+  // `interrupted` when rank 0 died while the attempt's process was healthy
+  // (it runs again like any interrupted trial).
+  std::vector<TrialRow> lost_rows;
   std::vector<PendingTrial> pending;   // in the sweep's order
   std::size_t already_final = 0;       // trials with a final status in the file
   std::size_t killed_not_retried = 0;  // killed more than retry_killed times: not run again
   std::size_t unknown_rows = 0;        // rows whose trial id is not in this sweep (kept, ignored)
 };
 
+// Who died when the last run left attempts without rows. Rank 0 marks its
+// run when it sees a stop begin (a signal; under mpirun, the one every rank
+// gets when another rank dies): a run with that mark lost its attempts to
+// the ranks that died under them, a run without it lost them with rank 0.
+enum class LostAttempts { rank_died, writer_died };
+
 // Which trials still need to run. A trial is done when one of its rows has a
 // final status, or when it was killed more than `retry_killed` times; its
 // next attempt number is one past the largest attempt seen in rows or
-// series. `run` is written into the killed rows.
+// series. `run` is written into the lost attempts' rows.
 ResumePlan plan_resume(const std::vector<TrialSpec>& trials, const std::vector<TrialRow>& rows,
-                       const std::vector<SeriesSummary>& series, int retry_killed, int run);
+                       const std::vector<SeriesSummary>& series, int retry_killed, int run, LostAttempts lost);
 
 // ---- template definitions ---------------------------------------------------
 

@@ -121,16 +121,20 @@ class MemoryProbe {
 // re-read with pread. A file that cannot be opened makes its reads fail
 // (counted in the stats), never the construction.
 std::unique_ptr<MemoryProbe> make_proc_memory_probe();
+// The same files of another process (a trial's, watched from outside). Its
+// reads fail once it has exited; it has no peak to reset, nothing to trim.
+std::unique_ptr<MemoryProbe> make_proc_memory_probe(int pid);
 
-// Counters of every thread of the process, behind an interface for tests.
+// Counters of every thread of a process, behind an interface for tests.
 class CounterSource {
  public:
   virtual ~CounterSource() = default;
   virtual const std::vector<std::string>& names() const = 0;
-  // Counts every thread of the process except `excluded_tids` (the
-  // sampler's own), and every thread they create from now on. Returns false
-  // when nothing could be started; problems() says why.
-  virtual bool start(std::span<const int> excluded_tids) = 0;
+  // Counts every thread of process `pid` (0: this process) except
+  // `excluded_tids` (the sampler's own, when it samples its own process),
+  // and every thread they create from now on. Returns false when nothing
+  // could be started; problems() says why.
+  virtual bool start(int pid, std::span<const int> excluded_tids) = 0;
   // Writes names().size() values and running fractions.
   virtual bool read(std::span<std::int64_t> values, std::span<float> running) noexcept = 0;
   virtual void stop() noexcept = 0;
@@ -224,8 +228,14 @@ RegionBaseline prepare_region(MemoryProbe& probe);
 
 class Sampler {
  public:
-  // `counters` may be null: memory is sampled either way.
+  // `counters` may be null: memory is sampled either way. It samples the
+  // process `probe` reads, and counts this process's threads.
   Sampler(SamplerOptions options, std::unique_ptr<MemoryProbe> probe, std::unique_ptr<CounterSource> counters);
+
+  // Samples and counts another process from now on (a trial's, watched from
+  // outside; pid 0: this process again), with `probe` reading its files.
+  // Throws std::logic_error while running.
+  void set_target(int pid, std::unique_ptr<MemoryProbe> probe);
   ~Sampler();
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
@@ -244,6 +254,9 @@ class Sampler {
 
   // prepare_region() then start(); end_region() stops and summarises.
   void begin_region();
+  // start() from a baseline the caller read (a watched process's, when it
+  // was ready): nothing is trimmed or reset.
+  void begin_region(const RegionBaseline& baseline);
   RegionSummary end_region();
 
   void set_phase(std::int32_t epoch) noexcept { phase_.store(epoch, std::memory_order_relaxed); }
@@ -268,6 +281,7 @@ class Sampler {
   std::unique_ptr<detail::SampleBuffer> buffer_;
   std::unique_ptr<Shared> shared_;
   std::atomic<std::int32_t> phase_{0};
+  int target_pid_ = 0;  // 0: this process
   std::thread tick_thread_;
   std::thread pss_thread_;
   bool running_ = false;

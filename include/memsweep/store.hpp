@@ -73,7 +73,18 @@ struct RunRow {
   FixedString<kMessageChars> hosts{};  // comma-separated
   FixedString<kMessageChars * 4> command_line{};
   FixedString<kNameChars> memsweep_version{};
+  // How the run ended (schema 3; older files read the defaults): rank 0
+  // rewrites its run's row when a stop begins and when it closes the file.
+  double end_time = -1.0;               // seconds since the Unix epoch; -1: not (yet) ended
+  FixedString<kNameChars> end_state{};  // a run_end_state name; empty: running, or rank 0 died unaware
 };
+
+// RunRow::end_state.
+namespace run_end_state {
+inline constexpr std::string_view kStopping = "stopping";  // a stop began (a signal): written at once
+inline constexpr std::string_view kStopped = "stopped";    // closed after a stop, trials left to run
+inline constexpr std::string_view kEnded = "ended";        // closed with every trial run
+}  // namespace run_end_state
 
 struct StoreOptions {
   bool swmr = true;
@@ -120,10 +131,14 @@ class ResultStore {
   void append_samples(std::span<const SampleRow> rows);
   void append_epoch(const EpochRow& row);
   void flush();
+  // Rewrites this run's row of /runs with `end_state` and the time now, and
+  // flushes: durable when it returns.
+  void mark_run(std::string_view end_state);
   void close();
 
   // For resume: what is already there.
   std::vector<TrialRow> read_trials() const;
+  std::vector<RunRow> read_runs() const;
   std::vector<SeriesSummary> scan_series() const;  // one per (trial id, attempt) present in /samples
 
  private:

@@ -101,6 +101,10 @@ class ResultSink {
   virtual void epoch(const EpochRow& row) = 0;
   // Durable (flushed) when it returns.
   virtual void trial(const TrialRow& row) = 0;
+  // The sweep begins to stop (a signal reached rank 0 or a worker), written
+  // at once and durable when it returns: a resume then knows that rank 0
+  // outlived whatever ended the run (plan_resume's LostAttempts).
+  virtual void stopping() {}
 };
 
 // ---- progress on rank 0's stderr ----------------------------------------------

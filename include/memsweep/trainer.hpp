@@ -141,7 +141,10 @@ struct TrainingOptions {
 
 // Trains `trial` on `data` for its epochs: one Trainer, one shuffled order
 // per epoch (seeded by the trial), test accuracy after every epoch.
-TrainingResult train_trial(const TrialSpec& trial, const Dataset& data, const TrainingOptions& options = {});
+TrainingResult train_trial(const TrialSpec& trial, const DatasetView& data, const TrainingOptions& options = {});
+inline TrainingResult train_trial(const TrialSpec& trial, const Dataset& data, const TrainingOptions& options = {}) {
+  return train_trial(trial, view_of(data), options);
+}
 
 TrainerConfig trainer_config(const TrialSpec& trial, std::size_t train_examples, std::size_t test_examples);
 

@@ -1,13 +1,14 @@
 #pragma once
-// The real TrialRunner (sweep.hpp): each trial trains with the oneDNN trainer
-// while the sampler records the process, following DESIGN.md's measurement
-// semantics: the dataset is loaded before the trial's baseline and kept for
-// the next trials that use it; the previous trial's memory is freed and
-// returned to the OS, the kernel's peak is reset, the baseline recorded; the
-// sampler's chunks are streamed to the sink as they fill (or age).
-// docs/runner.md describes a trial's steps and the budget.
+// The real TrialRunner (sweep.hpp): each trial trains in a fresh process of
+// its own (`memsweep trial`, an exec of the memsweep binary) that the rank
+// starts and watches from outside, as DESIGN.md's "Trial processes" says:
+// the dataset is shared once per node and mapped by the process; the
+// baseline is the process's memory once it is ready, the peak its own
+// VmHWM; the sampler reads /proc/PID and counts the process's threads; a
+// trial that runs out of memory, passes its budget or time limit, crashes
+// or hangs ends with its own status while the rank goes on.
+// docs/runner.md describes a trial's steps.
 
-#include "memsweep/dataset.hpp"
 #include "memsweep/sampler.hpp"
 #include "memsweep/sweep.hpp"
 
@@ -15,6 +16,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,15 +24,31 @@ namespace memsweep {
 
 struct TrainingRunnerOptions {
   std::vector<std::filesystem::path> data_dirs;  // where real datasets are looked for
-  int threads = 0;                               // OpenMP threads; 0: default_thread_count()
+  // Where decoded datasets are shared on the node; empty: $MEMSWEEP_SHM, else /dev/shm.
+  std::filesystem::path shared_dir;
+  // The memsweep binary to exec for each trial (`memsweep trial`): the
+  // running one by default; tests that are not memsweep name it.
+  std::string trial_executable = "/proc/self/exe";
+  int threads = 0;  // OpenMP threads of a trial process; 0: default_thread_count()
   std::chrono::milliseconds sampler_interval{kDefaultSamplerIntervalMs};
   // The file's counter columns (FileHeader::counter_columns): the events to
   // open, in this order. Empty: memory only.
   std::vector<std::string> counter_columns;
   // Hand partial sample chunks over at least this often (SweepOptions::flush_interval).
   std::chrono::milliseconds max_chunk_age{2000};
-  // How often the budget watcher reads the process's RSS.
-  std::chrono::milliseconds budget_check_interval{20};
+  // How often the rank reads the trial process's RSS and peak (budget, time
+  // limit, stop requests).
+  std::chrono::milliseconds check_interval{20};
+  // --trial-timeout: per trial, wall time from the go-ahead. The trial's own
+  // `timeout` applies as well; the smaller one wins.
+  std::optional<std::chrono::milliseconds> trial_timeout;
+  // After a stop request, how long a trial process has to stop at its next
+  // step before it is killed (still `interrupted`).
+  std::chrono::milliseconds stop_grace{10000};
+  // How long a trial process may take to map its data and say it is ready.
+  std::chrono::milliseconds start_timeout{120000};
+  // One memory cgroup per trial where the node allows it (docs/runner.md).
+  bool use_cgroups = true;
   // Use only the first N examples of each split (0: all), for quick runs.
   std::size_t max_train_examples = 0;
   std::size_t max_test_examples = 0;
@@ -39,31 +57,38 @@ struct TrainingRunnerOptions {
 // Where the runner's own time went in the last run(), in seconds: what a
 // sweep pays per trial on top of training.
 struct RunnerTimings {
-  double dataset_seconds = 0.0;  // loading or generating the dataset; 0 when it was kept
-  double setup_seconds = 0.0;    // run() entry to training start, the dataset excluded
+  double dataset_seconds = 0.0;  // opening (decoding, or finding) the shared dataset; 0 when held
+  double start_seconds = 0.0;    // spawn to ready: the trial process's start
+  double setup_seconds = 0.0;    // run() entry to the go-ahead, the dataset excluded
   double training_seconds = 0.0;
-  double teardown_seconds = 0.0;  // training end to return
+  double teardown_seconds = 0.0;  // the result (or the end) to return
 };
 
 class TrainingRunner final : public TrialRunner {
  public:
-  // Opens the counters and builds the sampler once, for every trial to come.
+  // Resolves the counters and finds the cgroup trials can go in, once.
   // Throws std::invalid_argument for an interval outside the sampler's range
-  // or a non-positive chunk age or budget check interval.
+  // or a non-positive chunk age, check interval or grace.
   explicit TrainingRunner(const TrainingRunnerOptions& options);
   ~TrainingRunner() override;
   TrainingRunner(const TrainingRunner&) = delete;
   TrainingRunner& operator=(const TrainingRunner&) = delete;
 
   // A trial's failure is its row's status; only a failing `sink` (the
-  // scheduler's, not the trial's problem) throws, after the sampler stopped.
-  // Call from one thread at a time.
+  // scheduler's, not the trial's problem) throws, after the trial process
+  // was ended. Call from one thread, the same for every trial: a trial
+  // process dies with the thread that started it.
   TrialRow run(const TrialSpec& trial, const TrialContext& context, TrialSink& sink) override;
 
   // Each requested counter column: opened, or why not (for the run's notes).
   const std::vector<EventStatus>& counter_events() const;
-  // How many times a dataset was loaded or generated since construction.
-  std::size_t dataset_loads() const;
+  // "cgroup1", "cgroup2" or "proc", and why not a cgroup (empty otherwise).
+  std::string isolation() const;
+  std::string isolation_problem() const;
+  // Shared datasets opened since construction, and how many of them this
+  // runner decoded (the others it found on the node).
+  std::size_t dataset_opens() const;
+  std::size_t dataset_decodes() const;
   const RunnerTimings& last_timings() const;
 
  private:
@@ -72,5 +97,9 @@ class TrainingRunner final : public TrialRunner {
 };
 
 std::unique_ptr<TrainingRunner> make_training_runner(const TrainingRunnerOptions& options);
+
+// `memsweep trial`: the trial process's whole life, on the descriptors its
+// rank set up (docs/runner.md). Never returns: the process ends with it.
+[[noreturn]] void run_trial_process();
 
 }  // namespace memsweep

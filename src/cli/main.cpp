@@ -8,15 +8,20 @@
 #include "cli/summary_command.hpp"
 #include "cli/watch_command.hpp"
 #include "memsweep/error.hpp"
+#include "memsweep/training_runner.hpp"
 #include "memsweep/version.hpp"
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include <exception>
+#include <string_view>
 
 int main(int argc, char** argv) {
   using namespace memsweep;
+  // A trial process, started by its rank (docs/runner.md): before anything
+  // else, so that it pays for no option parsing, and not a command for people.
+  if (argc == 3 && std::string_view(argv[1]) == "trial") run_trial_process();
   CLI::App app{"memsweep: memory of neural-network training across hyperparameter sweeps", "memsweep"};
   app.set_version_flag("--version", std::string("memsweep ") + kVersion);
   // Checked below rather than by CLI11, whose message for a mistyped

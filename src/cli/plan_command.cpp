@@ -2,6 +2,7 @@
 
 #include "cli/results_path.hpp"
 #include "cli/table.hpp"
+#include "common/duration_text.hpp"
 #include "memsweep/byte_size.hpp"
 #include "memsweep/estimate.hpp"
 
@@ -77,6 +78,8 @@ std::string format_plan(const SweepSpec& sweep, const std::vector<PlannedPart>& 
                                    [](const TrialSpec& t) { return t.model == ModelKind::cnn; });
   const bool any_budget = std::any_of(sweep.trials.begin(), sweep.trials.end(),
                                       [](const TrialSpec& t) { return t.mem_budget_bytes.has_value(); });
+  const bool any_timeout = std::any_of(sweep.trials.begin(), sweep.trials.end(),
+                                       [](const TrialSpec& t) { return t.timeout_seconds.has_value(); });
   std::map<std::string, std::size_t> part_of_trial;
   for (std::size_t index = 0; index < parts.size(); ++index)
     for (const TrialSpec& trial : parts[index].part.trials) part_of_trial.emplace(trial.id, index);
@@ -87,6 +90,7 @@ std::string format_plan(const SweepSpec& sweep, const std::vector<PlannedPart>& 
     header.push_back(name);
   if (any_cnn) header.push_back("channels");
   if (any_budget) header.push_back("budget");
+  if (any_timeout) header.push_back("timeout");
   header.push_back("predicted");
   EstimateCache estimates;
   std::vector<Row> rows{header};
@@ -99,6 +103,7 @@ std::string format_plan(const SweepSpec& sweep, const std::vector<PlannedPart>& 
       row.push_back(std::move(cell));
     if (any_cnn) row.push_back(t.model == ModelKind::cnn ? hidden_text(t.channels) : "-");
     if (any_budget) row.push_back(t.mem_budget_bytes ? format_byte_size(*t.mem_budget_bytes) : "-");
+    if (any_timeout) row.push_back(t.timeout_seconds ? format_duration(*t.timeout_seconds) : "-");
     row.push_back(predicted_text(estimates, t));
     rows.push_back(std::move(row));
   }

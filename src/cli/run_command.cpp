@@ -1,6 +1,7 @@
 #include "cli/run_command.hpp"
 
 #include "cli/results_path.hpp"
+#include "common/duration_text.hpp"
 #include "memsweep/byte_size.hpp"
 #include "memsweep/config.hpp"
 #include "memsweep/error.hpp"
@@ -71,6 +72,7 @@ struct Setup {
 struct RunSettings {
   fs::path output;  // set once the sweep (and the part's label) is known
   std::optional<std::uint64_t> mem_budget_bytes;
+  std::optional<std::chrono::milliseconds> trial_timeout;
   std::chrono::milliseconds flush_interval{2000};
   Verbosity verbosity = Verbosity::normal;
 };
@@ -93,6 +95,12 @@ RunSettings check_options(const RunOptions& options) {
     settings.mem_budget_bytes = parse_byte_size(options.mem_budget);
     if (!settings.mem_budget_bytes)
       throw InputError(fmt::format("--mem-budget: expected {}, got \"{}\"", kByteSizeHelp, options.mem_budget));
+  }
+  if (!options.trial_timeout.empty()) {
+    const std::optional<double> seconds = parse_duration(options.trial_timeout);
+    if (!seconds || *seconds < 0.001)
+      throw InputError(fmt::format("--trial-timeout: expected {}, got \"{}\"", kDurationHelp, options.trial_timeout));
+    settings.trial_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(*seconds * 1000.0)));
   }
   if (!(options.flush_seconds > 0.0) || options.flush_seconds > 3600.0)
     throw InputError(fmt::format("--flush-interval: expected seconds in (0, 3600], got {}", options.flush_seconds));
@@ -135,6 +143,7 @@ class StoreSink final : public ResultSink {
   void samples(std::span<const SampleRow> rows) override { store_.append_samples(rows); }
   void epoch(const EpochRow& row) override { store_.append_epoch(row); }
   void trial(const TrialRow& row) override { store_.append_trial(row); }
+  void stopping() override { store_.mark_run(run_end_state::kStopping); }
 
  private:
   ResultStore& store_;
@@ -147,6 +156,17 @@ struct Prepared {
   std::vector<PendingTrial> pending;
   std::vector<std::string> counter_columns;
 };
+
+// Who the previous run lost its unfinished attempts to: rank 0 marks its run
+// when it sees a stop begin (under mpirun, the signal every rank gets when
+// another rank dies), so a run without the mark lost them with rank 0.
+LostAttempts lost_attempts(const ResultStore& store) {
+  const std::vector<RunRow> runs = store.read_runs();
+  const int previous = store.run_index() - 1;
+  if (previous < 0 || previous >= static_cast<int>(runs.size())) return LostAttempts::rank_died;
+  return get_fixed(runs[static_cast<std::size_t>(previous)].end_state).empty() ? LostAttempts::writer_died
+                                                                               : LostAttempts::rank_died;
+}
 
 // "part dataset=mnist", or "the whole sweep" for a file without a part.
 std::string part_text(const std::string& part) { return part.empty() ? "the whole sweep" : "part " + part; }
@@ -182,9 +202,9 @@ Prepared prepare_results_file(const RunOptions& options, const RunSettings& sett
     };
     ResultStore store = ResultStore::open_for_resume(settings.output, run, store_options, same_sweep);
     const FileHeader& header = store.header();
-    const ResumePlan plan =
-        plan_resume(sweep.trials, store.read_trials(), store.scan_series(), options.retry_killed, store.run_index());
-    for (const TrialRow& row : plan.killed_rows) {
+    const ResumePlan plan = plan_resume(sweep.trials, store.read_trials(), store.scan_series(), options.retry_killed,
+                                        store.run_index(), lost_attempts(store));
+    for (const TrialRow& row : plan.lost_rows) {
       store.append_trial(row);
       progress.note(
           fmt::format("trial {} attempt {}: {}", get_fixed(row.trial_id), row.attempt, get_fixed(row.message)));
@@ -258,10 +278,13 @@ void add_run_command(CLI::App& app, RunOptions& options) {
                 "it does not exist)");
   run->add_flag("--force", options.force, "Replace an existing results file");
   run->add_option("--retry-killed", options.retry_killed,
-                  "Run a trial again after its rank was killed (out of memory, crash) at most N times")
+                  "Run a trial again after it was killed (the OOM killer, a signal, its rank dying) at most N times")
       ->check(CLI::NonNegativeNumber);
   run->add_option("--mem-budget", options.mem_budget,
-                  "Per rank: skip trials whose estimate exceeds it, stop a trial whose RSS passes it (e.g. 2GiB)");
+                  "Per trial process: skip trials whose estimate exceeds it, stop a trial whose RSS passes it (e.g. "
+                  "2GiB)");
+  run->add_option("--trial-timeout", options.trial_timeout,
+                  "Per trial: stop a trial still training after this long (e.g. 30m, 1h30m, 90s); status timeout");
   run->add_option("--data-dir", options.data_dir, "Where the real datasets are (default: $MEMSWEEP_DATA, else ./data)");
   run->add_option("--threads", options.threads, "Training threads per rank (default: the CPUs the rank may use)")
       ->check(CLI::NonNegativeNumber);
@@ -361,7 +384,12 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
     runner_options.max_chunk_age = settings->flush_interval;
     runner_options.max_train_examples = options.max_train_examples;
     runner_options.max_test_examples = options.max_test_examples;
-    runner = make_training_runner(runner_options);
+    runner_options.trial_timeout = settings->trial_timeout;
+    auto training = make_training_runner(runner_options);
+    if (root && !training->isolation_problem().empty())
+      notes.note(
+          fmt::format("trials measured through /proc, without a cgroup each: {}", training->isolation_problem()));
+    runner = std::move(training);
   }
 
   std::optional<StoreSink> sink;
@@ -390,8 +418,9 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
   // Every rank exits with rank 0's status, so mpirun's and srun's is the same.
   std::string final_status;
   if (root) {
-    prepared.store->close();
     const bool complete = result.not_started == 0 && result.by_status.count("interrupted") == 0;
+    prepared.store->mark_run(complete ? run_end_state::kEnded : run_end_state::kStopped);
+    prepared.store->close();
     final_status = std::to_string(result.stopped && !complete ? exit_status::kStopped : exit_status::kOk);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     fmt::print(stderr, "memsweep: sweep \"{}\": {} trials run in {:.1f} s ({}); results in {}\n", sweep.name,

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <string.h>  // sigabbrev_np
+
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -27,6 +29,22 @@ std::string hidden_text(const TrialRow& row) {
   std::vector<int> widths;
   for (int layer = 0; layer < row.depth && layer < kMaxHiddenLayers; ++layer) widths.push_back(row.hidden[layer]);
   return widths.empty() ? "-" : fmt::format("{}", fmt::join(widths, "-"));
+}
+
+// "SIGKILL"; "signal 99" for a number the C library has no name for.
+std::string signal_text(int signal) {
+  const char* name = ::sigabbrev_np(signal);
+  return name != nullptr ? fmt::format("SIG{}", name) : fmt::format("signal {}", signal);
+}
+
+// How the trial's process ended, where that says more than the status:
+// "killed: oom, SIGKILL", "killed: timeout, SIGKILL", "no_result"; empty for
+// a process that exited, none started, or a file before schema 3.
+std::string process_end_text(const TrialRow& row) {
+  const std::string cause = get_fixed(row.end_cause);
+  if (row.end_signal > 0)
+    return fmt::format("killed: {}{}", cause.empty() ? "" : cause + ", ", signal_text(row.end_signal));
+  return cause == end_cause::kExited ? std::string() : cause;
 }
 
 // The row that stands for a trial: its final one, else its latest attempt.
@@ -222,18 +240,32 @@ std::string format_summary(const std::vector<SummaryInput>& files) {
   if (!shown.empty())
     out +=
         "\nused MB: the node's memory used, total - (free + buffers + cached), averaged over the trial's samples "
-        "(the source paper's formulas 1 and 2); rss: the rank's own resident memory; peak-base: the trial's own "
-        "footprint; predicted: memsweep's estimate of it. MB = 2^20 bytes.\n";
+        "(the source paper's formulas 1 and 2); rss: the resident memory of the trial's process (files of schema 1 and "
+        "2: of its rank); peak-base: the trial's own footprint; predicted: memsweep's estimate of it. MB = 2^20 "
+        "bytes.\n";
 
-  TableRow failure_header{"id", "attempt", "status", "rank", "host", "message"};
+  // Trials not ok, with a column for how their process ended when one of
+  // them was killed (or ended without a result).
+  std::vector<const ShownRow*> not_ok;
+  for (const ShownRow& s : shown)
+    if (get_fixed(s.row->status) != status_name(TrialStatus::ok)) not_ok.push_back(&s);
+  const bool any_process_end =
+      std::any_of(not_ok.begin(), not_ok.end(), [](const ShownRow* s) { return !process_end_text(*s->row).empty(); });
+  TableRow failure_header{"id", "attempt", "status", "rank", "host"};
+  if (any_process_end) failure_header.push_back("process end");
+  failure_header.push_back("message");
   if (several) failure_header.insert(failure_header.begin(), "file");
   std::vector<TableRow> failures{failure_header};
-  for (const ShownRow& s : shown) {
-    const TrialRow& row = *s.row;
-    if (get_fixed(row.status) == status_name(TrialStatus::ok)) continue;
-    TableRow line{get_fixed(row.trial_id),  std::to_string(row.attempt), get_fixed(row.status),
-                  std::to_string(row.rank), get_fixed(row.host),         get_fixed(row.message)};
-    if (several) line.insert(line.begin(), std::to_string(s.file));
+  for (const ShownRow* s : not_ok) {
+    const TrialRow& row = *s->row;
+    TableRow line{get_fixed(row.trial_id), std::to_string(row.attempt), get_fixed(row.status), std::to_string(row.rank),
+                  get_fixed(row.host)};
+    if (any_process_end) {
+      const std::string ended = process_end_text(row);
+      line.push_back(ended.empty() ? "-" : ended);
+    }
+    line.push_back(get_fixed(row.message));
+    if (several) line.insert(line.begin(), std::to_string(s->file));
     failures.push_back(std::move(line));
   }
   if (failures.size() > 1) out += fmt::format("\nnot ok ({})\n", failures.size() - 1) + render_table(failures);

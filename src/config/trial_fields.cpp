@@ -1,4 +1,5 @@
 #include "config/trial_fields.hpp"
+#include "common/duration_text.hpp"
 
 #include "memsweep/byte_size.hpp"
 #include "memsweep/model_spec.hpp"
@@ -6,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <optional>
 
@@ -141,6 +143,17 @@ const std::vector<std::pair<std::string_view, Apply>>& field_table() {
            bytes = parse_byte_size(f.value.as_string().str);
          if (!bytes) fail(f.place, fmt::format("expected {}, found {}", kByteSizeHelp, describe(f.value)));
          t.mem_budget_bytes = bytes;
+       }},
+      {"timeout",
+       [](TrialSpec& t, const FieldValue& f) {
+         std::optional<double> seconds;
+         if ((f.value.is_integer() && f.value.as_integer() > 0) || (f.value.is_floating() && f.value.as_floating() > 0))
+           seconds = f.value.is_integer() ? static_cast<double>(f.value.as_integer()) : f.value.as_floating();
+         else if (f.value.is_string())
+           seconds = parse_duration(f.value.as_string().str);
+         if (!seconds || !std::isfinite(*seconds))
+           fail(f.place, fmt::format("expected {}, found {}", kDurationHelp, describe(f.value)));
+         t.timeout_seconds = seconds;
        }},
   };
   return kFields;

@@ -41,7 +41,7 @@ std::span<const std::size_t> BatchOrder::batch_indices(std::size_t batch) const 
   return std::span<const std::size_t>(order_).subspan(batch * batch_size_, rows);
 }
 
-std::size_t BatchOrder::gather(std::size_t batch, const Split& split, std::span<float> images_out,
+std::size_t BatchOrder::gather(std::size_t batch, const SplitView& split, std::span<float> images_out,
                                std::span<std::int32_t> labels_out) const {
   if (split.size() != order_.size())
     throw std::invalid_argument(

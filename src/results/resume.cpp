@@ -1,6 +1,6 @@
 // Which trials a resumed sweep still runs, from what the results file holds:
-// its trial rows and, for attempts whose rank died before sending a row,
-// the series of samples they left behind.
+// its trial rows and, for attempts lost with their rank or with rank 0
+// before a row was written, the series of samples they left behind.
 
 #include "memsweep/byte_size.hpp"
 #include "memsweep/results.hpp"
@@ -24,21 +24,30 @@ struct TrialHistory {
   std::size_t killed = 0;
 };
 
-std::string killed_message(const SeriesSummary& series) {
+std::string series_text(const SeriesSummary& series) {
   const std::string peak =
       series.peak_rss >= 0 ? format_byte_size(static_cast<std::uint64_t>(series.peak_rss)) : std::string("unknown");
-  return fmt::format(
-      "rank {} died during the trial (no result was received); its last sample was at {:.3f} s in epoch {}, "
-      "{} samples, peak RSS {}",
-      series.rank, series.last_t, series.last_epoch, series.samples, peak);
+  return fmt::format("its last sample was at {:.3f} s in epoch {}, {} samples, peak RSS {}", series.last_t,
+                     series.last_epoch, series.samples, peak);
 }
 
-TrialRow killed_row(const TrialSpec& trial, const SeriesSummary& series, int run) {
+TrialRow lost_row(const TrialSpec& trial, const SeriesSummary& series, int run, LostAttempts lost) {
   TrialRow row = trial_row_for(trial, series.attempt);
   row.run = run;
   row.rank = series.rank;
-  set_fixed(row.status, status_name(TrialStatus::killed));
-  set_fixed(row.message, killed_message(series));
+  if (lost == LostAttempts::rank_died) {
+    set_fixed(row.status, status_name(TrialStatus::killed));
+    set_fixed(row.message,
+              fmt::format("rank {} died during the trial, its trial process with it (no result was received); {}",
+                          series.rank, series_text(series)));
+  } else {
+    set_fixed(row.status, status_name(TrialStatus::interrupted));
+    set_fixed(row.message,
+              fmt::format("interrupted: rank 0 died while rank {} ran the trial, whose process was not seen to fail; "
+                          "{}",
+                          series.rank, series_text(series)));
+  }
+  set_fixed(row.end_cause, end_cause::kRankLost);
   // The samples are all that is left: the first one follows the baseline
   // closely (it is taken right after it), and the trial ran at least until
   // the last one.
@@ -55,7 +64,7 @@ TrialRow killed_row(const TrialSpec& trial, const SeriesSummary& series, int run
 }  // namespace
 
 ResumePlan plan_resume(const std::vector<TrialSpec>& trials, const std::vector<TrialRow>& rows,
-                       const std::vector<SeriesSummary>& series, int retry_killed, int run) {
+                       const std::vector<SeriesSummary>& series, int retry_killed, int run, LostAttempts lost) {
   std::unordered_map<std::string, std::size_t> index_of;
   for (std::size_t i = 0; i < trials.size(); ++i) index_of.emplace(trials[i].id, i);
 
@@ -76,7 +85,8 @@ ResumePlan plan_resume(const std::vector<TrialSpec>& trials, const std::vector<T
     if (status == TrialStatus::killed) ++trial.killed;
   }
 
-  // Attempts that streamed samples but never sent a row: their rank died.
+  // Attempts that streamed samples but never sent a row: their rank died,
+  // or rank 0 did.
   // Ordered by the sweep's order, then attempt, so the rows appended are the
   // same whatever order the samples table holds them in.
   std::map<std::pair<std::size_t, std::int32_t>, const SeriesSummary*> orphans;
@@ -89,8 +99,8 @@ ResumePlan plan_resume(const std::vector<TrialSpec>& trials, const std::vector<T
       orphans.emplace(std::pair{found->second, summary.attempt}, &summary);
   }
   for (const auto& [key, summary] : orphans) {
-    plan.killed_rows.push_back(killed_row(trials[key.first], *summary, run));
-    ++history[key.first].killed;
+    plan.lost_rows.push_back(lost_row(trials[key.first], *summary, run, lost));
+    if (lost == LostAttempts::rank_died) ++history[key.first].killed;
   }
 
   const std::size_t killed_limit = retry_killed < 0 ? 0 : static_cast<std::size_t>(retry_killed);

@@ -13,11 +13,12 @@
 namespace memsweep {
 namespace {
 
-constexpr std::array<std::pair<TrialStatus, std::string_view>, 6> kStatuses{{
+constexpr std::array<std::pair<TrialStatus, std::string_view>, 7> kStatuses{{
     {TrialStatus::ok, "ok"},
     {TrialStatus::failed, "failed"},
     {TrialStatus::diverged, "diverged"},
     {TrialStatus::over_budget, "over_budget"},
+    {TrialStatus::timeout, "timeout"},
     {TrialStatus::interrupted, "interrupted"},
     {TrialStatus::killed, "killed"},
 }};
@@ -55,7 +56,7 @@ std::optional<TrialStatus> parse_status(std::string_view name) {
 
 bool is_final(TrialStatus status) {
   return status == TrialStatus::ok || status == TrialStatus::failed || status == TrialStatus::diverged ||
-         status == TrialStatus::over_budget;
+         status == TrialStatus::over_budget || status == TrialStatus::timeout;
 }
 
 TrialRow trial_row_for(const TrialSpec& trial, int attempt) {

@@ -1,34 +1,24 @@
 #include "runner/dataset_cache.hpp"
 
-#include <algorithm>
+#include <utility>
 
 namespace memsweep::runner_detail {
-namespace {
 
-// Cut once here rather than per trial (TrainingOptions' limits copy the
-// head of each split inside the trial, which would count in its footprint).
-void keep_head(Split& split, std::size_t limit) {
-  if (limit == 0 || limit >= split.size()) return;
-  split.images.resize(limit * split.shape.pixels());
-  split.labels.resize(limit);
-  split.images.shrink_to_fit();
-  split.labels.shrink_to_fit();
-}
+DatasetCache::DatasetCache(std::vector<std::filesystem::path> search_dirs, std::filesystem::path shared_dir,
+                           std::size_t max_train_examples, std::size_t max_test_examples)
+    : search_dirs_(std::move(search_dirs)),
+      shared_dir_(std::move(shared_dir)),
+      max_train_(max_train_examples),
+      max_test_(max_test_examples) {}
 
-}  // namespace
-
-DatasetCache::DatasetCache(std::vector<std::filesystem::path> search_dirs, std::size_t max_train_examples,
-                           std::size_t max_test_examples)
-    : search_dirs_(std::move(search_dirs)), max_train_(max_train_examples), max_test_(max_test_examples) {}
-
-const Dataset& DatasetCache::get(const DatasetSpec& spec) {
-  if (held_ && held_->spec == spec) return *held_;
-  held_.reset();  // before loading the next: never two datasets at once
-  Dataset data = load_dataset(spec, search_dirs_);
-  ++loads_;
-  keep_head(data.train, max_train_);
-  keep_head(data.test, max_test_);
-  held_.emplace(std::move(data));
+const SharedDataset& DatasetCache::get(const DatasetSpec& spec) {
+  if (held_ && held_->spec() == spec) return *held_;
+  // Let go of the old copy first: if no other rank uses it, it is removed
+  // before the next one takes room on the node.
+  held_.reset();
+  held_.emplace(SharedDataset::open(SharedDatasetRequest{spec, search_dirs_, max_train_, max_test_}, shared_dir_));
+  ++opens_;
+  if (held_->decoded_here()) ++decodes_;
   return *held_;
 }
 

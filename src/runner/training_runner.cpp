@@ -1,31 +1,47 @@
-// A trial, in order (docs/runner.md): its dataset (kept from the previous
-// trial when the same), its prediction, the budget check, then the measured
-// region: the sampler's baseline, training with the monitor beside it, the
-// region's figures, the last samples forwarded.
+// A trial, in order (docs/runner.md): its shared dataset, its prediction,
+// its cgroup, its process (spawned, given the job, ready), the budget check
+// against the ready process's memory, the sampler on the process, the
+// go-ahead, the watch until the result or the end, the peak read before the
+// process is let go, the row.
 
 #include "memsweep/training_runner.hpp"
 
-#include "memsweep/byte_size.hpp"
 #include "memsweep/estimate.hpp"
 #include "memsweep/trainer.hpp"
 #include "runner/budget.hpp"
+#include "runner/child_process.hpp"
 #include "runner/dataset_cache.hpp"
+#include "runner/oom_evidence.hpp"
+#include "runner/trial_cgroup.hpp"
+#include "runner/trial_ending.hpp"
 #include "runner/trial_messages.hpp"
-#include "runner/trial_monitor.hpp"
+#include "runner/trial_protocol.hpp"
+#include "runner/trial_watch.hpp"
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
 #include <new>
 #include <optional>
 #include <stdexcept>
+#include <system_error>
 #include <utility>
 
 namespace memsweep {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using runner_detail::one_line;
-using runner_detail::out_of_memory_message;
+using namespace runner_detail;
+
+// How long a trial process told to exit has before it is killed: it exits
+// at once (std::_Exit), so only a process stuck in the kernel takes longer.
+constexpr std::chrono::milliseconds kExitGrace{5000};
 
 double seconds_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
@@ -43,30 +59,86 @@ SamplerOptions sampler_options(const TrainingRunnerOptions& options) {
                                             kMinSamplerIntervalMs, kMaxSamplerIntervalMs,
                                             options.sampler_interval.count()));
   if (options.max_chunk_age.count() <= 0) throw std::invalid_argument("the chunk age must be positive");
-  if (options.budget_check_interval.count() <= 0)
-    throw std::invalid_argument("the budget check interval must be positive");
+  if (options.check_interval.count() <= 0) throw std::invalid_argument("the check interval must be positive");
+  if (options.stop_grace.count() <= 0) throw std::invalid_argument("the stop grace must be positive");
+  if (options.start_timeout.count() <= 0) throw std::invalid_argument("the start timeout must be positive");
   SamplerOptions sampler;
   sampler.interval = options.sampler_interval;
   sampler.max_chunk_age = options.max_chunk_age;
   return sampler;
 }
 
-// Stops the sampler on every way out of a trial, so that the next trial
-// finds it stopped (end_region() stops it on the normal way).
-class SamplerStopper {
+// A pipe's two ends, closed when they go out of scope unless handed on.
+class Pipe {
  public:
-  explicit SamplerStopper(Sampler& sampler) : sampler_(sampler) {}
-  ~SamplerStopper() { sampler_.stop(); }
-  SamplerStopper(const SamplerStopper&) = delete;
-  SamplerStopper& operator=(const SamplerStopper&) = delete;
+  Pipe() {
+    if (::pipe2(fds_.data(), O_CLOEXEC) != 0)
+      throw std::system_error(errno, std::generic_category(), "cannot make a pipe for a trial process");
+  }
+  ~Pipe() {
+    close_read();
+    close_write();
+  }
+  Pipe(const Pipe&) = delete;
+  Pipe& operator=(const Pipe&) = delete;
+  int read_end() const { return fds_[0]; }
+  int write_end() const { return fds_[1]; }
+  void close_read() { close(fds_[0]); }
+  void close_write() { close(fds_[1]); }
 
  private:
-  Sampler& sampler_;
+  static void close(int& fd) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+  std::array<int, 2> fds_{-1, -1};
 };
 
-// Why training ended without a result.
-struct TrainingFailure {
-  std::string message;
+// Moves `pid` into `group` (its cgroup.procs takes a pid).
+bool join_cgroup(const TrialCgroup& group, pid_t pid) {
+  const int fd = ::open(group.procs_file().c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const std::string text = std::to_string(pid);
+  const bool joined = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  return joined;
+}
+
+// The next frame from the process, or nullopt when it ends or `deadline`
+// passes first (at_end() tells which).
+std::optional<Frame> wait_for_frame(FrameReader& reports, Clock::time_point deadline) {
+  for (;;) {
+    if (std::optional<Frame> frame = reports.next()) return frame;
+    if (reports.at_end()) return std::nullopt;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return std::nullopt;
+    pollfd fd{reports.fd(), POLLIN, 0};
+    ::poll(&fd, 1, static_cast<int>(std::min<long long>(left, 1000)));
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// One trial's attempt as it goes: its row, its process and what belongs
+// to it. A step that ends the attempt early writes the row's status.
+struct Attempt {
+  Clock::time_point entry;
+  TrialRow row;
+  const SharedDataset* data = nullptr;
+  std::optional<std::uint64_t> predicted;
+  std::optional<std::uint64_t> budget;
+  std::unique_ptr<TrialCgroup> cgroup;
+  bool cgroup_limit_is_budget = false;
+  OomCounters oom_before;
+  Pipe control;
+  Pipe reports;
+  std::optional<ChildProcess> process;
+  std::optional<FrameReader> report_reader;
+  std::unique_ptr<MemoryProbe> probe;  // the process's /proc files, on the runner's thread
+  RegionBaseline baseline;
+  bool ended = false;  // the row has its status
 };
 
 }  // namespace
@@ -75,28 +147,36 @@ struct TrainingRunner::Impl {
   explicit Impl(const TrainingRunnerOptions& runner_options);
 
   TrialRow run(const TrialSpec& trial, const TrialContext& context, TrialSink& sink);
-  TrialRow& finish(TrialRow& row, TrialStatus status, std::string_view message, Clock::time_point entry) const;
-  std::optional<std::uint64_t> predicted_bytes(const TrialSpec& trial, const Dataset& data);
+
+  void open_dataset(Attempt& attempt, const TrialSpec& trial);
+  void place_in_cgroup(Attempt& attempt);
+  void start_process(Attempt& attempt, const TrialSpec& trial);
+  void train(Attempt& attempt, const TrialSpec& trial, const TrialContext& context, TrialSink& sink);
+  // The row's status and end columns from how the process ended.
+  void record_end(Attempt& attempt, ProcessOutcome outcome, std::string_view before_message = {});
+  void finish(Attempt& attempt, TrialStatus status, std::string_view message) const;
+  std::optional<std::uint64_t> predicted_bytes(const TrialSpec& trial, const SharedDataset& data);
+  std::optional<std::chrono::milliseconds> time_limit(const TrialSpec& trial) const;
 
   TrainingRunnerOptions options;
   std::vector<EventStatus> events;
-  // One sampler for every trial: its chunk pool (megabytes, touched when
-  // built) and the counters are set up once, before any trial's baseline,
-  // instead of inside each trial's figures and time.
+  // One sampler for every trial, pointed at each trial's process in turn:
+  // its chunk pool and counters are set up once.
   std::unique_ptr<Sampler> sampler;
   std::vector<int> counter_sources;  // the file's counter columns, from the sampler's slots
-  // Probes of their own: the monitor's thread and the training thread
-  // (epoch rows) read at the same time, and a probe's reads share a buffer.
-  std::unique_ptr<MemoryProbe> monitor_probe = make_proc_memory_probe();
-  std::unique_ptr<MemoryProbe> epoch_probe = make_proc_memory_probe();
-  runner_detail::DatasetCache datasets;
+  TrialCgroups cgroups;
+  DatasetCache datasets;
   EstimateCache estimates;
   RunnerTimings timings;
+  std::size_t trials_started = 0;
 };
 
 TrainingRunner::Impl::Impl(const TrainingRunnerOptions& runner_options)
     : options(runner_options),
-      datasets(runner_options.data_dirs, runner_options.max_train_examples, runner_options.max_test_examples) {
+      cgroups(runner_options.use_cgroups ? TrialCgroups::detect() : TrialCgroups()),
+      datasets(runner_options.data_dirs,
+               runner_options.shared_dir.empty() ? shared_dataset_dir_from_environment() : runner_options.shared_dir,
+               runner_options.max_train_examples, runner_options.max_test_examples) {
   const SamplerOptions sampling = sampler_options(options);
   std::unique_ptr<CounterSource> counters;
   if (!options.counter_columns.empty()) {
@@ -108,180 +188,236 @@ TrainingRunner::Impl::Impl(const TrainingRunnerOptions& runner_options)
   counter_sources = memsweep::counter_sources(sampler->counter_names(), options.counter_columns);
 }
 
-TrialRow& TrainingRunner::Impl::finish(TrialRow& row, TrialStatus status, std::string_view message,
-                                       Clock::time_point entry) const {
+void TrainingRunner::Impl::finish(Attempt& attempt, TrialStatus status, std::string_view message) const {
+  TrialRow& row = attempt.row;
   set_fixed(row.status, status_name(status));
   set_fixed(row.message, message);
   row.end_time = unix_seconds_now();
-  row.wall_seconds = seconds_between(entry, Clock::now());
-  return row;
+  row.wall_seconds = seconds_between(attempt.entry, Clock::now());
+  attempt.ended = true;
 }
 
 // The estimate is a prediction, not a precondition: when it cannot be made
 // the trial still runs (the trainer reports what is wrong with it), only
 // without a prediction and without the check before the start.
-std::optional<std::uint64_t> TrainingRunner::Impl::predicted_bytes(const TrialSpec& trial, const Dataset& data) {
+std::optional<std::uint64_t> TrainingRunner::Impl::predicted_bytes(const TrialSpec& trial, const SharedDataset& data) {
   try {
-    return estimates.estimate(trial, example_counts(data)).total();
+    return estimates.estimate(trial, ExampleCounts{data.train_examples(), data.test_examples()}).total();
   } catch (const std::exception&) {
     return std::nullopt;
   }
 }
 
+std::optional<std::chrono::milliseconds> TrainingRunner::Impl::time_limit(const TrialSpec& trial) const {
+  std::optional<std::chrono::milliseconds> limit = options.trial_timeout;
+  if (trial.timeout_seconds) {
+    const auto own = std::chrono::milliseconds(static_cast<std::int64_t>(*trial.timeout_seconds * 1000.0));
+    limit = limit ? std::min(*limit, own) : own;
+  }
+  return limit;
+}
+
 TrialRow TrainingRunner::Impl::run(const TrialSpec& trial, const TrialContext& context, TrialSink& sink) {
-  const Clock::time_point entry = Clock::now();
+  Attempt attempt;
+  attempt.entry = Clock::now();
   timings = {};
-  TrialRow row = trial_row_for(trial, context.attempt);
+  TrialRow& row = attempt.row;
+  row = trial_row_for(trial, context.attempt);
   row.run = context.run;
   row.rank = context.rank;
   set_fixed(row.host, context.host);
   row.start_time = unix_seconds_now();
-  // OpenMP's thread count belongs to the calling thread, which need not be
-  // the one that constructed the runner.
-  set_thread_count(options.threads > 0 ? options.threads : default_thread_count());
+  attempt.budget = effective_budget(context.mem_budget_bytes, trial.mem_budget_bytes);
 
-  // The dataset, before the baseline: it is the rank's memory.
-  const Dataset* data = nullptr;
-  {
-    const Clock::time_point load_start = Clock::now();
-    const std::size_t loads_before = datasets.loads();
-    try {
-      data = &datasets.get(trial.dataset);
-    } catch (const std::bad_alloc&) {
-      return finish(row, TrialStatus::failed,
-                    out_of_memory_message(fmt::format("loading {}", dataset_name(trial.dataset.kind))), entry);
-    } catch (const std::exception& error) {
-      return finish(row, TrialStatus::failed, one_line(error.what()), entry);
-    } catch (...) {
-      return finish(row, TrialStatus::failed, "loading the dataset threw an unknown exception", entry);
-    }
-    if (datasets.loads() != loads_before) timings.dataset_seconds = seconds_between(load_start, Clock::now());
-  }
-
-  // The prediction, and the budget before the start.
-  const std::optional<std::uint64_t> predicted = predicted_bytes(trial, *data);
-  if (predicted) row.predicted_bytes = static_cast<std::int64_t>(*predicted);
-  const std::optional<std::uint64_t> budget =
-      runner_detail::effective_budget(context.mem_budget_bytes, trial.mem_budget_bytes);
-  if (budget && predicted) {
-    // The baseline as begin_region() will see it: after the previous
-    // trial's free memory went back to the OS.
-    monitor_probe->release_free_memory();
-    ProcessMemory memory;
-    if (monitor_probe->read_process(memory) && memory.rss_bytes >= 0) {
-      const auto baseline = static_cast<std::uint64_t>(memory.rss_bytes);
-      if (auto message = runner_detail::over_budget_before_start(*predicted, baseline, *budget)) {
-        row.rss_baseline = memory.rss_bytes;
-        timings.setup_seconds = seconds_between(entry, Clock::now()) - timings.dataset_seconds;
-        return finish(row, TrialStatus::over_budget, *message, entry);
-      }
-    }
-  }
-
-  // The measured region.
-  std::atomic<bool> stop_trial{false};
-  std::atomic<int> epoch{0};
-  runner_detail::SerialSink serial_sink(sink, stop_trial);
-  // A trial that ended by an exception may have left chunks behind.
-  sampler->drain([](const SampleChunk&) {});
-  sampler->set_phase(0);
-
-  runner_detail::MonitorSettings monitor_settings;
-  monitor_settings.trial_id = row.trial_id;
-  monitor_settings.attempt = context.attempt;
-  monitor_settings.rank = context.rank;
-  monitor_settings.counter_sources = counter_sources;
-  monitor_settings.check_interval = options.budget_check_interval;
-  monitor_settings.budget_bytes = budget;
-  monitor_settings.external_stop = context.stop;
-  // Declared before the stopper: on the way out the sampler stops first,
-  // then the monitor's thread is joined.
-  runner_detail::TrialMonitor monitor(std::move(monitor_settings), *sampler, serial_sink, *monitor_probe, stop_trial,
-                                      epoch);
-  const SamplerStopper stopper(*sampler);
-
-  TrainingOptions training;
-  training.stop = &stop_trial;
-  training.on_phase = [&](TrainingPhase, int phase_epoch) {
-    epoch.store(phase_epoch, std::memory_order_relaxed);
-    sampler->set_phase(phase_epoch);
-  };
-  training.on_epoch_end = [&](const EpochResult& result) {
-    EpochRow epoch_row;
-    epoch_row.trial_id = row.trial_id;
-    epoch_row.attempt = context.attempt;
-    epoch_row.epoch = result.epoch;
-    epoch_row.train_loss = result.train_loss;
-    epoch_row.test_accuracy = result.test_accuracy;
-    epoch_row.seconds = result.seconds;
-    ProcessMemory process;
-    if (epoch_probe->read_process(process)) epoch_row.rss = process.rss_bytes;
-    SystemMemory system;
-    if (epoch_probe->read_system(system)) epoch_row.sys_used = system.used_bytes();
-    serial_sink.epoch(epoch_row);
-  };
-
-  std::optional<TrainingResult> result;
-  std::optional<TrainingFailure> failure;
-  Clock::time_point training_start = Clock::now();
-  Clock::time_point training_end = training_start;
-  try {
-    sampler->begin_region();
-    monitor.trial_started();
-    training_start = Clock::now();
-    timings.setup_seconds = seconds_between(entry, training_start) - timings.dataset_seconds;
-    result = train_trial(trial, *data, training);
-  } catch (const std::bad_alloc&) {
-    failure = TrainingFailure{out_of_memory_message(
-        predicted ? fmt::format("training (predicted {})", format_byte_size(*predicted)) : std::string("training"))};
-  } catch (const std::exception& error) {
-    failure = TrainingFailure{one_line(error.what())};
-  } catch (...) {
-    failure = TrainingFailure{"training threw an unknown exception"};
-  }
-  training_end = Clock::now();
-  timings.training_seconds = seconds_between(training_start, training_end);
-
-  // The region's figures, then the last chunks.
-  if (sampler->running()) {
-    const RegionSummary region = sampler->end_region();
-    row.rss_baseline = region.baseline_rss_bytes;
-    row.rss_peak = region.peak_rss_bytes;
-    row.rss_mean = region.mean_rss_bytes;
-    row.rss_footprint = region.footprint_bytes;
-    row.sys_used_mean = region.sys_used_mean_bytes;
-    row.samples = region.samples;
-    row.dropped_samples = region.dropped_samples;
-  }
-  monitor.finish();
-  serial_sink.rethrow_if_failed();
-
-  TrialStatus status = TrialStatus::ok;
-  std::string message;
-  if (result) {
-    row.epochs_done = static_cast<std::int32_t>(result->epochs.size());
-    if (!result->epochs.empty()) {
-      row.final_train_loss = result->epochs.back().train_loss;
-      row.test_accuracy = result->epochs.back().test_accuracy;
-    }
-  }
-  if (failure) {
-    status = TrialStatus::failed;
-    message = failure->message;
-  } else if (monitor.budget_message()) {
-    // Whatever training made of the stop: the process passed its budget.
-    status = TrialStatus::over_budget;
-    message = *monitor.budget_message();
-  } else if (result->outcome == TrainingOutcome::diverged) {
-    status = TrialStatus::diverged;
-    message = result->message;
-  } else if (result->outcome == TrainingOutcome::stopped) {
-    status = TrialStatus::interrupted;
-    message = "interrupted: " + result->message;
-  }
-  finish(row, status, message, entry);
-  timings.teardown_seconds = seconds_between(training_end, Clock::now());
+  open_dataset(attempt, trial);
+  if (!attempt.ended) start_process(attempt, trial);
+  if (!attempt.ended) train(attempt, trial, context, sink);
   return row;
+}
+
+// The shared dataset (decoded once per node, mapped by the process) and
+// the prediction for it.
+void TrainingRunner::Impl::open_dataset(Attempt& attempt, const TrialSpec& trial) {
+  const Clock::time_point open_start = Clock::now();
+  const std::size_t opens_before = datasets.opens();
+  try {
+    attempt.data = &datasets.get(trial.dataset);
+  } catch (const std::bad_alloc&) {
+    return finish(attempt, TrialStatus::failed,
+                  out_of_memory_message(fmt::format("decoding {}", dataset_name(trial.dataset.kind))));
+  } catch (const std::exception& error) {
+    return finish(attempt, TrialStatus::failed, one_line(error.what()));
+  }
+  if (datasets.opens() != opens_before) timings.dataset_seconds = seconds_between(open_start, Clock::now());
+  attempt.predicted = predicted_bytes(trial, *attempt.data);
+  if (attempt.predicted) attempt.row.predicted_bytes = static_cast<std::int64_t>(*attempt.predicted);
+}
+
+// Into its cgroup, where the node lets the rank make one, while it execs: a
+// move between groups waits for an RCU grace period (about 10 ms), as long
+// as the exec's loading takes, so the two overlap. What the process took
+// before the move (its start-up) is charged to the rank's group; its own
+// RSS and peak are whole either way. Without a group the trial is measured
+// through /proc alone; the next trial tries again.
+void TrainingRunner::Impl::place_in_cgroup(Attempt& attempt) {
+  if (cgroups.isolation() == Isolation::proc) return;
+  try {
+    attempt.cgroup = cgroups.create(fmt::format("memsweep-{}-trial-{}", ::getpid(), trials_started), std::nullopt);
+    if (!join_cgroup(*attempt.cgroup, attempt.process->pid())) attempt.cgroup.reset();
+  } catch (const std::exception&) {
+    attempt.cgroup.reset();
+  }
+}
+
+// Spawn, job, ready, baseline, and the budget before the start.
+void TrainingRunner::Impl::start_process(Attempt& attempt, const TrialSpec& trial) {
+  TrialRow& row = attempt.row;
+  ++trials_started;
+  attempt.oom_before = read_oom_counters(cgroups);
+  SpawnRequest request;
+  request.executable = options.trial_executable;
+  request.argv = {"memsweep", "trial", trial.id};
+  request.control_fd = attempt.control.read_end();
+  request.report_fd = attempt.reports.write_end();
+  request.dataset_fd = attempt.data->fd();
+  const Clock::time_point spawn_start = Clock::now();
+  try {
+    attempt.process.emplace(ChildProcess::spawn(request));
+  } catch (const std::exception& error) {
+    return finish(attempt, TrialStatus::failed, one_line(error.what()));
+  }
+  row.pid = attempt.process->pid();
+  place_in_cgroup(attempt);
+  set_fixed(row.isolation, isolation_name(attempt.cgroup ? cgroups.isolation() : Isolation::proc));
+  attempt.control.close_read();
+  attempt.reports.close_write();  // the process holds the only write end: its end closes the pipe
+  ::fcntl(attempt.reports.read_end(), F_SETFL, O_NONBLOCK);
+  FrameReader& reports = attempt.report_reader.emplace(attempt.reports.read_end());
+
+  TrialJob job;
+  job.trial = trial;
+  job.threads = options.threads > 0 ? options.threads : default_thread_count();
+  job.predicted_bytes = attempt.predicted ? static_cast<std::int64_t>(*attempt.predicted) : -1;
+  if (!write_frame(attempt.control.write_end(), encode(job)))
+    return record_end(attempt, {}, "the trial process ended before its job");
+  const std::optional<Frame> first = wait_for_frame(reports, spawn_start + options.start_timeout);
+  if (!first && !reports.at_end()) {
+    attempt.process->send_signal(SIGKILL);
+    return record_end(attempt, {},
+                      fmt::format("the trial process was not ready within {} s",
+                                  std::chrono::duration<double>(options.start_timeout).count()));
+  }
+  if (!first) return record_end(attempt, {}, "the trial process ended before it was ready");
+  if (first->type == FrameType::failure) {
+    ProcessOutcome outcome;
+    outcome.failure = decode_failure(*first);
+    write_frame(attempt.control.write_end(), empty_frame(FrameType::exit));
+    return record_end(attempt, std::move(outcome));
+  }
+  decode_ready(*first);  // checks that it is a whole ready report
+  row.start_seconds = seconds_between(spawn_start, Clock::now());
+  timings.start_seconds = row.start_seconds;
+
+  // The baseline: the ready process, data mapped, nothing of the trial built.
+  attempt.probe = make_proc_memory_probe(attempt.process->pid());
+  ProcessMemory memory;
+  if (attempt.probe->read_process(memory)) attempt.baseline.rss_bytes = memory.rss_bytes;
+  row.rss_baseline = attempt.baseline.rss_bytes;
+  if (!attempt.budget) return;
+  if (attempt.predicted && attempt.baseline.rss_bytes >= 0) {
+    if (auto message = over_budget_before_start(
+            *attempt.predicted, static_cast<std::uint64_t>(attempt.baseline.rss_bytes), *attempt.budget)) {
+      write_frame(attempt.control.write_end(), empty_frame(FrameType::exit));
+      attempt.process->reap(kExitGrace);
+      set_fixed(row.end_cause, end_cause::kExited);
+      timings.setup_seconds = seconds_between(attempt.entry, Clock::now()) - timings.dataset_seconds;
+      return finish(attempt, TrialStatus::over_budget, *message);
+    }
+  }
+  // The budget as the cgroup's limit, now that the ready process is known to
+  // fit: the kernel holds the trial to it even between two of the rank's
+  // checks. If the limit cannot be set, the rank's checks alone enforce it.
+  if (attempt.cgroup) {
+    try {
+      attempt.cgroup->set_limit(*attempt.budget);
+      attempt.cgroup_limit_is_budget = true;
+    } catch (const std::exception&) {
+    }
+  }
+}
+
+// The measured region: the sampler on the process (its counters open now,
+// while it has one thread and waits), the go-ahead, the watch, and the
+// peak read while the process still exists (it waits for `exit` after its
+// result); a process that ended leaves its last reading.
+void TrainingRunner::Impl::train(Attempt& attempt, const TrialSpec& trial, const TrialContext& context,
+                                 TrialSink& sink) {
+  TrialRow& row = attempt.row;
+  ChildProcess& process = *attempt.process;
+  sampler->drain([](const SampleChunk&) {});  // what a trial whose sink threw left behind
+  sampler->set_phase(0);
+  sampler->set_target(process.pid(), make_proc_memory_probe(process.pid()));
+  sampler->begin_region(attempt.baseline);
+  WatchSettings settings;
+  settings.trial_id = row.trial_id;
+  settings.attempt = context.attempt;
+  settings.rank = context.rank;
+  settings.counter_sources = counter_sources;
+  settings.check_interval = options.check_interval;
+  settings.budget_bytes = attempt.budget;
+  settings.time_limit = time_limit(trial);
+  settings.stop_grace = options.stop_grace;
+  settings.external_stop = context.stop;
+  TrialWatch watch(std::move(settings), process, *attempt.report_reader, *sampler, *attempt.probe, sink);
+  const Clock::time_point go = Clock::now();
+  timings.setup_seconds = seconds_between(attempt.entry, go) - timings.dataset_seconds;
+  write_frame(attempt.control.write_end(), empty_frame(FrameType::go));
+
+  WatchReport seen;
+  try {
+    seen = watch.run();
+  } catch (...) {
+    sampler->stop();
+    throw;
+  }
+  const Clock::time_point training_end = Clock::now();
+  timings.training_seconds = seconds_between(go, training_end);
+  const RegionSummary region = sampler->end_region();
+  write_frame(attempt.control.write_end(), empty_frame(FrameType::exit));
+  attempt.control.close_write();
+  watch.forward_chunks();
+
+  row.rss_peak = std::max(region.peak_rss_bytes, seen.last_peak);
+  row.rss_mean = region.mean_rss_bytes;
+  if (row.rss_peak >= 0 && attempt.baseline.rss_bytes >= 0)
+    row.rss_footprint = row.rss_peak - attempt.baseline.rss_bytes;
+  row.sys_used_mean = region.sys_used_mean_bytes;
+  row.samples = region.samples;
+  row.dropped_samples = region.dropped_samples;
+  if (seen.outcome.result) {
+    row.epochs_done = seen.outcome.result->epochs_done;
+    row.final_train_loss = seen.outcome.result->final_train_loss;
+    row.test_accuracy = seen.outcome.result->test_accuracy;
+  }
+  record_end(attempt, std::move(seen.outcome));
+  timings.teardown_seconds = seconds_between(training_end, Clock::now());
+}
+
+void TrainingRunner::Impl::record_end(Attempt& attempt, ProcessOutcome outcome, std::string_view before_message) {
+  TrialRow& row = attempt.row;
+  outcome.end = attempt.process->reap(kExitGrace);
+  if (attempt.cgroup) {
+    row.cgroup_peak = attempt.cgroup->report().peak_bytes;
+    outcome.cgroup_limit_is_budget = attempt.cgroup_limit_is_budget;
+  }
+  if (outcome.end.signal == SIGKILL && outcome.kill == RankKill::none)
+    outcome.oom_seen_in = oom_kill_seen(attempt.oom_before, read_oom_counters(cgroups), attempt.cgroup.get());
+  const TrialEnding ending = decide_ending(outcome);
+  row.end_signal = ending.signal;
+  row.oom_killed = ending.oom_killed ? 1 : 0;
+  set_fixed(row.end_cause, ending.cause);
+  finish(attempt, ending.status,
+         before_message.empty() ? ending.message : fmt::format("{}: {}", before_message, ending.message));
 }
 
 TrainingRunner::TrainingRunner(const TrainingRunnerOptions& options) : impl_(std::make_unique<Impl>(options)) {}
@@ -294,7 +430,13 @@ TrialRow TrainingRunner::run(const TrialSpec& trial, const TrialContext& context
 
 const std::vector<EventStatus>& TrainingRunner::counter_events() const { return impl_->events; }
 
-std::size_t TrainingRunner::dataset_loads() const { return impl_->datasets.loads(); }
+std::string TrainingRunner::isolation() const { return std::string(isolation_name(impl_->cgroups.isolation())); }
+
+std::string TrainingRunner::isolation_problem() const { return impl_->cgroups.problem(); }
+
+std::size_t TrainingRunner::dataset_opens() const { return impl_->datasets.opens(); }
+
+std::size_t TrainingRunner::dataset_decodes() const { return impl_->datasets.decodes(); }
 
 const RunnerTimings& TrainingRunner::last_timings() const { return impl_->timings; }
 

@@ -28,8 +28,8 @@ void ensure_pfm() {
     throw CounterError(fmt::format("libpfm4 could not start: {}", pfm_strerror(status)), status);
 }
 
-int perf_event_open(perf_event_attr& attr, pid_t tid) {
-  return static_cast<int>(::syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
+int perf_event_open(perf_event_attr& attr, pid_t tid, int group_fd = -1) {
+  return static_cast<int>(::syscall(SYS_perf_event_open, &attr, tid, -1, group_fd, PERF_FLAG_FD_CLOEXEC));
 }
 
 perf_event_attr encode(const std::string& native_name, int privilege_levels) {
@@ -79,9 +79,10 @@ EncodedTerm encode_and_try(const CounterTerm& term, bool& kernel_counted) {
   return encoded;
 }
 
-std::vector<int> thread_ids() {
+std::vector<int> thread_ids(int pid) {
   std::vector<int> tids;
-  DIR* dir = ::opendir("/proc/self/task");
+  const std::string tasks = pid == 0 ? std::string("/proc/self/task") : fmt::format("/proc/{}/task", pid);
+  DIR* dir = ::opendir(tasks.c_str());
   if (dir == nullptr) return tids;
   while (const dirent* entry = ::readdir(dir)) {
     if (entry->d_name[0] == '.') continue;
@@ -103,14 +104,16 @@ class PerfCounterSource final : public CounterSource {
   const std::vector<std::string>& names() const override { return names_; }
 
   // perf_event counts one thread per descriptor (a pid is a thread here),
-  // so every existing thread gets its own; inherit covers later ones.
-  bool start(std::span<const int> excluded_tids) override {
+  // so every existing thread gets its own; inherit covers later ones. A
+  // trial process is opened while it waits for its go-ahead, with one
+  // thread: everything it starts later inherits the counters.
+  bool start(int pid, std::span<const int> excluded_tids) override {
     stop();
     problems_.clear();
     std::vector<int> attached(excluded_tids.begin(), excluded_tids.end());
     for (int pass = 0; pass < kMaxAttachPasses; ++pass) {
       bool new_thread = false;
-      for (const int tid : thread_ids()) {
+      for (const int tid : thread_ids(pid)) {
         if (std::find(attached.begin(), attached.end(), tid) != attached.end()) continue;
         attached.push_back(tid);
         new_thread = true;
@@ -118,13 +121,19 @@ class PerfCounterSource final : public CounterSource {
       }
       if (!new_thread) break;
     }
-    return !fds_.empty();
+    return !fds_.empty() || !groups_.empty();
   }
 
   bool read(std::span<std::int64_t> values, std::span<float> running) noexcept override {
     std::array<double, kMaxCounters> sums{};
     std::array<double, kMaxCounters> enabled{};
     std::array<double, kMaxCounters> ran{};
+    const auto add = [&](const Member& member, std::uint64_t value, std::uint64_t time_enabled,
+                         std::uint64_t time_running) {
+      sums[member.event] += member.sign * scaled_count(value, time_enabled, time_running);
+      enabled[member.event] += static_cast<double>(time_enabled);
+      ran[member.event] += static_cast<double>(time_running);
+    };
     bool ok = true;
     for (const OpenCounter& counter : fds_) {
       std::array<std::uint64_t, 3> buffer{};  // value, time enabled, time running
@@ -132,10 +141,19 @@ class PerfCounterSource final : public CounterSource {
         ok = false;
         continue;
       }
-      const auto [value, time_enabled, time_running] = buffer;
-      sums[counter.event] += counter.sign * scaled_count(value, time_enabled, time_running);
-      enabled[counter.event] += static_cast<double>(time_enabled);
-      ran[counter.event] += static_cast<double>(time_running);
+      add(counter.member, buffer[0], buffer[1], buffer[2]);
+    }
+    for (const SoftwareGroup& group : groups_) {
+      // PERF_FORMAT_GROUP: members, time enabled, time running, then one
+      // value per member in the order they joined.
+      std::array<std::uint64_t, 3 + kMaxGroupMembers> buffer{};
+      const auto bytes = static_cast<ssize_t>((3 + group.members.size()) * sizeof(std::uint64_t));
+      if (::read(group.leader_fd, buffer.data(), static_cast<std::size_t>(bytes)) != bytes ||
+          buffer[0] != group.members.size()) {
+        ok = false;
+        continue;
+      }
+      for (std::size_t i = 0; i < group.members.size(); ++i) add(group.members[i], buffer[3 + i], buffer[1], buffer[2]);
     }
     for (std::size_t i = 0; i < events_.size() && i < values.size() && i < running.size(); ++i) {
       values[i] = static_cast<std::int64_t>(sums[i] + 0.5);
@@ -147,35 +165,69 @@ class PerfCounterSource final : public CounterSource {
   void stop() noexcept override {
     for (const OpenCounter& counter : fds_) ::close(counter.fd);
     fds_.clear();
+    for (const SoftwareGroup& group : groups_)
+      for (const int fd : group.fds) ::close(fd);
+    groups_.clear();
   }
 
   std::vector<std::string> problems() const override { return problems_; }
 
  private:
-  struct OpenCounter {
-    int fd;
+  struct Member {
     std::size_t event;
     int sign;
   };
+  struct OpenCounter {
+    int fd;
+    Member member;
+  };
+  // A thread's software events (page faults, context switches) in one perf
+  // group, read with one read(): reading a counter of a thread running on
+  // another CPU interrupts that CPU (an IPI, dear in a VM), so one read a
+  // tick instead of one per event is what the watched trial pays. Hardware
+  // events stay one per group, so that the kernel can multiplex them one by
+  // one when the PMU has too few counters.
+  struct SoftwareGroup {
+    int leader_fd = -1;
+    std::vector<int> fds;  // the leader's first
+    std::vector<Member> members;
+  };
+  static constexpr std::size_t kMaxGroupMembers = 2 * kMaxCounters;
 
   void attach(int tid) {
-    for (std::size_t e = 0; e < events_.size(); ++e) {
+    SoftwareGroup group;
+    bool thread_gone = false;
+    for (std::size_t e = 0; e < events_.size() && !thread_gone; ++e) {
       for (EncodedTerm& term : events_[e].terms) {
-        const int fd = perf_event_open(term.attr, tid);
+        const bool grouped = term.attr.type == PERF_TYPE_SOFTWARE && group.members.size() < kMaxGroupMembers;
+        perf_event_attr attr = term.attr;
+        if (grouped) attr.read_format |= PERF_FORMAT_GROUP;
+        const int fd = perf_event_open(attr, tid, grouped ? group.leader_fd : -1);
         if (fd >= 0) {
-          fds_.push_back({fd, e, term.sign});
+          if (!grouped) {
+            fds_.push_back({fd, {e, term.sign}});
+            continue;
+          }
+          if (group.leader_fd < 0) group.leader_fd = fd;
+          group.fds.push_back(fd);
+          group.members.push_back({e, term.sign});
           continue;
         }
         const int error = errno;
-        if (error == ESRCH) return;  // the thread ended meanwhile: nothing to count
+        if (error == ESRCH) {  // the thread ended meanwhile: nothing more to count
+          thread_gone = true;
+          break;
+        }
         problems_.push_back(fmt::format("{} on thread {}: {}", events_[e].name, tid, open_failure(error)));
       }
     }
+    if (group.leader_fd >= 0) groups_.push_back(std::move(group));
   }
 
   std::vector<EncodedEvent> events_;
   std::vector<std::string> names_;
   std::vector<OpenCounter> fds_;
+  std::vector<SoftwareGroup> groups_;
   std::vector<std::string> problems_;
 };
 

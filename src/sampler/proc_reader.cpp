@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cerrno>
+#include <string>
 #include <string_view>
 
 namespace memsweep {
@@ -23,7 +24,7 @@ constexpr std::string_view kResetPeakRss = "5";
 
 class ProcFile {
  public:
-  explicit ProcFile(const char* path) : fd_(::open(path, O_RDONLY | O_CLOEXEC)) {}
+  explicit ProcFile(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {}
   ~ProcFile() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -45,18 +46,24 @@ class ProcFile {
   std::array<char, kProcBufferBytes> buffer_{};
 };
 
+// The files of one process: "self", or a pid for a process watched from
+// outside (a trial's). A descriptor opened on /proc/PID keeps reading that
+// process, never a later one that reuses its pid.
 class ProcMemoryProbe final : public MemoryProbe {
  public:
-  ProcMemoryProbe()
-      : page_bytes_(::sysconf(_SC_PAGESIZE)),
-        statm_("/proc/self/statm"),
-        status_("/proc/self/status"),
+  explicit ProcMemoryProbe(const std::string& process)
+      : self_(process == "self"),
+        page_bytes_(::sysconf(_SC_PAGESIZE)),
+        statm_("/proc/" + process + "/statm"),
+        status_("/proc/" + process + "/status"),
         meminfo_("/proc/meminfo"),
-        smaps_rollup_("/proc/self/smaps_rollup") {}
+        smaps_rollup_("/proc/" + process + "/smaps_rollup") {}
 
   bool read_process(ProcessMemory& out) noexcept override {
     const auto pages = detail::parse_statm(statm_.read());
-    if (!pages) return false;
+    // A process that has exited (a zombie until reaped) reads as all zeros:
+    // no memory at all is not a measurement.
+    if (!pages || pages->size == 0) return false;
     out = detail::process_memory_from_statm(*pages, page_bytes_);
     return true;
   }
@@ -82,8 +89,10 @@ class ProcMemoryProbe final : public MemoryProbe {
     return true;
   }
 
-  // Opened for each reset: it is done once per region, off the tick.
+  // Opened for each reset: it is done once per region, off the tick. Only
+  // this process's own peak is reset; a watched process is a fresh one.
   bool reset_peak_rss() noexcept override {
+    if (!self_) return false;
     const int fd = ::open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
     if (fd < 0) return false;
     const ssize_t written = ::write(fd, kResetPeakRss.data(), kResetPeakRss.size());
@@ -91,9 +100,12 @@ class ProcMemoryProbe final : public MemoryProbe {
     return written == static_cast<ssize_t>(kResetPeakRss.size());
   }
 
-  void release_free_memory() noexcept override { ::malloc_trim(0); }
+  void release_free_memory() noexcept override {
+    if (self_) ::malloc_trim(0);
+  }
 
  private:
+  bool self_;
   std::int64_t page_bytes_;
   ProcFile statm_;
   ProcFile status_;
@@ -103,6 +115,10 @@ class ProcMemoryProbe final : public MemoryProbe {
 
 }  // namespace
 
-std::unique_ptr<MemoryProbe> make_proc_memory_probe() { return std::make_unique<ProcMemoryProbe>(); }
+std::unique_ptr<MemoryProbe> make_proc_memory_probe() { return std::make_unique<ProcMemoryProbe>("self"); }
+
+std::unique_ptr<MemoryProbe> make_proc_memory_probe(int pid) {
+  return std::make_unique<ProcMemoryProbe>(std::to_string(pid));
+}
 
 }  // namespace memsweep

@@ -129,6 +129,13 @@ Sampler::Sampler(SamplerOptions options, std::unique_ptr<MemoryProbe> probe, std
 
 Sampler::~Sampler() { stop(); }
 
+void Sampler::set_target(int pid, std::unique_ptr<MemoryProbe> probe) {
+  if (running_) throw std::logic_error("the sampler's target cannot change while it runs");
+  if (!probe) throw std::invalid_argument("the sampler needs a memory probe");
+  target_pid_ = pid;
+  probe_ = std::move(probe);
+}
+
 void Sampler::start() {
   using std::chrono::milliseconds;
   if (running_) throw std::logic_error("the sampler is already running");
@@ -162,7 +169,8 @@ void Sampler::start() {
     // be left out; every other thread, present or future, is counted.
     if (counters_) {
       const std::array<int, 2> excluded{shared.tick_tid.load(), shared.pss_tid.load()};
-      shared.counters_active = counters_->start(std::span<const int>(excluded.data(), threads));
+      const std::size_t excluded_count = target_pid_ == 0 ? static_cast<std::size_t>(threads) : 0;
+      shared.counters_active = counters_->start(target_pid_, std::span<const int>(excluded.data(), excluded_count));
     }
   } catch (...) {
     abandon();
@@ -197,6 +205,11 @@ void Sampler::stop() {
 
 void Sampler::begin_region() {
   baseline_ = prepare_region(*probe_);
+  start();
+}
+
+void Sampler::begin_region(const RegionBaseline& baseline) {
+  baseline_ = baseline;
   start();
 }
 

@@ -7,7 +7,7 @@
 namespace memsweep::store {
 namespace {
 
-// Attributes every file of this schema version has; a missing one means the
+// Attributes every file of the versions read has; a missing one means the
 // file was damaged or written by something else.
 std::string required_string(hid_t file, const char* name, const Hdf5Errors& errors) {
   std::optional<std::string> value = read_string_attribute(file, name, errors);
@@ -63,8 +63,9 @@ FileHeader read_header(hid_t file, const Hdf5Errors& errors) {
   header.format = *format;
   const std::optional<std::int64_t> version = read_int_attribute(file, kSchemaVersionAttribute, errors);
   if (!version) errors.fail_plain("damaged memsweep results file: no schema_version attribute");
-  if (*version != kSchemaVersion)
-    errors.fail_plain(fmt::format("schema version {}, this memsweep reads {}", *version, kSchemaVersion));
+  if (*version < kOldestReadableSchemaVersion || *version > kSchemaVersion)
+    errors.fail_plain(fmt::format("schema version {}, this memsweep reads versions {} to {}", *version,
+                                  kOldestReadableSchemaVersion, kSchemaVersion));
   header.schema_version = static_cast<int>(*version);
 
   header.sweep_name = required_string(file, "sweep_name", errors);
@@ -91,6 +92,14 @@ FileHeader read_header(hid_t file, const Hdf5Errors& errors) {
   if (!swmr) errors.fail_plain("damaged memsweep results file: root attribute swmr is missing");
   header.swmr = *swmr;
   return header;
+}
+
+void check_resumable(const FileHeader& header, const Hdf5Errors& errors) {
+  if (header.schema_version == kSchemaVersion) return;
+  errors.fail_plain(fmt::format(
+      "schema version {}, and this memsweep writes version {}: it reads such a file but does not continue it; "
+      "resume it with a memsweep that writes version {} (memsweep {} wrote it), or write to a new file",
+      header.schema_version, kSchemaVersion, header.schema_version, header.memsweep_version));
 }
 
 }  // namespace memsweep::store

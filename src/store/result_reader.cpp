@@ -55,11 +55,14 @@ ResultReader::ResultReader(const std::filesystem::path& path) : impl_(std::make_
   impl_->swmr = opened.swmr;
   const hid_t file = impl_->file.get();
   impl_->header = store::read_header(file, errors);
-  impl_->trials.emplace(store::Table::open(file, store::trials_schema(), errors));
+  // Any version from kOldestReadableSchemaVersion on: columns added since
+  // the file's version read as their "not measured" value.
+  const int version = impl_->header.schema_version;
+  impl_->trials.emplace(store::Table::open(file, store::trials_schema(), version, errors));
   impl_->samples.emplace(
-      store::Table::open(file, store::samples_schema(impl_->header.counter_columns, errors), errors));
-  impl_->epochs.emplace(store::Table::open(file, store::epochs_schema(), errors));
-  impl_->runs.emplace(store::Table::open(file, store::runs_schema(), errors));
+      store::Table::open(file, store::samples_schema(impl_->header.counter_columns, errors), version, errors));
+  impl_->epochs.emplace(store::Table::open(file, store::epochs_schema(), version, errors));
+  impl_->runs.emplace(store::Table::open(file, store::runs_schema(), version, errors));
   impl_->hide_unwritten_rows();
 }
 

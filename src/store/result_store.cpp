@@ -33,7 +33,9 @@ void ResultStore::append_trial(const TrialRow& row) { impl_->writer->append_tria
 void ResultStore::append_samples(std::span<const SampleRow> rows) { impl_->writer->append_samples(rows); }
 void ResultStore::append_epoch(const EpochRow& row) { impl_->writer->append_epoch(row); }
 void ResultStore::flush() { impl_->writer->flush(); }
+void ResultStore::mark_run(std::string_view end_state) { impl_->writer->mark_run(end_state); }
 void ResultStore::close() { impl_->writer->close(); }
+std::vector<RunRow> ResultStore::read_runs() const { return impl_->writer->read_runs(); }
 std::vector<TrialRow> ResultStore::read_trials() const { return impl_->writer->read_trials(); }
 std::vector<SeriesSummary> ResultStore::scan_series() const { return impl_->writer->scan_series(); }
 

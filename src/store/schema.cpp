@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstddef>
+#include <cstring>
 #include <set>
 
 namespace memsweep::store {
@@ -35,6 +36,19 @@ Column float64(const char* name, std::size_t offset, const char* unit) {
 }
 Column int32_array(const char* name, std::size_t offset, std::size_t elements, const char* unit) {
   return Column{name, offset, ColumnKind::int32_array, elements, unit};
+}
+// A column that schema `version` added (docs/results-file.md, Versions).
+Column added_in(int version, Column column) {
+  column.since_version = version;
+  return column;
+}
+
+template <typename Row>
+std::vector<std::byte> default_row() {
+  const Row row{};
+  std::vector<std::byte> bytes(sizeof(Row));
+  std::memcpy(bytes.data(), &row, sizeof(Row));
+  return bytes;
 }
 
 TypeHandle member_type(const Column& column, const Hdf5Errors& errors) {
@@ -101,7 +115,16 @@ TableSchema trials_schema() {
           uint64("samples", offsetof(TrialRow, samples), kOne),
           uint64("dropped_samples", offsetof(TrialRow, dropped_samples), kOne),
           text("definition", offsetof(TrialRow, definition), kDefinitionChars),
+          // Schema 3: how the trial's own process ended.
+          added_in(3, int32("pid", offsetof(TrialRow, pid), kOne)),
+          added_in(3, int32("end_signal", offsetof(TrialRow, end_signal), kOne)),
+          added_in(3, int32("oom_killed", offsetof(TrialRow, oom_killed), kOne)),
+          added_in(3, text("end_cause", offsetof(TrialRow, end_cause), kNameChars)),
+          added_in(3, text("isolation", offsetof(TrialRow, isolation), kNameChars)),
+          added_in(3, float64("start_seconds", offsetof(TrialRow, start_seconds), kSeconds)),
+          added_in(3, int64("cgroup_peak", offsetof(TrialRow, cgroup_peak), kBytes)),
       },
+      default_row<TrialRow>(),
   };
 }
 
@@ -121,10 +144,11 @@ TableSchema samples_schema(std::span<const std::string> counter_columns, const H
           int64("anon_rss", offsetof(SampleRow, anon_rss), kBytes),
           int64("pss", offsetof(SampleRow, pss), kBytes),
           int64("sys_used", offsetof(SampleRow, sys_used), kBytes),
-          int64("sys_total", offsetof(SampleRow, sys_total), kBytes),
+          added_in(2, int64("sys_total", offsetof(SampleRow, sys_total), kBytes)),
           int64("sys_available", offsetof(SampleRow, sys_available), kBytes),
           int64("sys_active", offsetof(SampleRow, sys_active), kBytes),
       },
+      default_row<SampleRow>(),
   };
   if (counter_columns.size() > kMaxCounters)
     errors.fail_plain(
@@ -156,6 +180,7 @@ TableSchema epochs_schema() {
           int64("rss", offsetof(EpochRow, rss), kBytes),
           int64("sys_used", offsetof(EpochRow, sys_used), kBytes),
       },
+      default_row<EpochRow>(),
   };
 }
 
@@ -171,7 +196,10 @@ TableSchema runs_schema() {
           text("hosts", offsetof(RunRow, hosts), kMessageChars),
           text("command_line", offsetof(RunRow, command_line), kMessageChars * 4),
           text("memsweep_version", offsetof(RunRow, memsweep_version), kNameChars),
+          added_in(3, float64("end_time", offsetof(RunRow, end_time), kUnixTime)),
+          added_in(3, text("end_state", offsetof(RunRow, end_state), kNameChars)),
       },
+      default_row<RunRow>(),
   };
 }
 
@@ -189,6 +217,7 @@ TableSchema series_schema() {
           int64("rss", offsetof(SeriesColumns, rss), kBytes),
           int64("sys_used", offsetof(SeriesColumns, sys_used), kBytes),
       },
+      {},  // every column is in every version
   };
 }
 
@@ -203,13 +232,29 @@ std::uint64_t samples_chunk_rows(const FileHeader& header) {
 }
 
 TableSchema trial_id_schema(const std::string& table) {
-  return TableSchema{table, "", kTrialIdChars, {text("trial_id", 0, kTrialIdChars)}};
+  return TableSchema{table, "", kTrialIdChars, {text("trial_id", 0, kTrialIdChars)}, {}};
+}
+
+std::size_t column_bytes(const Column& column) {
+  switch (column.kind) {
+    case ColumnKind::int32: return sizeof(std::int32_t);
+    case ColumnKind::int64: return sizeof(std::int64_t);
+    case ColumnKind::uint64: return sizeof(std::uint64_t);
+    case ColumnKind::float64: return sizeof(double);
+    case ColumnKind::text: return column.extent;
+    case ColumnKind::int32_array: return column.extent * sizeof(std::int32_t);
+  }
+  return 0;
 }
 
 TypeHandle memory_type(const TableSchema& schema, const Hdf5Errors& errors) {
+  return memory_type(schema, schema.columns, errors);
+}
+
+TypeHandle memory_type(const TableSchema& schema, const std::vector<Column>& columns, const Hdf5Errors& errors) {
   TypeHandle compound(
       errors.check(H5Tcreate(H5T_COMPOUND, schema.row_size), fmt::format("create the {} row type", schema.name)));
-  for (const Column& column : schema.columns) {
+  for (const Column& column : columns) {
     const TypeHandle member = member_type(column, errors);
     errors.check(H5Tinsert(compound.get(), column.name.c_str(), column.offset, member.get()),
                  fmt::format("add column {} to the {} row type", column.name, schema.name));

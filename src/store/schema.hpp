@@ -36,6 +36,9 @@ struct Column {
   ColumnKind kind = ColumnKind::int32;
   std::size_t extent = 1;  // bytes of a text column, elements of an array column
   std::string unit;
+  // The schema version that added the column: files of older versions lack
+  // it, and their rows read the row struct's default value there.
+  int since_version = 1;
 };
 
 struct TableSchema {
@@ -43,7 +46,13 @@ struct TableSchema {
   std::string description;
   std::size_t row_size = 0;  // sizeof the row struct
   std::vector<Column> columns;
+  // A default-constructed row's bytes (row_size of them; empty for the
+  // partial schemas below): what a column the file lacks reads as.
+  std::vector<std::byte> default_row;
 };
+
+// Bytes in memory of one column's value in a row.
+std::size_t column_bytes(const Column& column);
 
 TableSchema trials_schema();
 // One int64 column per counter, named as given (FileHeader::counter_columns),
@@ -74,6 +83,8 @@ TableSchema trial_id_schema(const std::string& table);
 // The row struct's layout (for reading and writing rows in memory) and the
 // file's packed layout of the same columns.
 TypeHandle memory_type(const TableSchema& schema, const Hdf5Errors& errors);
+// The same, of only `columns` (some of the schema's).
+TypeHandle memory_type(const TableSchema& schema, const std::vector<Column>& columns, const Hdf5Errors& errors);
 TypeHandle file_type(const TableSchema& schema, const Hdf5Errors& errors);
 
 // How a table is stored: 1-D chunks of `chunk_rows` rows, optionally

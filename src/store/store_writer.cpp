@@ -107,6 +107,7 @@ std::unique_ptr<StoreWriter> StoreWriter::create(const std::filesystem::path& pa
   // --force replaces a finished or dead run's file, not a live run's.
   if (exists) WriterLock::check_free(path, errors);
   writer->header_ = header;
+  writer->header_.schema_version = kSchemaVersion;  // the tables below are this version's
   writer->header_.swmr = options.swmr;
   const std::filesystem::path temporary = temporary_path_beside(path);
   try {
@@ -149,6 +150,7 @@ std::unique_ptr<StoreWriter> StoreWriter::open_for_resume(const std::filesystem:
   // Checked read-only first: a read-write open writes to the file (its
   // status flag), which must not happen to a file that is not ours.
   const FileHeader found = read_header(open_file_to_inspect(path, errors).get(), errors);
+  check_resumable(found, errors);
   if (accept) accept(found);
   writer->file_ = open_file_for_writing(path, errors);
   writer->header_ = read_header(writer->file_.get(), errors);
@@ -163,12 +165,14 @@ std::unique_ptr<StoreWriter> StoreWriter::open_for_resume(const std::filesystem:
 }
 
 void StoreWriter::open_tables() {
+  // Only a file of the current version is written to (check_resumable):
+  // every column must be there.
   const hid_t file = file_.get();
   tables_.emplace(Tables{
-      Table::open(file, trials_schema(), errors_),
-      Table::open(file, samples_schema(header_.counter_columns, errors_), errors_),
-      Table::open(file, epochs_schema(), errors_),
-      Table::open(file, runs_schema(), errors_),
+      Table::open(file, trials_schema(), kSchemaVersion, errors_),
+      Table::open(file, samples_schema(header_.counter_columns, errors_), kSchemaVersion, errors_),
+      Table::open(file, epochs_schema(), kSchemaVersion, errors_),
+      Table::open(file, runs_schema(), kSchemaVersion, errors_),
   });
 }
 
@@ -179,6 +183,24 @@ void StoreWriter::append_run(RunRow run) {
   run.run = static_cast<std::int32_t>(tables_->runs.rows());
   run_index_ = run.run;
   tables_->runs.append(&run, 1);
+  run_ = run;
+}
+
+void StoreWriter::mark_run(std::string_view end_state) {
+  silence_hdf5_errors();
+  check_open();
+  set_fixed(run_.end_state, end_state);
+  run_.end_time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  tables_->runs.overwrite(static_cast<std::uint64_t>(run_index_), &run_);
+  flush();
+}
+
+std::vector<RunRow> StoreWriter::read_runs() const {
+  silence_hdf5_errors();
+  check_open();
+  std::vector<RunRow> rows(tables_->runs.rows());
+  tables_->runs.read(0, rows.size(), rows.data());
+  return rows;
 }
 
 void StoreWriter::start_writing() {

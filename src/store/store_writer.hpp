@@ -36,6 +36,8 @@ class StoreWriter {
 
   const FileHeader& header() const { return header_; }
   int run_index() const { return run_index_; }
+  void mark_run(std::string_view end_state);
+  std::vector<RunRow> read_runs() const;
 
   void append_trial(const TrialRow& row);
   // Sample rows wait here until they fill a chunk of /samples (StoreLayout
@@ -81,6 +83,7 @@ class StoreWriter {
   std::optional<Tables> tables_;
   WriterLock lock_;
   int run_index_ = 0;
+  RunRow run_;  // this run's row of /runs, as written
   std::chrono::steady_clock::time_point last_flush_{};
   std::vector<SampleRow> unwritten_;
   std::chrono::steady_clock::time_point oldest_unwritten_{};

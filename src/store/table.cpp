@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 namespace memsweep::store {
@@ -64,13 +65,15 @@ Table Table::create(hid_t file, const TableSchema& schema, const TableStorage& s
   return Table(schema.name, std::move(dataset), memory_type(schema, errors), storage.chunk_rows, errors);
 }
 
-Table Table::open(hid_t file, const TableSchema& schema, const Hdf5Errors& errors) {
+Table Table::open(hid_t file, const TableSchema& schema, int schema_version, const Hdf5Errors& errors) {
   const std::string where = "/" + schema.name;
   if (errors.check(H5Lexists(file, schema.name.c_str(), H5P_DEFAULT), fmt::format("look for table {}", where)) == 0)
     errors.fail_plain(fmt::format("damaged memsweep results file: table {} is missing", where));
   const std::string attempted = fmt::format("open table {}", where);
   std::size_t chunk_bytes = 0;
   hsize_t chunk_rows = 1;
+  std::vector<Column> present;
+  std::vector<Column> absent;
   {
     // A first open reads the row type and chunk size: the chunk cache is an
     // access property, set when the dataset is opened for real below.
@@ -78,19 +81,34 @@ Table Table::open(hid_t file, const TableSchema& schema, const Hdf5Errors& error
     const TypeHandle stored(errors.check(H5Dget_type(probe.get()), attempted));
     if (H5Tget_class(stored.get()) != H5T_COMPOUND)
       errors.fail_plain(fmt::format("damaged memsweep results file: {} is not a table of compound rows", where));
-    // HDF5 matches compound members by name and leaves the ones it does not
-    // find untouched: a missing column would read as zeros, silently.
+    // Read by name: the row type holds the schema's columns that the file
+    // has (HDF5 matches compound members by name). A column the file's
+    // version has, missing, is damage, said so rather than read around; a
+    // later version's column is absent, and reads as its default.
     for (const Column& column : schema.columns) {
-      if (H5Tget_member_index(stored.get(), column.name.c_str()) < 0)
+      if (H5Tget_member_index(stored.get(), column.name.c_str()) >= 0) {
+        present.push_back(column);
+      } else if (column.since_version <= schema_version) {
         errors.fail_plain(fmt::format("damaged memsweep results file: table {} has no column {}", where, column.name));
+      } else {
+        absent.push_back(column);
+      }
     }
+    if (!absent.empty() && schema.default_row.size() != schema.row_size)
+      errors.fail_plain(fmt::format("no default row for the columns table {} lacks", where));
     const PropertyHandle dcpl(errors.check(H5Dget_create_plist(probe.get()), attempted));
     if (H5Pget_layout(dcpl.get()) == H5D_CHUNKED && H5Pget_chunk(dcpl.get(), 1, &chunk_rows) == 1)
       chunk_bytes = chunk_rows * H5Tget_size(stored.get());
   }
   const PropertyHandle dapl = access_properties(chunk_bytes, errors);
   DatasetHandle dataset(errors.check(H5Dopen2(file, schema.name.c_str(), dapl.get()), attempted));
-  return Table(schema.name, std::move(dataset), memory_type(schema, errors), chunk_rows, errors);
+  Table table(schema.name, std::move(dataset), memory_type(schema, present, errors), chunk_rows, errors);
+  table.row_size_ = schema.row_size;
+  if (!absent.empty()) {
+    table.absent_ = std::move(absent);
+    table.default_row_ = schema.default_row;
+  }
+  return table;
 }
 
 std::uint64_t Table::stored_rows() const {
@@ -104,6 +122,9 @@ std::uint64_t Table::stored_rows() const {
 void Table::append(const void* rows, std::size_t count) {
   if (count == 0) return;
   if (!dataset_.valid()) errors_.fail_plain(fmt::format("cannot append to table /{}: the file is closed", name_));
+  if (!absent_.empty())
+    errors_.fail_plain(fmt::format("cannot append to table /{}: it lacks column {} (an older schema version)", name_,
+                                   absent_.front().name));
   const std::string attempted = fmt::format("append {} rows to table /{}", count, name_);
   const hsize_t start = rows_;
   const hsize_t added = count;
@@ -121,8 +142,35 @@ void Table::append(const void* rows, std::size_t count) {
   rows_ = new_rows;
 }
 
+void Table::overwrite(std::uint64_t index, const void* row) {
+  if (!dataset_.valid()) errors_.fail_plain(fmt::format("cannot write to table /{}: the file is closed", name_));
+  if (index >= rows_)
+    errors_.fail_plain(fmt::format("cannot rewrite row {} of table /{}: it has {}", index, name_, rows_));
+  const std::string attempted = fmt::format("rewrite row {} of table /{}", index, name_);
+  const hsize_t start = index;
+  const hsize_t one = 1;
+  const SpaceHandle file_space(errors_.check(H5Dget_space(dataset_.get()), attempted));
+  errors_.check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &start, nullptr, &one, nullptr), attempted);
+  const SpaceHandle memory_space(errors_.check(H5Screate_simple(1, &one, nullptr), attempted));
+  if (H5Dwrite(dataset_.get(), memory_type_.get(), memory_space.get(), file_space.get(), H5P_DEFAULT, row) < 0)
+    errors_.fail_plain(fmt::format("cannot {}: {}", attempted, innermost_hdf5_error()));
+}
+
 void Table::read(std::uint64_t first, std::uint64_t count, void* out) const {
   read_as(memory_type_.get(), first, count, out);
+  fill_absent_columns(count, out);
+}
+
+void Table::fill_absent_columns(std::uint64_t count, void* out) const {
+  // HDF5 leaves the bytes of members outside the row type as `out` held
+  // them (it converts over a background copy of the buffer): whatever rows
+  // the caller's buffer held before. The defaults are set here, so that a
+  // read does not depend on the buffer.
+  auto* rows = static_cast<std::byte*>(out);
+  for (std::uint64_t i = 0; i < count; ++i) {
+    for (const Column& column : absent_)
+      std::memcpy(rows + i * row_size_ + column.offset, default_row_.data() + column.offset, column_bytes(column));
+  }
 }
 
 void Table::read_as(hid_t memory_type, std::uint64_t first, std::uint64_t count, void* out) const {

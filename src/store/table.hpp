@@ -1,7 +1,8 @@
 #pragma once
 // One table of the results file: a 1-D, chunked, extendable dataset of
 // compound rows, with its row type built once, so that an append is an
-// extend and one hyperslab write.
+// extend and one hyperslab write. Rows are read by column name: a file of an
+// older schema version reads through a row type of the columns it has.
 
 #include "store/hdf5_handles.hpp"
 #include "store/schema.hpp"
@@ -9,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace memsweep::store {
 
@@ -17,16 +19,21 @@ class Table {
   // Creates /<schema.name>, empty, with a `unit:<column>` attribute per
   // column and a `description`.
   static Table create(hid_t file, const TableSchema& schema, const TableStorage& storage, const Hdf5Errors& errors);
-  // Opens /<schema.name>; throws StoreError when the table is missing or
-  // lacks one of the schema's columns.
-  static Table open(hid_t file, const TableSchema& schema, const Hdf5Errors& errors);
+  // Opens /<schema.name> of a file of schema version `schema_version`;
+  // throws StoreError when the table is missing or lacks a column that
+  // version has. Columns of later versions that the file lacks are left out
+  // of the row type: read() gives them the row struct's default value.
+  static Table open(hid_t file, const TableSchema& schema, int schema_version, const Hdf5Errors& errors);
 
   const std::string& name() const { return name_; }
   std::uint64_t rows() const { return rows_; }
   std::uint64_t chunk_rows() const { return chunk_rows_; }
 
-  // `rows` points at `count` row structs of the schema's layout.
+  // `rows` points at `count` row structs of the schema's layout. Only to a
+  // table with every column of the schema.
   void append(const void* rows, std::size_t count);
+  // Rewrites row `index` (< rows()) in place: a run's row when it ends.
+  void overwrite(std::uint64_t index, const void* row);
   // Rows [first, first + count) into `out`, in the schema's layout, or in
   // `memory_type`'s (a compound of some of the columns).
   void read(std::uint64_t first, std::uint64_t count, void* out) const;
@@ -48,10 +55,16 @@ class Table {
   Table(std::string name, DatasetHandle dataset, TypeHandle memory_type, std::uint64_t chunk_rows,
         const Hdf5Errors& errors);
   std::uint64_t stored_rows() const;
+  void fill_absent_columns(std::uint64_t count, void* out) const;
 
   std::string name_;
   DatasetHandle dataset_;
   TypeHandle memory_type_;
+  // Columns of the schema that the file's table lacks (an older version),
+  // and a default row to take their values from.
+  std::vector<Column> absent_;
+  std::vector<std::byte> default_row_;
+  std::size_t row_size_ = 0;
   Hdf5Errors errors_;
   std::uint64_t chunk_rows_ = 1;
   std::uint64_t rows_ = 0;

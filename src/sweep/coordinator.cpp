@@ -137,6 +137,9 @@ class Coordinator {
     for (std::size_t worker = 1; worker < busy_.size(); ++worker) {
       if (busy_[worker]) send_empty(comm_, static_cast<int>(worker), tag::kStop);
     }
+    // After the STOPs: under mpirun the signal may mean a rank died, and the
+    // job may be killed a second later; the others' trials stop meanwhile.
+    write([&] { sink_.stopping(); });
   }
 
   Communicator& comm_;

@@ -26,6 +26,8 @@ void ProgressReporter::trial_finished(const TrialRow& row) {
   ++finished_;
   seconds_sum_ += std::max(row.wall_seconds, 0.0);
   const std::string status = get_fixed(row.status);
+  // Every other status (failed, diverged, over_budget, timeout, interrupted,
+  // killed) is shown with its message, even when quiet.
   const bool ok = status == status_name(TrialStatus::ok);
   if (verbosity_ == Verbosity::quiet && ok) return;
 

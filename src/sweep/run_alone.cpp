@@ -15,6 +15,16 @@ SweepResult run_alone(Communicator& comm, std::span<const TrialSpec> trials, std
   SweepResult result;
   const std::string host = comm.host_name();
   bool stop_seen = false;
+  const auto see_stop = [&] {
+    if (stop_seen || !stop_requested(options)) return;
+    stop_seen = true;
+    // The mark only helps a later resume; a write that fails here fails
+    // again, and is reported, with the trial's row.
+    try {
+      sink.stopping();
+    } catch (const std::exception&) {
+    }
+  };
   const StreamHooks hooks{
       .deliver =
           [&](StreamedRows& rows) {
@@ -23,7 +33,7 @@ SweepResult run_alone(Communicator& comm, std::span<const TrialSpec> trials, std
           },
       .should_stop =
           [&] {
-            stop_seen = stop_seen || stop_requested(options);
+            see_stop();
             return stop_seen;
           },
   };
@@ -31,10 +41,8 @@ SweepResult run_alone(Communicator& comm, std::span<const TrialSpec> trials, std
   TrialThread trial_thread;
   std::size_t next = 0;
   for (; next < pending.size(); ++next) {
-    if (stop_requested(options)) {
-      stop_seen = true;
-      break;
-    }
+    see_stop();
+    if (stop_seen) break;
     const PendingTrial& job = pending[next];
     if (job.index >= trials.size()) {
       throw std::out_of_range("run_sweep: pending trial index " + std::to_string(job.index) + " is past the " +

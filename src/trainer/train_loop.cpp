@@ -15,20 +15,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The first `examples` of a split (a copy: only quick tests ask for this).
-Split head_of(const Split& split, std::size_t examples) {
-  Split head;
-  head.shape = split.shape;
-  head.classes = split.classes;
-  head.images.assign(split.images.begin(),
-                     split.images.begin() + static_cast<std::ptrdiff_t>(examples * split.shape.pixels()));
-  head.labels.assign(split.labels.begin(), split.labels.begin() + static_cast<std::ptrdiff_t>(examples));
-  return head;
-}
-
 std::size_t limited(std::size_t size, std::size_t limit) { return limit == 0 ? size : std::min(size, limit); }
 
-double test_accuracy(Trainer& trainer, const Split& test, std::size_t batch) {
+double test_accuracy(Trainer& trainer, const SplitView& test, std::size_t batch) {
   const std::size_t pixels = test.shape.pixels();
   std::size_t correct = 0;
   for (std::size_t start = 0; start < test.size(); start += batch) {
@@ -54,19 +43,16 @@ TrainerConfig trainer_config(const TrialSpec& trial, std::size_t train_examples,
   return config;
 }
 
-TrainingResult train_trial(const TrialSpec& trial, const Dataset& data, const TrainingOptions& options) {
+TrainingResult train_trial(const TrialSpec& trial, const DatasetView& data, const TrainingOptions& options) {
   const ImageShape shape = input_shape(trial.dataset);
   if (data.train.shape != shape || data.test.shape != shape || data.train.classes != class_count(trial.dataset))
     throw std::invalid_argument(
         fmt::format("the trial expects {}x{}x{} images of {} classes, the dataset {} has {}x{}x{} of {}",
                     shape.channels, shape.height, shape.width, class_count(trial.dataset), data.name,
                     data.train.shape.channels, data.train.shape.height, data.train.shape.width, data.train.classes));
-  const std::size_t train_size = limited(data.train.size(), options.max_train_examples);
-  const std::size_t test_size = limited(data.test.size(), options.max_test_examples);
-  const Split train_head = train_size < data.train.size() ? head_of(data.train, train_size) : Split{};
-  const Split test_head = test_size < data.test.size() ? head_of(data.test, test_size) : Split{};
-  const Split& train = train_size < data.train.size() ? train_head : data.train;
-  const Split& test = test_size < data.test.size() ? test_head : data.test;
+  // The limits take the head of each split as a view: no copy inside the trial.
+  const SplitView train = data.train.head(limited(data.train.size(), options.max_train_examples));
+  const SplitView test = data.test.head(limited(data.test.size(), options.max_test_examples));
 
   const TrainerConfig config = trainer_config(trial, train.size(), test.size());
   Trainer trainer(config);

@@ -72,7 +72,7 @@ struct SweepSnapshot {
   // planned = done + failed + running + left.
   std::int64_t planned = 0;
   std::int64_t done = 0;     // a final row with status ok
-  std::int64_t failed = 0;   // a final row not ok (failed, diverged, over_budget) or killed
+  std::int64_t failed = 0;   // a final row not ok (failed, diverged, over_budget, timeout) or killed
   std::int64_t running = 0;  // samples of an attempt without its row yet, while a writer is live
   std::int64_t left = 0;     // not started, or interrupted and to run again
   double elapsed_s = 0.0;    // since the current run (the last /runs row) started

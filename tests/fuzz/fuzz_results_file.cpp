@@ -70,7 +70,7 @@ void plan(const memsweep::FileHeader& header, const std::vector<memsweep::TrialR
     memsweep::SweepSpec sweep = memsweep::parse_sweep(header.sweep_text, header.sweep_file);
     if (!header.part.empty()) sweep = memsweep::select_named_part(sweep, header.part);
     (void)memsweep::sweep_hash(sweep);
-    (void)memsweep::plan_resume(sweep.trials, rows, series, kRetryKilled, run);
+    (void)memsweep::plan_resume(sweep.trials, rows, series, kRetryKilled, run, memsweep::LostAttempts::rank_died);
   } catch (const memsweep::InputError&) {
   }
 }

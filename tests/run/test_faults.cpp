@@ -37,7 +37,7 @@ constexpr int kOk = 0;
 constexpr int kBadInput = 2;
 constexpr int kStopped = 3;
 
-// Twelve trials of a second or two each on two workers (about 10 s in all):
+// Twelve trials of a second or so each on two workers (about 8 s in all):
 // a fault at a random moment of the first seconds lands while trials run,
 // between trials, or while rank 0 writes a row.
 constexpr const char* kSweep = R"(
@@ -47,10 +47,10 @@ name = "faults"
 interval_ms = 5
 [defaults]
 dataset = "synthetic"
-synthetic = { shape = [1, 28, 28], classes = 10, train_size = 7000, test_size = 200 }
+synthetic = { shape = [1, 28, 28], classes = 10, train_size = 28000, test_size = 200 }
 learning_rate = 0.02
 batch_size = 16
-epochs = 3
+epochs = 5
 [grid]
 hidden = [[32], [48], [64], [80], [96], [112], [128], [144], [160], [176], [192], [208]]
 )";
@@ -130,8 +130,12 @@ TEST_P(FaultDuringSweep, NoFinishedTrialIsLostAndResumeCompletes) {
   std::mt19937 random(fault.seed);
   const double delay = std::uniform_real_distribution<double>(0.2, 7.0)(random);
 
+  // A mark in the environment of every process of this run, trial processes
+  // included, to find any that survive it.
+  std::map<std::string, std::string> environment = kEnvironment;
+  environment["MEMSWEEP_FAULT_TEST"] = out;
   BackgroundProcess run(memsweep_on_ranks_argv(3, {"run", sweep, "-o", out, "--flush-interval", "0.2"}), dir.path(),
-                        kEnvironment);
+                        environment);
   ASSERT_TRUE(run.wait_for([&] { return std::filesystem::exists(out); }, std::chrono::seconds(60))) << run.err();
   std::this_thread::sleep_for(std::chrono::duration<double>(delay));
 
@@ -176,6 +180,25 @@ TEST_P(FaultDuringSweep, NoFinishedTrialIsLostAndResumeCompletes) {
             << std::flush;
 
   resume_completes(sweep, out, dir.path());
+
+  // Attempts the fault cut short are recorded by the resume: `killed` only
+  // for the trial of a rank that was killed (its process died with it);
+  // when rank 0 died, the workers' healthy trials are `interrupted` and ran
+  // again. And no trial process outlived the fault.
+  const TsvTable resumed = h5py_table(out, "trials");
+  for (std::size_t row = 0; row < resumed.rows.size(); ++row) {
+    if (resumed.at(row, "end_cause") != "rank_lost") continue;
+    const std::string status_text = resumed.at(row, "status");
+    std::cout << fmt::format("fault {}: lost attempt on rank {}: {}: {}\n", fault_name(fault), resumed.at(row, "rank"),
+                             status_text, resumed.at(row, "message"));
+    if (fault.signal_number == SIGKILL && fault.rank == 0) {
+      EXPECT_EQ(status_text, "interrupted") << "rank 0 died, not this trial's process";
+    } else if (fault.signal_number == SIGKILL) {
+      EXPECT_EQ(status_text, "killed");
+      EXPECT_EQ(resumed.at(row, "rank"), std::to_string(fault.rank));
+    }
+  }
+  EXPECT_TRUE(processes_with_environment("MEMSWEEP_FAULT_TEST", out).empty()) << "a trial process survived";
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, FaultDuringSweep,
@@ -213,7 +236,8 @@ class SmallDisk {
   std::string problem_;
 };
 
-// Short trials sampled every millisecond: the file grows by tens of KiB a trial.
+// Trials of about half a second sampled every millisecond: the file grows by
+// about 18 KiB a trial, past the 96 KiB disk within the first six.
 constexpr const char* kFillSweep = R"(
 [sweep]
 name = "fill"
@@ -222,7 +246,7 @@ interval_ms = 1
 [defaults]
 dataset = "synthetic"
 synthetic = { shape = [1, 8, 8], classes = 4, train_size = 2000, test_size = 100 }
-epochs = 30
+epochs = 150
 batch_size = 8
 hidden = [32]
 [grid]

@@ -21,6 +21,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 namespace memsweep::testing {
 namespace {
@@ -69,7 +70,8 @@ struct PrintedTrial {
 };
 
 std::vector<PrintedTrial> printed_trials(const std::string& err) {
-  static const std::regex kTrialLine(R"(\b([0-9a-f]{12})\b\s+(ok|failed|diverged|over_budget|interrupted|killed)\b)");
+  static const std::regex kTrialLine(
+      R"(\b([0-9a-f]{12})\b\s+(ok|failed|diverged|over_budget|timeout|interrupted|killed)\b)");
   static const std::regex kPeak(R"(peak\s+([0-9.]+)\s*(B|KiB|MiB|GiB|TiB)\b)");
   std::vector<PrintedTrial> trials;
   std::istringstream lines(err);
@@ -137,6 +139,7 @@ TEST_F(QuickstartOnThreeRanks, EveryTrialIsInTheFileAsTheRunPrintedIt) {
 TEST_F(QuickstartOnThreeRanks, TrialRowsArePlausible) {
   const TsvTable trials = h5py_table(file(), "trials");
   std::set<std::string> ranks;
+  std::set<std::string> pids;
   for (std::size_t row = 0; row < trials.rows.size(); ++row) {
     SCOPED_TRACE(trials.at(row, "trial_id"));
     ranks.insert(trials.at(row, "rank"));
@@ -158,8 +161,18 @@ TEST_F(QuickstartOnThreeRanks, TrialRowsArePlausible) {
     EXPECT_GT(trials.number(row, "test_accuracy"), 0.3);  // 10 classes: chance is 0.1
     EXPECT_LE(trials.number(row, "test_accuracy"), 1.0);
     EXPECT_GE(trials.number(row, "end_time"), trials.number(row, "start_time"));
+    // Each trial ran in a process of its own that exited after reporting.
+    EXPECT_GT(trials.number(row, "pid"), 0);
+    pids.insert(trials.at(row, "pid"));
+    EXPECT_EQ(trials.at(row, "end_cause"), "exited");
+    EXPECT_EQ(trials.at(row, "end_signal"), "0");
+    EXPECT_EQ(trials.at(row, "oom_killed"), "0");
+    EXPECT_THAT(trials.at(row, "isolation"), ::testing::AnyOf("cgroup1", "cgroup2", "proc"));
+    EXPECT_GT(trials.number(row, "start_seconds"), 0.0);
+    EXPECT_LT(trials.number(row, "start_seconds"), trials.number(row, "wall_seconds"));
   }
   EXPECT_EQ(ranks.size(), 2U) << "both workers should have trained";
+  EXPECT_EQ(pids.size(), trials.rows.size()) << "a fresh process per trial";
 }
 
 TEST_F(QuickstartOnThreeRanks, EpochsAreThereAndTrainingLearns) {
@@ -218,7 +231,7 @@ TEST_F(QuickstartOnThreeRanks, SamplesMatchTheirTrials) {
 TEST_F(QuickstartOnThreeRanks, FileDescribesItself) {
   const auto attributes = h5py_attributes(file());
   EXPECT_EQ(attributes.at("format"), "memsweep");
-  EXPECT_EQ(attributes.at("schema_version"), "2");
+  EXPECT_EQ(attributes.at("schema_version"), "3");
   EXPECT_EQ(attributes.at("sweep_name"), "quickstart");
   EXPECT_EQ(attributes.at("sweep_text"), slurp(kQuickstart));
   EXPECT_THAT(attributes.at("sweep_hash"), ::testing::MatchesRegex("[0-9a-f]{16}"));
@@ -695,28 +708,63 @@ TEST(RunCommand, SignalStopsTheSweepAndResumeCompletesIt) {
   for (const auto& [id, count] : final_rows) EXPECT_EQ(count, 1) << id;
 }
 
+// The trial processes (`memsweep trial ID`) of `rank`.
+std::vector<pid_t> trial_processes_of(pid_t rank) {
+  std::vector<pid_t> found;
+  for (const auto& [pid, id] : trial_processes_below(rank)) found.push_back(pid);
+  return found;
+}
+
+// Whether every one of `pids` is gone (or no longer a trial process) within `timeout`.
+bool trial_processes_gone(const std::vector<pid_t>& pids, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const bool any = std::any_of(pids.begin(), pids.end(), [](pid_t pid) {
+      return slurp("/proc/" + std::to_string(pid) + "/cmdline").find("trial") != std::string::npos;
+    });
+    if (!any) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 TEST(RunCommand, AKilledRankLeavesAKilledTrialThatResumeRecords) {
   const TempDir dir;
+  std::vector<pid_t> trials_before_kill;
   const std::string sweep = sweep_file(dir, "slow.toml", kSlowSweep);
   const std::string out = (dir.path() / "k.h5").string();
   {
     BackgroundProcess run(memsweep_on_ranks_argv(2, {"run", sweep, "-o", out, "--flush-interval", "0.2"}), dir.path(),
                           kEnvironment);
     ASSERT_TRUE(run.wait_for([&] { return finished_lines(run) >= 1; }, std::chrono::seconds(120))) << run.err();
-    // Let the next trial stream for a while (rank 0 makes samples durable at
-    // least every second), then kill its rank as the OOM killer would.
-    std::this_thread::sleep_for(std::chrono::milliseconds(2000));
     const auto workers = child_processes_with_environment(run.pid(), "OMPI_COMM_WORLD_RANK", "1");
     ASSERT_EQ(workers.size(), 1U);
+    // Into a trial that has streamed for over a second (rank 0 makes samples
+    // durable at least every second), then kill its rank as the OOM killer
+    // would: a trial that ends first is passed over for the next one.
+    for (int tries = 0; tries < 4 && trials_before_kill.empty(); ++tries) {
+      std::vector<pid_t> running;
+      ASSERT_TRUE(run.wait_for([&] { return !(running = trial_processes_of(workers.front())).empty(); },
+                               std::chrono::seconds(30)));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+      if (trial_processes_of(workers.front()) == running) trials_before_kill = running;
+    }
+    ASSERT_EQ(trials_before_kill.size(), 1U) << "the worker runs its trial in a process of its own";
     ::kill(workers.front(), SIGKILL);
     EXPECT_NE(run.wait(), kOk);
   }
+  // Its trial process died with it: no orphan keeps training.
+  EXPECT_TRUE(trial_processes_gone(trials_before_kill, std::chrono::seconds(5)))
+      << "a trial process outlived its killed rank";
   // The file is left as the killed job left it: HDF5's "open for writing" mark set.
   const CommandResult resumed = memsweep_on_ranks(2, {"run", sweep, "-o", out, "--resume"}, dir.path().string());
   ASSERT_EQ(resumed.exit_status, kOk) << resumed.err;
   TsvTable trials = h5py_table(out, "trials");
   const auto killed = trials.where("status", "killed");
   ASSERT_EQ(killed.size(), 1U) << resumed.err;
+  EXPECT_EQ(trials.at(killed.front(), "end_cause"), "rank_lost");
+  EXPECT_EQ(trials.at(killed.front(), "rank"), "1");
+  EXPECT_THAT(trials.at(killed.front(), "message"), HasSubstr("rank 1 died during the trial"));
   EXPECT_GT(trials.number(killed.front(), "rss_peak"), 0);
   EXPECT_GT(trials.number(killed.front(), "samples"), 0);
   EXPECT_EQ(trials.where("status", "ok").size(), 3U) << "the killed trial is not run again by default";
@@ -731,6 +779,52 @@ TEST(RunCommand, AKilledRankLeavesAKilledTrialThatResumeRecords) {
   ASSERT_EQ(attempts.size(), 2U);
   EXPECT_EQ(trials.at(attempts.back(), "status"), "ok");
   EXPECT_GT(std::stoi(trials.at(attempts.back(), "attempt")), std::stoi(trials.at(attempts.front(), "attempt")));
+}
+
+// Rank 0 killed while a worker's trial runs: the worker's trial process was
+// healthy, so the resume records that attempt as `interrupted` (not killed)
+// and runs the trial again without --retry-killed.
+TEST(RunCommand, AKilledRankZeroLeavesAnInterruptedTrialThatRunsAgain) {
+  const TempDir dir;
+  const std::string sweep = sweep_file(dir, "slow.toml", kSlowSweep);
+  const std::string out = (dir.path() / "z.h5").string();
+  std::vector<pid_t> trials_before_kill;
+  {
+    BackgroundProcess run(memsweep_on_ranks_argv(2, {"run", sweep, "-o", out, "--flush-interval", "0.2"}), dir.path(),
+                          kEnvironment);
+    ASSERT_TRUE(run.wait_for([&] { return finished_lines(run) >= 1; }, std::chrono::seconds(120))) << run.err();
+    const auto writer = child_processes_with_environment(run.pid(), "OMPI_COMM_WORLD_RANK", "0");
+    const auto workers = child_processes_with_environment(run.pid(), "OMPI_COMM_WORLD_RANK", "1");
+    ASSERT_EQ(writer.size(), 1U);
+    ASSERT_EQ(workers.size(), 1U);
+    // A trial that has streamed for over a second and a half: its samples
+    // are in the file when rank 0 dies.
+    for (int tries = 0; tries < 4 && trials_before_kill.empty(); ++tries) {
+      std::vector<pid_t> running;
+      ASSERT_TRUE(run.wait_for([&] { return !(running = trial_processes_of(workers.front())).empty(); },
+                               std::chrono::seconds(30)));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1600));
+      if (trial_processes_of(workers.front()) == running) trials_before_kill = running;
+    }
+    ASSERT_EQ(trials_before_kill.size(), 1U);
+    ::kill(writer.front(), SIGKILL);
+    EXPECT_NE(run.wait(), kOk);
+  }
+  EXPECT_TRUE(trial_processes_gone(trials_before_kill, std::chrono::seconds(5)))
+      << "the worker's trial process ended with the job";
+  const CommandResult resumed = memsweep_on_ranks(2, {"run", sweep, "-o", out, "--resume"}, dir.path().string());
+  ASSERT_EQ(resumed.exit_status, kOk) << resumed.err;
+  const TsvTable trials = h5py_table(out, "trials");
+  EXPECT_TRUE(trials.where("status", "killed").empty()) << resumed.err;
+  std::size_t lost = 0;
+  for (std::size_t row = 0; row < trials.rows.size(); ++row) {
+    if (trials.at(row, "end_cause") != "rank_lost") continue;
+    ++lost;
+    EXPECT_EQ(trials.at(row, "status"), "interrupted");
+    EXPECT_THAT(trials.at(row, "message"), HasSubstr("rank 0 died while rank 1 ran the trial"));
+  }
+  EXPECT_EQ(lost, 1U) << resumed.err;
+  EXPECT_EQ(trials.where("status", "ok").size(), 4U) << "the interrupted trial ran again";
 }
 
 }  // namespace

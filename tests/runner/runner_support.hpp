@@ -1,9 +1,15 @@
 #pragma once
 // Helpers for the runner's tests: a sink that records what it receives (and
-// notices overlapping calls), and small synthetic trials.
+// notices overlapping calls), small synthetic trials, and a runner that
+// starts the memsweep binary built beside the tests for its trial processes,
+// sharing datasets in a folder of the test's own.
 
 #include "memsweep/sweep.hpp"
 #include "memsweep/training_runner.hpp"
+#include "support/background_process.hpp"
+#include "support/temp_dir.hpp"
+
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -74,6 +80,26 @@ inline TrialSpec synthetic_trial(std::vector<int> hidden = {32}, int epochs = 2,
   trial.learning_rate = 0.05;
   trial.id = trial_id(trial);
   return trial;
+}
+
+// Runner options for a test: the memsweep binary, a shared-dataset folder
+// that lives as long as the fixture.
+struct RunnerFixture {
+  TempDir shared;
+  TrainingRunnerOptions options() const {
+    TrainingRunnerOptions options;
+    options.trial_executable = MEMSWEEP_EXECUTABLE;
+    options.shared_dir = shared.path();
+    return options;
+  }
+};
+
+// The trial processes this test process started (a runner that left one
+// running would show here).
+inline std::vector<pid_t> child_processes() {
+  std::vector<pid_t> children;
+  for (const auto& [pid, id] : trial_processes_below(::getpid())) children.push_back(pid);
+  return children;
 }
 
 inline TrialContext plain_context() {

@@ -1,7 +1,9 @@
 // The runner's pure parts: which budget applies, when a trial may start,
 // and how a failure becomes a one-line message.
 
+#include "common/duration_text.hpp"
 #include "runner/budget.hpp"
+#include "runner/test_hooks.hpp"
 #include "runner/trial_messages.hpp"
 
 #include <gmock/gmock.h>
@@ -59,6 +61,40 @@ TEST(OneLine, JoinsLinesAndDropsTheirIndentation) {
 
 TEST(OutOfMemoryMessage, SaysWhatFailed) {
   EXPECT_EQ(out_of_memory_message("loading mnist"), "out of memory (std::bad_alloc) while loading mnist");
+}
+
+TEST(TestHook, AppliesToItsTrialOrToEvery) {
+  EXPECT_FALSE(parse_test_hook("abc:hang", "xyz"));
+  const auto hang = parse_test_hook("abc:hang", "abc");
+  ASSERT_TRUE(hang);
+  EXPECT_TRUE(hang->hang);
+  EXPECT_EQ(hang->allocate_bytes, 0U);
+  const auto burst = parse_test_hook("abc:hang;*:allocate=64MiB", "xyz");
+  ASSERT_TRUE(burst);
+  EXPECT_FALSE(burst->hang);
+  EXPECT_EQ(burst->allocate_bytes, 64 * kMiB);
+  EXPECT_FALSE(parse_test_hook("", "abc"));
+}
+
+TEST(TestHook, ATypoFailsRatherThanTestingNothing) {
+  EXPECT_THAT([] { parse_test_hook("abc-hang", "abc"); },
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("expected TRIAL_ID:ACTION")));
+  EXPECT_THAT([] { parse_test_hook("abc:sleep", "abc"); },
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("unknown action \"sleep\"")));
+  EXPECT_THROW(parse_test_hook("abc:allocate=lots", "abc"), std::invalid_argument);
+}
+
+TEST(ParseDuration, SecondsOrUnitsLargestFirst) {
+  EXPECT_EQ(parse_duration("90"), 90.0);
+  EXPECT_EQ(parse_duration("2.5"), 2.5);
+  EXPECT_EQ(parse_duration("500ms"), 0.5);
+  EXPECT_EQ(parse_duration("90s"), 90.0);
+  EXPECT_EQ(parse_duration("30m"), 1800.0);
+  EXPECT_EQ(parse_duration("1h30m"), 5400.0);
+  EXPECT_EQ(parse_duration("1.5h"), 5400.0);
+  EXPECT_EQ(parse_duration("2d"), 172800.0);
+  for (const char* bad : {"", "0", "-5", "1h30", "30m1h", "5 m", "1x", "m", "nan", "inf", "1e400"})
+    EXPECT_FALSE(parse_duration(bad)) << bad;
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ double expected_pages() {
 TEST(Counters, CoverThreadsCreatedAfterTheyStartWhileThoseThreadsLive) {
   auto source = page_faults();
   ASSERT_NE(source, nullptr);
-  ASSERT_TRUE(source->start({}));
+  ASSERT_TRUE(source->start(0, {}));
   std::barrier touched(kWorkers + 1);
   std::barrier read_done(kWorkers + 1);
   std::vector<std::thread> workers;
@@ -83,7 +83,7 @@ TEST(Counters, CoverThreadsThatExistedBeforeTheyStart) {
       touched.arrive_and_wait();
       read_done.arrive_and_wait();
     });
-  ASSERT_TRUE(source->start({}));
+  ASSERT_TRUE(source->start(0, {}));
   counters_started.count_down();
   touched.arrive_and_wait();
   const Reading live = read_faults(*source);
@@ -108,7 +108,7 @@ TEST(Counters, LeaveOutExcludedThreads) {
   });
   started.wait();
   const std::array<int, 1> excluded_tids{tid.load()};
-  ASSERT_TRUE(source->start(excluded_tids));
+  ASSERT_TRUE(source->start(0, excluded_tids));
   go.count_down();
   excluded.join();
   const Reading reading = read_faults(*source);

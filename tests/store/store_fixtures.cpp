@@ -1,7 +1,9 @@
 #include "store/store_fixtures.hpp"
 
 #include <gtest/gtest.h>
+#include <hdf5.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
@@ -76,6 +78,13 @@ TrialRow example_trial(int index, std::string_view status) {
   row.samples = 1250;
   row.dropped_samples = 3;
   set_fixed(row.definition, "dataset=fashion-mnist;model=cnn;channels=8-16;index=" + std::to_string(index));
+  row.pid = 31337 + index;
+  row.end_signal = 9;
+  row.oom_killed = 1;
+  set_fixed(row.end_cause, "oom");
+  set_fixed(row.isolation, "cgroup2");
+  row.start_seconds = 0.0625;
+  row.cgroup_peak = 200'000'000 + index;
   return row;
 }
 
@@ -185,6 +194,13 @@ void expect_same(const TrialRow& expected, const TrialRow& actual) {
   EXPECT_EQ(actual.samples, expected.samples);
   EXPECT_EQ(actual.dropped_samples, expected.dropped_samples);
   EXPECT_EQ(actual.definition, expected.definition);
+  EXPECT_EQ(actual.pid, expected.pid);
+  EXPECT_EQ(actual.end_signal, expected.end_signal);
+  EXPECT_EQ(actual.oom_killed, expected.oom_killed);
+  EXPECT_EQ(actual.end_cause, expected.end_cause);
+  EXPECT_EQ(actual.isolation, expected.isolation);
+  EXPECT_EQ(actual.start_seconds, expected.start_seconds);
+  EXPECT_EQ(actual.cgroup_peak, expected.cgroup_peak);
 }
 
 void expect_same(const SampleRow& expected, const SampleRow& actual, std::size_t counters) {
@@ -226,6 +242,124 @@ void expect_same(const RunRow& expected, const RunRow& actual) {
 std::string read_bytes(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+namespace {
+
+// The text attribute `name` of `object` (a variable-length string, as the
+// store writes them).
+std::string read_text_attribute(hid_t object, const std::string& name) {
+  const hid_t attribute = H5Aopen(object, name.c_str(), H5P_DEFAULT);
+  EXPECT_GE(attribute, 0) << name;
+  const hid_t type = H5Aget_type(attribute);
+  char* value = nullptr;
+  EXPECT_GE(H5Aread(attribute, type, &value), 0) << name;
+  std::string text = value != nullptr ? value : "";
+  H5free_memory(value);
+  H5Tclose(type);
+  H5Aclose(attribute);
+  return text;
+}
+
+void write_text_attribute(hid_t object, const std::string& name, const std::string& value) {
+  const hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, H5T_VARIABLE);
+  H5Tset_cset(type, H5T_CSET_UTF8);
+  const hid_t space = H5Screate(H5S_SCALAR);
+  const hid_t attribute = H5Acreate2(object, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT);
+  const char* text = value.c_str();
+  EXPECT_GE(H5Awrite(attribute, type, &text), 0) << name;
+  H5Aclose(attribute);
+  H5Sclose(space);
+  H5Tclose(type);
+}
+
+// Rewrites table `name` without the columns `dropped`: the same rows, the
+// other columns in their order, packed, and the same storage (chunks,
+// filters) and attributes.
+void drop_columns(hid_t file, const std::string& name, const std::vector<std::string>& dropped) {
+  const hid_t dataset = H5Dopen2(file, name.c_str(), H5P_DEFAULT);
+  ASSERT_GE(dataset, 0) << name;
+  const hid_t stored = H5Dget_type(dataset);
+  std::vector<std::string> kept_names;
+  std::vector<hid_t> kept_types;
+  std::size_t row_bytes = 0;
+  for (int i = 0; i < H5Tget_nmembers(stored); ++i) {
+    char* member = H5Tget_member_name(stored, static_cast<unsigned>(i));
+    const std::string member_name = member;
+    H5free_memory(member);
+    if (std::find(dropped.begin(), dropped.end(), member_name) != dropped.end()) continue;
+    kept_names.push_back(member_name);
+    kept_types.push_back(H5Tget_member_type(stored, static_cast<unsigned>(i)));
+    row_bytes += H5Tget_size(kept_types.back());
+  }
+  ASSERT_EQ(kept_names.size() + dropped.size(), static_cast<std::size_t>(H5Tget_nmembers(stored)))
+      << "table /" << name << " lacks a column to drop";
+  const hid_t kept = H5Tcreate(H5T_COMPOUND, row_bytes);
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < kept_names.size(); ++i) {
+    H5Tinsert(kept, kept_names[i].c_str(), offset, kept_types[i]);
+    offset += H5Tget_size(kept_types[i]);
+    H5Tclose(kept_types[i]);
+  }
+
+  const hid_t old_space = H5Dget_space(dataset);
+  hsize_t rows = 0;
+  H5Sget_simple_extent_dims(old_space, &rows, nullptr);
+  H5Sclose(old_space);
+  std::vector<char> data(std::max<std::size_t>(1, rows * row_bytes));
+  if (rows > 0) {
+    EXPECT_GE(H5Dread(dataset, kept, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()), 0);
+  }
+  std::vector<std::pair<std::string, std::string>> attributes{
+      {"description", read_text_attribute(dataset, "description")}};
+  for (const std::string& column : kept_names)
+    attributes.emplace_back("unit:" + column, read_text_attribute(dataset, "unit:" + column));
+  const hid_t dcpl = H5Dget_create_plist(dataset);
+  H5Dclose(dataset);
+  H5Tclose(stored);
+  ASSERT_GE(H5Ldelete(file, name.c_str(), H5P_DEFAULT), 0);
+
+  const hsize_t unlimited = H5S_UNLIMITED;
+  const hid_t space = H5Screate_simple(1, &rows, &unlimited);
+  const hid_t rewritten = H5Dcreate2(file, name.c_str(), kept, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  ASSERT_GE(rewritten, 0) << name;
+  if (rows > 0) {
+    EXPECT_GE(H5Dwrite(rewritten, kept, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()), 0);
+  }
+  for (const auto& [attribute, value] : attributes) write_text_attribute(rewritten, attribute, value);
+  H5Dclose(rewritten);
+  H5Sclose(space);
+  H5Pclose(dcpl);
+  H5Tclose(kept);
+}
+
+}  // namespace
+
+void rewrite_as_schema_version(const std::filesystem::path& path, int version) {
+  ASSERT_TRUE(version == 1 || version == 2) << "no such older version: " << version;
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0) << path;
+  drop_columns(file, "trials", kTrialColumnsOfVersion3);
+  if (version < 2) drop_columns(file, "samples", {"sys_total"});
+  const hid_t attribute = H5Aopen(file, "schema_version", H5P_DEFAULT);
+  const std::int32_t value = version;
+  EXPECT_GE(H5Awrite(attribute, H5T_NATIVE_INT32, &value), 0);
+  H5Aclose(attribute);
+  H5Fclose(file);
+}
+
+std::string store_error(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const StoreError& error) {
+    return error.what();
+  } catch (const std::exception& error) {
+    ADD_FAILURE() << "not a StoreError: " << error.what();
+    return {};
+  }
+  ADD_FAILURE() << "no error";
+  return {};
 }
 
 }  // namespace memsweep::testing

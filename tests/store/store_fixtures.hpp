@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,5 +31,19 @@ void expect_same(const EpochRow& expected, const EpochRow& actual);
 void expect_same(const RunRow& expected, const RunRow& actual);
 
 std::string read_bytes(const std::filesystem::path& path);
+
+// The StoreError `action` throws, its message; a test failure when it throws
+// nothing or something else.
+std::string store_error(const std::function<void()>& action);
+
+// Turns a closed results file written by this memsweep into one of an older
+// schema `version` (1 or 2), as that version's memsweep wrote it: the
+// columns added since are dropped from their tables (which are rewritten,
+// keeping their storage and unit attributes), and schema_version is set.
+// Schema 2 added /samples' sys_total; schema 3 the /trials columns of
+// kTrialColumnsOfVersion3.
+void rewrite_as_schema_version(const std::filesystem::path& path, int version);
+inline const std::vector<std::string> kTrialColumnsOfVersion3{"pid",       "end_signal",    "oom_killed", "end_cause",
+                                                              "isolation", "start_seconds", "cgroup_peak"};
 
 }  // namespace memsweep::testing

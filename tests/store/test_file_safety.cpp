@@ -34,21 +34,7 @@ using testing::example_trial;
 using testing::expect_same;
 using ::testing::HasSubstr;
 using testing::read_bytes;
-
-// The StoreError `action` throws, its message; a failure when it throws
-// nothing or something else.
-std::string store_error(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const StoreError& error) {
-    return error.what();
-  } catch (const std::exception& error) {
-    ADD_FAILURE() << "not a StoreError: " << error.what();
-    return {};
-  }
-  ADD_FAILURE() << "no error";
-  return {};
-}
+using testing::store_error;
 
 // Everything a reader can read, the way `memsweep summary` would.
 void read_everything(const std::filesystem::path& path) {
@@ -384,13 +370,16 @@ void set_root_attribute(const std::filesystem::path& path, const char* name, hid
   H5Fclose(file);
 }
 
-TEST(StoreOpen, AnotherSchemaVersion) {
-  const testing::TempDir dir;
-  const auto path = dir.path() / "results.h5";
-  write_store(path, 1, 10);
-  const int version = kSchemaVersion + 1;
-  set_root_attribute(path, "schema_version", H5T_NATIVE_INT, &version);
-  expect_refused(path, fmt::format("schema version {}, this memsweep reads {}", version, kSchemaVersion));
+TEST(StoreOpen, ASchemaVersionNewerOrOlderThanTheOnesRead) {
+  // Readable versions (1 to 3) and resume's refusal of older ones:
+  // test_schema_versions.cpp.
+  for (const int version : {kSchemaVersion + 1, kOldestReadableSchemaVersion - 1}) {
+    const testing::TempDir dir;
+    const auto path = dir.path() / "results.h5";
+    write_store(path, 1, 10);
+    set_root_attribute(path, "schema_version", H5T_NATIVE_INT, &version);
+    expect_refused(path, fmt::format("schema version {}, this memsweep reads versions 1 to 3", version));
+  }
 }
 
 TEST(StoreOpen, AnotherFormatName) {

@@ -1,5 +1,6 @@
 // plan_resume: which trials run again, with which attempt number, and the
-// `killed` rows for attempts whose rank died. Pure: rows and series by hand.
+// rows for attempts lost with their rank (`killed`) or with rank 0
+// (`interrupted`). Pure: rows and series by hand.
 
 #include "memsweep/results.hpp"
 
@@ -84,13 +85,13 @@ TEST_P(ResumePlans, PendingTrialsAndCounts) {
   std::vector<SeriesSummary> series;
   for (const SeriesSpec& spec : c.series) series.push_back(series_of(id_for(trials, spec.trial), spec.attempt));
 
-  const ResumePlan plan = plan_resume(trials, rows, series, c.retry_killed, 1);
+  const ResumePlan plan = plan_resume(trials, rows, series, c.retry_killed, 1, LostAttempts::rank_died);
   EXPECT_EQ(plan.pending, c.pending);
   EXPECT_EQ(plan.already_final, c.already_final);
   EXPECT_EQ(plan.killed_not_retried, c.killed_not_retried);
-  EXPECT_EQ(plan.killed_rows.size(), c.killed_rows);
+  EXPECT_EQ(plan.lost_rows.size(), c.killed_rows);
   EXPECT_EQ(plan.unknown_rows, c.unknown_rows);
-  for (const TrialRow& row : plan.killed_rows) EXPECT_EQ(get_fixed(row.status), "killed");
+  for (const TrialRow& row : plan.lost_rows) EXPECT_EQ(get_fixed(row.status), "killed");
 }
 
 std::vector<PendingTrial> all_first_attempts() { return {{0, 0}, {1, 0}, {2, 0}, {3, 0}}; }
@@ -100,12 +101,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         PlanCase{"EmptyFileRunsEverything", {}, {}, 0, all_first_attempts(), 0, 0, 0, 0},
         PlanCase{"OkIsDone", {{0, 0, "ok"}}, {{0, 0}}, 0, {{1, 0}, {2, 0}, {3, 0}}, 1, 0, 0, 0},
-        PlanCase{"FailedDivergedOverBudgetAreDone",
-                 {{0, 0, "failed"}, {1, 0, "diverged"}, {2, 0, "over_budget"}},
+        PlanCase{"FailedDivergedOverBudgetTimeoutAreDone",
+                 {{0, 0, "failed"}, {1, 0, "diverged"}, {2, 0, "over_budget"}, {3, 0, "timeout"}},
                  {},
                  0,
-                 {{3, 0}},
-                 3,
+                 {},
+                 4,
                  0,
                  0,
                  0},
@@ -165,9 +166,9 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(ResumeKilledRow, CarriesTheSeriesFiguresAndTheTrialsHyperparameters) {
   const std::vector<TrialSpec> trials = four_trials();
   const SeriesSummary series = series_of(trials[1].id, 2);
-  const ResumePlan plan = plan_resume(trials, {}, {series}, 0, 7);
-  ASSERT_EQ(plan.killed_rows.size(), 1u);
-  const TrialRow& row = plan.killed_rows[0];
+  const ResumePlan plan = plan_resume(trials, {}, {series}, 0, 7, LostAttempts::rank_died);
+  ASSERT_EQ(plan.lost_rows.size(), 1u);
+  const TrialRow& row = plan.lost_rows[0];
   EXPECT_EQ(get_fixed(row.trial_id), trials[1].id);
   EXPECT_EQ(row.attempt, 2);
   EXPECT_EQ(row.run, 7);
@@ -187,19 +188,44 @@ TEST(ResumeKilledRow, CarriesTheSeriesFiguresAndTheTrialsHyperparameters) {
   EXPECT_THAT(message, HasSubstr("2.500 s"));
   EXPECT_THAT(message, HasSubstr("250 samples"));
   EXPECT_THAT(message, HasSubstr("300.00 MiB"));
+  EXPECT_EQ(get_fixed(row.status), "killed");
+  EXPECT_EQ(get_fixed(row.end_cause), "rank_lost");
   // The attempt after the dead one.
-  EXPECT_EQ(plan_resume(trials, {}, {series}, 1, 7).pending[1], (PendingTrial{1, 3}));
+  EXPECT_EQ(plan_resume(trials, {}, {series}, 1, 7, LostAttempts::rank_died).pending[1], (PendingTrial{1, 3}));
+}
+
+// Rank 0 died (its run has no stop mark): the workers' trials were healthy,
+// so their attempts are interrupted and run again, whatever --retry-killed
+// says, and they count as no kill.
+TEST(ResumeLostRow, AttemptsLostWithRankZeroAreInterruptedAndRunAgain) {
+  const std::vector<TrialSpec> trials = four_trials();
+  std::vector<TrialRow> rows(1);
+  set_fixed(rows[0].trial_id, trials[2].id);
+  set_fixed(rows[0].status, "killed");  // killed once before: retry_killed 0 would keep it
+  const ResumePlan plan = plan_resume(trials, rows, {series_of(trials[1].id, 0), series_of(trials[2].id, 1)}, 0, 4,
+                                      LostAttempts::writer_died);
+  ASSERT_EQ(plan.lost_rows.size(), 2u);
+  for (const TrialRow& row : plan.lost_rows) {
+    EXPECT_EQ(get_fixed(row.status), "interrupted");
+    EXPECT_EQ(get_fixed(row.end_cause), "rank_lost");
+    EXPECT_THAT(get_fixed(row.message), HasSubstr("interrupted: rank 0 died while rank 3 ran the trial"));
+    EXPECT_EQ(row.rss_peak, 300 << 20) << "what the samples reached is kept";
+  }
+  EXPECT_EQ(plan.pending, (std::vector<PendingTrial>{{0, 0}, {1, 1}, {3, 0}}))
+      << "trial 1 runs again; trial 2 stays out for its earlier kill only";
+  EXPECT_EQ(plan.killed_not_retried, 1u);
 }
 
 TEST(ResumeKilledRow, RowsComeInTheSweepsOrderWhateverTheSamplesOrder) {
   const std::vector<TrialSpec> trials = four_trials();
-  const ResumePlan plan = plan_resume(
-      trials, {}, {series_of(trials[3].id, 0), series_of(trials[0].id, 1), series_of(trials[0].id, 0)}, 0, 1);
-  ASSERT_EQ(plan.killed_rows.size(), 3u);
-  EXPECT_EQ(get_fixed(plan.killed_rows[0].trial_id), trials[0].id);
-  EXPECT_EQ(plan.killed_rows[0].attempt, 0);
-  EXPECT_EQ(plan.killed_rows[1].attempt, 1);
-  EXPECT_EQ(get_fixed(plan.killed_rows[2].trial_id), trials[3].id);
+  const ResumePlan plan =
+      plan_resume(trials, {}, {series_of(trials[3].id, 0), series_of(trials[0].id, 1), series_of(trials[0].id, 0)}, 0,
+                  1, LostAttempts::rank_died);
+  ASSERT_EQ(plan.lost_rows.size(), 3u);
+  EXPECT_EQ(get_fixed(plan.lost_rows[0].trial_id), trials[0].id);
+  EXPECT_EQ(plan.lost_rows[0].attempt, 0);
+  EXPECT_EQ(plan.lost_rows[1].attempt, 1);
+  EXPECT_EQ(get_fixed(plan.lost_rows[2].trial_id), trials[3].id);
 }
 
 }  // namespace

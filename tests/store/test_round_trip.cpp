@@ -189,11 +189,12 @@ TEST_P(RoundTrip, ResumePlanFromWhatTheFileHolds) {
     store.append_samples(orphan);
   }
   ResultStore store = ResultStore::open_for_resume(path, example_run("resume"), options());
-  const ResumePlan plan = plan_resume(sweep.trials, store.read_trials(), store.scan_series(), 1, store.run_index());
+  const ResumePlan plan = plan_resume(sweep.trials, store.read_trials(), store.scan_series(), 1, store.run_index(),
+                                      LostAttempts::rank_died);
   EXPECT_EQ(plan.already_final, 1u);
   EXPECT_EQ(plan.pending, (std::vector<PendingTrial>{{1, 1}, {2, 0}}));
-  ASSERT_EQ(plan.killed_rows.size(), 1u);
-  const TrialRow& killed = plan.killed_rows[0];
+  ASSERT_EQ(plan.lost_rows.size(), 1u);
+  const TrialRow& killed = plan.lost_rows[0];
   EXPECT_EQ(killed.rank, 2);
   EXPECT_EQ(killed.run, 1);
   EXPECT_EQ(killed.rss_peak, 7'000'000 + 4096 * 119);
@@ -204,8 +205,9 @@ TEST_P(RoundTrip, ResumePlanFromWhatTheFileHolds) {
 
   // The next resume sees the killed row and does not add it again.
   ResultStore again = ResultStore::open_for_resume(path, example_run("resume 2"), options());
-  const ResumePlan next = plan_resume(sweep.trials, again.read_trials(), again.scan_series(), 0, again.run_index());
-  EXPECT_TRUE(next.killed_rows.empty());
+  const ResumePlan next = plan_resume(sweep.trials, again.read_trials(), again.scan_series(), 0, again.run_index(),
+                                      LostAttempts::rank_died);
+  EXPECT_TRUE(next.lost_rows.empty());
   EXPECT_EQ(next.killed_not_retried, 1u);
   EXPECT_EQ(next.pending, (std::vector<PendingTrial>{{2, 0}}));
 }

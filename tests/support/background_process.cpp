@@ -91,6 +91,37 @@ void BackgroundProcess::reaped(int status) {
   exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+pid_t parent_of(pid_t pid) {
+  // /proc/PID/stat: "pid (comm) state ppid ..."; comm may hold spaces, so parse after the last ')'.
+  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  const std::size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(close + 1));
+  std::string state;
+  pid_t ppid = 0;
+  fields >> state >> ppid;
+  return ppid;
+}
+
+std::map<pid_t, std::string> trial_processes_below(pid_t ancestor) {
+  std::map<pid_t, std::string> found;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::vector<std::string> argv;
+    std::istringstream cmdline(slurp(entry.path() / "cmdline"));
+    for (std::string arg; std::getline(cmdline, arg, '\0');) argv.push_back(arg);
+    if (argv.size() != 3 || argv[1] != "trial") continue;
+    const auto pid = static_cast<pid_t>(std::stol(name));
+    for (pid_t up = parent_of(pid); up > 1; up = parent_of(up))
+      if (up == ancestor) {
+        found.emplace(pid, argv[2]);
+        break;
+      }
+  }
+  return found;
+}
+
 namespace {
 
 // Processes (with their parent) whose environment has NAME=VALUE.
@@ -100,14 +131,8 @@ std::vector<std::pair<pid_t, pid_t>> processes_and_parents_with(const std::strin
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string pid_text = entry.path().filename().string();
     if (pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
-    // /proc/PID/stat: "pid (comm) state ppid ..."; comm may hold spaces, so parse after the last ')'.
-    const std::string stat = slurp(entry.path() / "stat");
-    const std::size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream fields(stat.substr(close + 1));
-    std::string state;
-    pid_t ppid = 0;
-    fields >> state >> ppid;
+    const pid_t ppid = parent_of(static_cast<pid_t>(std::stoi(pid_text)));
+    if (ppid == 0) continue;
     const std::string environ = slurp(entry.path() / "environ");
     std::istringstream variables(environ);
     for (std::string variable; std::getline(variables, variable, '\0');)

@@ -56,4 +56,11 @@ std::vector<pid_t> child_processes_with_environment(pid_t parent, const std::str
 // Every process whose environment has NAME=VALUE, whatever its parent.
 std::vector<pid_t> processes_with_environment(const std::string& name, const std::string& value);
 
+// The parent of `pid`, from /proc/PID/stat; 0 when it is gone.
+pid_t parent_of(pid_t pid);
+
+// Trial processes (`memsweep trial ID`) below `ancestor`, at any depth, with
+// their trial ids.
+std::map<pid_t, std::string> trial_processes_below(pid_t ancestor);
+
 }  // namespace memsweep::testing

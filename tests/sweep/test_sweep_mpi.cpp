@@ -325,7 +325,7 @@ TEST_F(SweepOverMpi, ResumeCompletesAStoppedSweep) {
   std::vector<PendingTrial> left;
   std::size_t stopped_rows = 0;
   if (is_rank_zero()) {
-    const ResumePlan plan = plan_resume(trials, sink.trials, {}, 0, 1);
+    const ResumePlan plan = plan_resume(trials, sink.trials, {}, 0, 1, LostAttempts::rank_died);
     left = plan.pending;
     stopped_rows = sink.trials.size();
     EXPECT_EQ(plan.already_final + plan.pending.size(), trials.size());

@@ -222,6 +222,18 @@ TEST(TrialIds, MemoryBudgetIsNotPartOfTheTrial) {
             parse_sweep("[[trial]]\nmem_budget = '1GiB'\n", "a.toml").trials.at(0).id);
 }
 
+TEST(TrialIds, TimeLimitIsNotPartOfTheTrial) {
+  const SweepSpec sweep = parse_sweep(
+      "[[trial]]\n[[trial]]\ntimeout = '1h30m'\n[[trial]]\ntimeout = 90\n[[trial]]\ntimeout = 2.5\n", "a.toml");
+  ASSERT_EQ(sweep.trials.size(), 1u) << "the same trial four times, merged";
+  const SweepSpec one = parse_sweep("[defaults]\ntimeout = '1h30m'\n[[trial]]\n", "a.toml");
+  ASSERT_TRUE(one.trials.at(0).timeout_seconds.has_value());
+  EXPECT_EQ(*one.trials.at(0).timeout_seconds, 5400.0);
+  EXPECT_EQ(*parse_sweep("[[trial]]\ntimeout = 90\n", "a.toml").trials.at(0).timeout_seconds, 90.0);
+  EXPECT_EQ(*parse_sweep("[[trial]]\ntimeout = 2.5\n", "a.toml").trials.at(0).timeout_seconds, 2.5);
+  EXPECT_FALSE(parse_sweep("[[trial]]\n", "a.toml").trials.at(0).timeout_seconds.has_value());
+}
+
 TEST(Repeats, RepeatMajorOrderDistinctIdsAndSeeds) {
   const SweepSpec sweep = parse_sweep("[sweep]\nrepeats = 3\n[grid]\nbatch_size = [1, 2]\n", "r.toml");
   ASSERT_EQ(sweep.trials.size(), 6u);

@@ -232,6 +232,74 @@ TEST(SweepFollower, KeepsTheFollowedTrialAfterItEndedThinnedWithItsPeak) {
   EXPECT_FALSE(SweepFollower(path, "000000000000").followed_trial().has_value());
 }
 
+TEST(SweepFollower, ATimeoutCountsWithTheFailures) {
+  const memsweep::testing::TempDir dir;
+  const auto path = dir.path() / "results.h5";
+  const std::vector<TrialSpec> trials = sweep_trials();
+  {
+    ResultStore store = ResultStore::create(path, follow_header(), false, StoreOptions{true});
+    store.append_trial(row_of(trials[0], 0, "timeout", 60.0));
+    store.append_trial(row_of(trials[1], 0, "ok", 1.0));
+    store.append_trial(row_of(trials[2], 0, "failed", 1.0));
+    store.close();
+  }
+  SweepFollower follower(path, trials[0].id);
+  const SweepSnapshot snapshot = follower.update(false, std::chrono::system_clock::now());
+  EXPECT_EQ(snapshot.done, 1);
+  EXPECT_EQ(snapshot.failed, 2) << "timeout is final and not ok";
+  EXPECT_EQ(snapshot.left, 1);
+  EXPECT_EQ(snapshot.state, SweepState::stopped);
+  ASSERT_TRUE(follower.followed_trial().has_value());
+  EXPECT_EQ(follower.followed_trial()->status, "timeout");
+}
+
+// Files of older schema versions are followed too: version 1 has no
+// sys_total in its samples, so the nodes' total memory is unknown.
+class OlderFile : public ::testing::TestWithParam<int> {};
+
+TEST_P(OlderFile, IsFollowedWithWhatItRecorded) {
+  const int version = GetParam();
+  const memsweep::testing::TempDir dir;
+  const auto path = dir.path() / "results.h5";
+  const std::vector<TrialSpec> trials = sweep_trials();
+  const std::vector<SampleRow> series = samples_of(trials[0].id, 0, 1, 120, 50'000'000, 16'000'000'000);
+  {
+    ResultStore store = ResultStore::create(path, follow_header(), false, StoreOptions{true});
+    store.append_samples(series);
+    store.append_trial(row_of(trials[0], 0, "ok", 1.2));
+    store.append_trial(row_of(trials[1], 0, "diverged", 0.8));
+    store.close();
+  }
+  memsweep::testing::rewrite_as_schema_version(path, version);
+  SweepFollower follower(path, trials[0].id);
+  EXPECT_EQ(follower.header().schema_version, version);
+  const SweepSnapshot snapshot = follower.update(false, std::chrono::system_clock::now());
+  EXPECT_EQ(snapshot.done, 1);
+  EXPECT_EQ(snapshot.failed, 1);
+  EXPECT_EQ(snapshot.left, 2);
+  ASSERT_EQ(snapshot.nodes.size(), 1u);
+  EXPECT_EQ(snapshot.nodes[0].host, "node-1");
+  EXPECT_EQ(snapshot.nodes[0].used, series.back().sys_used);
+  if (version >= 2) {
+    EXPECT_EQ(snapshot.nodes[0].total, 16'000'000'000);
+    EXPECT_TRUE(snapshot.nodes[0].used_percent().has_value());
+  } else {
+    EXPECT_EQ(snapshot.nodes[0].total, -1);
+    EXPECT_FALSE(snapshot.nodes[0].used_percent().has_value());
+  }
+  const std::optional<TrialView> view = follower.followed_trial();
+  ASSERT_TRUE(view.has_value());
+  EXPECT_EQ(view->status, "ok");
+  EXPECT_EQ(view->rss_peak, max_rss(series));
+  EXPECT_EQ(follower.trial_rows().at(1).pid, -1) << "not measured in a file before version 3";
+  EXPECT_EQ(memsweep::get_fixed(follower.trial_rows().at(1).end_cause), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions1And2, OlderFile, ::testing::Values(1, 2),
+                         [](const ::testing::TestParamInfo<int>& case_info) {
+                           return "Version" + std::to_string(case_info.param);
+                         });
+
 TEST(WriterIsLive, CannotTellForAMissingFile) {
   const memsweep::testing::TempDir dir;
   EXPECT_EQ(writer_is_live(dir.path() / "nothing.h5"), std::nullopt);

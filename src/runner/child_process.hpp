@@ -1,0 +1,69 @@
+#pragma once
+// Starting a trial process: fork, then exec (never a bare fork: the rank's
+// MPI library, OpenMP threads and allocator stay in the rank), with the
+// pipes and the dataset at fixed descriptors, dying with its rank, deaf to
+// the signals the rank handles.
+// Between fork and exec the child only makes async-signal-safe calls: the
+// rank has other threads, whose locks the child would inherit held.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memsweep::runner_detail {
+
+struct SpawnRequest {
+  std::string executable;         // e.g. /proc/self/exe
+  std::vector<std::string> argv;  // argv[0] included
+  // Descriptors of the rank's that become the child's kControlFd,
+  // kReportFd and kDatasetFd (trial_protocol.hpp); -1: none. Every other
+  // descriptor is closed in the child; stdin reads /dev/null, stdout and
+  // stderr are the rank's.
+  int control_fd = -1;
+  int report_fd = -1;
+  int dataset_fd = -1;
+};
+
+// How a process ended, from its wait status.
+struct ProcessEnd {
+  bool exited = false;  // exit() or a return from main
+  int exit_status = 0;  // when exited
+  int signal = 0;       // when killed by a signal
+};
+ProcessEnd process_end_from_wait_status(int wait_status);
+
+class ChildProcess {
+ public:
+  // Throws std::system_error when the fork fails, or when the child could
+  // not exec (its errno comes back through a pipe).
+  static ChildProcess spawn(const SpawnRequest& request);
+
+  ChildProcess(ChildProcess&& other) noexcept;
+  ChildProcess& operator=(ChildProcess&&) = delete;
+  ChildProcess(const ChildProcess&) = delete;
+  // A child not reaped yet is killed (SIGKILL) and reaped: no trial process
+  // outlives the runner that started it.
+  ~ChildProcess();
+
+  pid_t pid() const { return pid_; }
+  bool reaped() const { return end_.has_value(); }
+  // kill(2), unless the child was reaped already (its pid may be reused).
+  bool send_signal(int signal_number) noexcept;
+  // Whether it has ended, without waiting.
+  std::optional<ProcessEnd> try_reap();
+  // Waits for it to end.
+  ProcessEnd reap();
+  // Waits for it to end by itself for `grace`, then kills it (SIGKILL): a
+  // process told to exit that does not is not waited for forever.
+  ProcessEnd reap(std::chrono::milliseconds grace);
+
+ private:
+  explicit ChildProcess(pid_t pid) : pid_(pid) {}
+  pid_t pid_ = -1;
+  std::optional<ProcessEnd> end_;
+};
+
+}  // namespace memsweep::runner_detail

@@ -1,0 +1,120 @@
+#include "runner/trial_ending.hpp"
+
+#include <fmt/format.h>
+
+#include <csignal>
+#include <cstring>
+
+namespace memsweep::runner_detail {
+
+std::string signal_text(int signal_number) {
+  const char* abbreviation = ::sigabbrev_np(signal_number);
+  const char* description = ::sigdescr_np(signal_number);
+  if (abbreviation == nullptr) return fmt::format("signal {}", signal_number);
+  return description == nullptr ? fmt::format("SIG{}", abbreviation)
+                                : fmt::format("SIG{} ({})", abbreviation, description);
+}
+
+bool is_crash_signal(int signal_number) {
+  switch (signal_number) {
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGABRT:
+    case SIGFPE:
+    case SIGILL:
+    case SIGSYS:
+    case SIGTRAP: return true;
+    default: return false;
+  }
+}
+
+std::string when_text(double seconds, int epoch, bool evaluating) {
+  if (epoch <= 0) return fmt::format("at {:.2f} s, before the first epoch", seconds);
+  return fmt::format("at {:.2f} s in epoch {}{}", seconds, epoch, evaluating ? " (evaluating)" : "");
+}
+
+TrialEnding decide_ending(const ProcessOutcome& outcome) {
+  TrialEnding ending;
+  const std::string when = when_text(outcome.seconds, outcome.epoch, outcome.evaluating);
+  ending.signal = outcome.end.signal;
+
+  // The rank's own kills: it knows why.
+  switch (outcome.kill) {
+    case RankKill::budget:
+      ending.status = TrialStatus::over_budget;
+      ending.message = outcome.kill_message;
+      ending.cause = end_cause::kBudget;
+      return ending;
+    case RankKill::timeout:
+      ending.status = TrialStatus::timeout;
+      ending.message = outcome.kill_message;
+      ending.cause = end_cause::kTimeout;
+      return ending;
+    case RankKill::stop_unanswered:
+      ending.status = TrialStatus::interrupted;
+      ending.message = outcome.kill_message;
+      ending.cause = end_cause::kStopped;
+      return ending;
+    case RankKill::none: break;
+  }
+
+  // Killed by someone else, before it reported: the kernel, or a person.
+  if (outcome.end.signal != 0 && !outcome.result && !outcome.failure) {
+    if (outcome.end.signal == SIGKILL && !outcome.oom_seen_in.empty()) {
+      ending.oom_killed = true;
+      if (outcome.cgroup_limit_is_budget) {
+        ending.status = TrialStatus::over_budget;
+        ending.cause = end_cause::kBudget;
+        ending.message = fmt::format(
+            "stopped at its budget: the kernel's OOM killer ended it at its cgroup's limit (the budget) {}", when);
+      } else {
+        ending.status = TrialStatus::killed;
+        ending.cause = end_cause::kOom;
+        ending.message =
+            fmt::format("killed by the kernel's OOM killer (SIGKILL, reported by {}) {}", outcome.oom_seen_in, when);
+      }
+      return ending;
+    }
+    if (is_crash_signal(outcome.end.signal)) {
+      ending.status = TrialStatus::failed;
+      ending.cause = end_cause::kCrash;
+      ending.message = fmt::format("the trial process crashed: {} {}", signal_text(outcome.end.signal), when);
+      return ending;
+    }
+    ending.status = TrialStatus::killed;
+    ending.cause = end_cause::kSignal;
+    ending.message = fmt::format("killed by {}, which memsweep did not send (no OOM kill reported), {}",
+                                 signal_text(outcome.end.signal), when);
+    return ending;
+  }
+
+  if (outcome.failure) {
+    ending.status = TrialStatus::failed;
+    ending.cause = end_cause::kExited;
+    ending.message = outcome.failure->message;
+    return ending;
+  }
+  if (outcome.result) {
+    ending.cause = end_cause::kExited;
+    switch (outcome.result->outcome) {
+      case ResultOutcome::completed: ending.status = TrialStatus::ok; break;
+      case ResultOutcome::diverged:
+        ending.status = TrialStatus::diverged;
+        ending.message = outcome.result->message;
+        break;
+      case ResultOutcome::stopped:
+        ending.status = TrialStatus::interrupted;
+        ending.message = "interrupted: " + outcome.result->message;
+        break;
+    }
+    return ending;
+  }
+  ending.status = TrialStatus::failed;
+  ending.cause = end_cause::kNoResult;
+  ending.message = outcome.end.exited ? fmt::format("the trial process exited with status {} without a result {}",
+                                                    outcome.end.exit_status, when)
+                                      : fmt::format("the trial process ended without a result {}", when);
+  return ending;
+}
+
+}  // namespace memsweep::runner_detail

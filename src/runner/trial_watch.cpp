@@ -1,0 +1,157 @@
+#include "runner/trial_watch.hpp"
+
+#include "runner/budget.hpp"
+
+#include <fmt/format.h>
+
+#include <poll.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace memsweep::runner_detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int milliseconds_until(Clock::time_point now, Clock::time_point then) {
+  if (then <= now) return 0;
+  // Rounded up, so that a wake-up never comes before the deadline it is for.
+  const auto waited = std::chrono::ceil<std::chrono::milliseconds>(then - now).count();
+  return static_cast<int>(std::min<long long>(waited, 60'000));
+}
+
+}  // namespace
+
+TrialWatch::TrialWatch(WatchSettings settings, ChildProcess& process, FrameReader& reports, Sampler& sampler,
+                       MemoryProbe& probe, TrialSink& sink)
+    : settings_(std::move(settings)),
+      process_(process),
+      reports_(reports),
+      sampler_(sampler),
+      probe_(probe),
+      sink_(sink),
+      go_(Clock::now()) {
+  rows_.reserve(kSamplesPerChunk);
+}
+
+double TrialWatch::seconds_since_go(Clock::time_point now) const {
+  return std::chrono::duration<double>(now - go_).count();
+}
+
+WatchReport TrialWatch::run() {
+  go_ = Clock::now();
+  Clock::time_point next_check = go_;
+  ProcessOutcome& outcome = report_.outcome;
+  try {
+    for (;;) {
+      const Clock::time_point now = Clock::now();
+      if (now >= next_check) {
+        check(now);
+        next_check = now + settings_.check_interval;
+        // The process may have ended without closing its pipe (a grandchild
+        // holding it open): a reaped process is over either way.
+        if (process_.try_reap()) break;
+      }
+      pollfd reports{reports_.fd(), POLLIN, 0};
+      const int ready = ::poll(&reports, 1, milliseconds_until(Clock::now(), next_check));
+      if (ready < 0 && errno != EINTR) break;
+      if (ready <= 0) continue;
+      while (const std::optional<Frame> frame = reports_.next()) handle(*frame);
+      if (outcome.result || outcome.failure || reports_.at_end()) break;
+    }
+  } catch (...) {
+    // A sink that failed, or a frame no memsweep writes: the process is not
+    // left running behind the error.
+    process_.send_signal(SIGKILL);
+    throw;
+  }
+  outcome.seconds = seconds_since_go(Clock::now());
+  return report_;
+}
+
+void TrialWatch::handle(const Frame& frame) {
+  ProcessOutcome& outcome = report_.outcome;
+  switch (frame.type) {
+    case FrameType::phase: {
+      const PhaseReport phase = decode_phase(frame);
+      outcome.epoch = phase.epoch;
+      outcome.evaluating = phase.evaluating;
+      sampler_.set_phase(phase.epoch);
+      return;
+    }
+    case FrameType::epoch: {
+      const EpochReport reported = decode_epoch(frame);
+      EpochRow row;
+      row.trial_id = settings_.trial_id;
+      row.attempt = settings_.attempt;
+      row.epoch = reported.epoch;
+      row.train_loss = reported.train_loss;
+      row.test_accuracy = reported.test_accuracy;
+      row.seconds = reported.seconds;
+      ProcessMemory process;
+      if (probe_.read_process(process)) row.rss = process.rss_bytes;
+      SystemMemory system;
+      if (probe_.read_system(system)) row.sys_used = system.used_bytes();
+      sink_.epoch(row);
+      return;
+    }
+    case FrameType::result: outcome.result = decode_result(frame); return;
+    case FrameType::failure: outcome.failure = decode_failure(frame); return;
+    default:
+      throw ProtocolError(fmt::format("a trial process sent a {} frame while training", frame_type_name(frame.type)));
+  }
+}
+
+void TrialWatch::check(Clock::time_point now) {
+  forward_chunks();
+  if (report_.outcome.kill != RankKill::none) return;  // killed: waiting for it to be gone
+  const ProcessOutcome& outcome = report_.outcome;
+  const double seconds = seconds_since_go(now);
+
+  std::int64_t peak = -1;
+  if (probe_.read_peak_rss(peak)) report_.last_peak = std::max(report_.last_peak, peak);
+  if (settings_.budget_bytes) {
+    ProcessMemory memory;
+    if (probe_.read_process(memory) && passes_budget(memory.rss_bytes, *settings_.budget_bytes))
+      return kill(RankKill::budget,
+                  over_budget_while_running(memory.rss_bytes, *settings_.budget_bytes, seconds, outcome.epoch));
+  }
+  if (settings_.time_limit && now - go_ >= *settings_.time_limit)
+    return kill(RankKill::timeout, fmt::format("stopped: no result within its time limit of {:g} s; killed {}",
+                                               std::chrono::duration<double>(*settings_.time_limit).count(),
+                                               when_text(seconds, outcome.epoch, outcome.evaluating)));
+  if (!stop_deadline_ && settings_.external_stop != nullptr &&
+      settings_.external_stop->load(std::memory_order_relaxed)) {
+    process_.send_signal(kTrialStopSignal);
+    stop_deadline_ = now + settings_.stop_grace;
+  }
+  if (stop_deadline_ && now >= *stop_deadline_)
+    kill(RankKill::stop_unanswered,
+         fmt::format("interrupted: the trial process did not stop within {:.1f} s of the request; killed {}",
+                     std::chrono::duration<double>(settings_.stop_grace).count(),
+                     when_text(seconds, outcome.epoch, outcome.evaluating)));
+}
+
+void TrialWatch::kill(RankKill why, std::string message) {
+  report_.outcome.kill = why;
+  report_.outcome.kill_message = std::move(message);
+  process_.send_signal(SIGKILL);
+}
+
+void TrialWatch::forward_chunks() {
+  sampler_.drain([&](const SampleChunk& chunk) {
+    rows_.clear();
+    for (const Sample& sample : chunk.view()) {
+      SampleRow row = sample_row(sample, settings_.counter_sources);
+      row.trial_id = settings_.trial_id;
+      row.attempt = settings_.attempt;
+      row.rank = settings_.rank;
+      rows_.push_back(row);
+    }
+    sink_.samples(rows_);
+  });
+}
+
+}  // namespace memsweep::runner_detail

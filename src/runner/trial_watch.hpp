@@ -1,0 +1,75 @@
+#pragma once
+// The rank's side of a running trial process, on the runner's thread: it
+// reads the process's reports (phases, epochs, the result), forwards the
+// sampler's chunks to the sink, and every check interval reads the
+// process's RSS and peak to enforce the budget and the time limit, and
+// passes a stop request on. It kills the process (SIGKILL) itself for the
+// budget, the time limit, or a stop request not answered in time.
+
+#include "memsweep/results.hpp"
+#include "memsweep/sampler.hpp"
+#include "memsweep/sweep.hpp"
+#include "runner/child_process.hpp"
+#include "runner/trial_ending.hpp"
+#include "runner/trial_protocol.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace memsweep::runner_detail {
+
+struct WatchSettings {
+  FixedString<kTrialIdChars> trial_id{};
+  std::int32_t attempt = 0;
+  std::int32_t rank = -1;
+  std::vector<int> counter_sources;  // results.hpp counter_sources(): sampler slot per file column
+  std::chrono::milliseconds check_interval{20};
+  std::optional<std::uint64_t> budget_bytes;
+  std::optional<std::chrono::milliseconds> time_limit;
+  std::chrono::milliseconds stop_grace{10000};
+  const std::atomic<bool>* external_stop = nullptr;  // TrialContext::stop
+};
+
+// What the watch saw, for decide_ending() and the row.
+struct WatchReport {
+  ProcessOutcome outcome;       // result, failure, the rank's kill, time and phase (not yet `end`)
+  std::int64_t last_peak = -1;  // the last VmHWM read while it ran
+};
+
+class TrialWatch {
+ public:
+  // `probe` reads the trial process's files on this thread (the sampler has
+  // its own); `reports` is the process's report pipe.
+  TrialWatch(WatchSettings settings, ChildProcess& process, FrameReader& reports, Sampler& sampler, MemoryProbe& probe,
+             TrialSink& sink);
+
+  // Watches from the go-ahead until the process has reported its result or
+  // failure, or has ended. The sink's exceptions pass through (after the
+  // process is killed: a trial without a destination for its rows stops).
+  WatchReport run();
+
+  // Forwards what the sampler handed over (after it stopped: its last chunks).
+  void forward_chunks();
+
+ private:
+  void handle(const Frame& frame);
+  void check(std::chrono::steady_clock::time_point now);
+  void kill(RankKill why, std::string message);
+  double seconds_since_go(std::chrono::steady_clock::time_point now) const;
+
+  WatchSettings settings_;
+  ChildProcess& process_;
+  FrameReader& reports_;
+  Sampler& sampler_;
+  MemoryProbe& probe_;
+  TrialSink& sink_;
+  WatchReport report_;
+  std::chrono::steady_clock::time_point go_;
+  std::optional<std::chrono::steady_clock::time_point> stop_deadline_;
+  std::vector<SampleRow> rows_;  // reused for every chunk
+};
+
+}  // namespace memsweep::runner_detail

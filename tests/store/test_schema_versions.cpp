@@ -1,0 +1,281 @@
+// Schema versions: this memsweep writes version 3 and reads 1, 2 and 3, by
+// column name (a column a file's version lacks reads as its "not measured"
+// value); it resumes only version 3, and leaves an older file as it was;
+// versions it does not know are refused.
+
+#include "memsweep/store.hpp"
+#include "store/attributes.hpp"
+#include "store/hdf5_handles.hpp"
+#include "store/schema.hpp"
+#include "store/store_fixtures.hpp"
+#include "store/table.hpp"
+#include "support/temp_dir.hpp"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <functional>
+
+namespace memsweep {
+namespace {
+
+using testing::example_epoch;
+using testing::example_header;
+using testing::example_run;
+using testing::example_samples;
+using testing::example_trial;
+using testing::expect_same;
+using ::testing::HasSubstr;
+using testing::kCounterColumns;
+using testing::read_bytes;
+using testing::store_error;
+
+constexpr int kTrials = 3;
+constexpr std::size_t kSamples = 300;
+
+// A file of the current version with every table filled.
+void write_file(const std::filesystem::path& path) {
+  ResultStore store = ResultStore::create(path, example_header(), false, {});
+  store.append_samples(example_samples(testing::example_id(0), 0, kSamples));
+  for (int i = 0; i < kTrials; ++i) {
+    store.append_epoch(example_epoch(i));
+    store.append_trial(example_trial(i));
+  }
+  store.close();
+}
+
+// The unit attribute of one column of a table, as the file holds it.
+std::string unit_of(const std::filesystem::path& path, const char* table, const std::string& column) {
+  const store::Hdf5Errors errors(path);
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  EXPECT_GE(file, 0);
+  const hid_t dataset = H5Dopen2(file, table, H5P_DEFAULT);
+  const std::string unit = store::read_string_attribute(dataset, "unit:" + column, errors).value_or("(none)");
+  H5Dclose(dataset);
+  H5Fclose(file);
+  return unit;
+}
+
+TEST(SchemaVersion3, WritesHowEachTrialProcessEndedWithUnits) {
+  const testing::TempDir dir;
+  const auto path = dir.path() / "results.h5";
+  write_file(path);
+
+  {
+    const ResultReader reader(path);
+    EXPECT_EQ(reader.header().schema_version, 3);
+    const std::vector<TrialRow> trials = reader.trials();
+    ASSERT_EQ(trials.size(), static_cast<std::size_t>(kTrials));
+    for (int i = 0; i < kTrials; ++i) expect_same(example_trial(i), trials[static_cast<std::size_t>(i)]);
+    const TrialRow& last = trials.back();
+    EXPECT_EQ(last.pid, 31337 + 2);
+    EXPECT_EQ(last.end_signal, 9);
+    EXPECT_EQ(last.oom_killed, 1);
+    EXPECT_EQ(get_fixed(last.end_cause), "oom");
+    EXPECT_EQ(get_fixed(last.isolation), "cgroup2");
+    EXPECT_EQ(last.start_seconds, 0.0625);
+    EXPECT_EQ(last.cgroup_peak, 200'000'002);
+  }
+  const std::vector<std::pair<std::string, std::string>> units{
+      {"pid", "1"},          {"end_signal", "1"},    {"oom_killed", "1"},      {"end_cause", "text"},
+      {"isolation", "text"}, {"start_seconds", "s"}, {"cgroup_peak", "bytes"},
+  };
+  for (const auto& [column, unit] : units) EXPECT_EQ(unit_of(path, "trials", column), unit) << column;
+}
+
+TEST(SchemaVersion3, AHeaderAskingForAnotherVersionIsWrittenAsTheCurrentOne) {
+  const testing::TempDir dir;
+  const auto path = dir.path() / "results.h5";
+  FileHeader header = example_header();
+  header.schema_version = 2;  // the tables are version 3's whatever the caller says
+  ResultStore::create(path, header, false, {}).close();
+  EXPECT_EQ(ResultReader(path).header().schema_version, kSchemaVersion);
+}
+
+// ---- files of older versions ---------------------------------------------------
+
+class OlderVersion : public ::testing::TestWithParam<int> {
+ protected:
+  int version() const { return GetParam(); }
+  // The file: written, then turned into one of version(). Checked to be so.
+  std::filesystem::path older_file() {
+    const auto path = dir_.path() / fmt::format("v{}.h5", version());
+    write_file(path);
+    testing::rewrite_as_schema_version(path, version());
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    const hid_t trials = H5Dopen2(file, "trials", H5P_DEFAULT);
+    const hid_t samples = H5Dopen2(file, "samples", H5P_DEFAULT);
+    const hid_t trial_type = H5Dget_type(trials);
+    const hid_t sample_type = H5Dget_type(samples);
+    EXPECT_LT(H5Tget_member_index(trial_type, "pid"), 0);
+    EXPECT_LT(H5Tget_member_index(trial_type, "cgroup_peak"), 0);
+    EXPECT_EQ(H5Tget_member_index(sample_type, "sys_total") >= 0, version() >= 2);
+    H5Tclose(sample_type);
+    H5Tclose(trial_type);
+    H5Dclose(samples);
+    H5Dclose(trials);
+    H5Fclose(file);
+    return path;
+  }
+  testing::TempDir dir_;
+};
+
+// What an old file's trial row reads as: its own columns, and "not
+// measured" for those of version 3.
+TrialRow as_read_from_an_older_file(TrialRow row) {
+  row.pid = -1;
+  row.end_signal = 0;
+  row.oom_killed = 0;
+  set_fixed(row.end_cause, "");
+  set_fixed(row.isolation, "");
+  row.start_seconds = -1.0;
+  row.cgroup_peak = -1;
+  return row;
+}
+
+TEST_P(OlderVersion, ReadsItsColumnsAndDefaultsForTheNewOnes) {
+  const auto path = older_file();
+  const std::string before = read_bytes(path);
+  {
+    const ResultReader reader(path);
+    FileHeader expected_header = example_header();
+    expected_header.schema_version = version();
+    expect_same(expected_header, reader.header());
+
+    const std::vector<TrialRow> trials = reader.trials();
+    ASSERT_EQ(trials.size(), static_cast<std::size_t>(kTrials));
+    for (int i = 0; i < kTrials; ++i)
+      expect_same(as_read_from_an_older_file(example_trial(i)), trials[static_cast<std::size_t>(i)]);
+    // In blocks too, as watch reads them.
+    ASSERT_EQ(reader.trials(1, 5).size(), 2u);
+    expect_same(as_read_from_an_older_file(example_trial(2)), reader.trials(1, 5)[1]);
+
+    std::vector<SampleRow> expected_samples = example_samples(testing::example_id(0), 0, kSamples);
+    if (version() < 2)
+      for (SampleRow& row : expected_samples) row.sys_total = -1;  // not in version 1
+    ASSERT_EQ(reader.sample_count(), kSamples);
+    const std::vector<SampleRow> samples = reader.samples(0, kSamples);
+    for (std::size_t i = 0; i < kSamples; ++i) expect_same(expected_samples[i], samples[i], kCounterColumns.size());
+    EXPECT_EQ(samples[7].sys_total, version() >= 2 ? 16'000'000'000 : -1);
+
+    ASSERT_EQ(reader.epochs().size(), static_cast<std::size_t>(kTrials));
+    expect_same(example_epoch(1), reader.epochs()[1]);
+    ASSERT_EQ(reader.runs().size(), 1u);
+    EXPECT_EQ(get_fixed(reader.runs()[0].command_line), example_header().command_line);
+    const std::vector<SeriesSummary> series = reader.scan_series();
+    ASSERT_EQ(series.size(), 1u);
+    EXPECT_EQ(series[0].samples, kSamples);
+    EXPECT_EQ(series[0].peak_rss, 1'000'000 + 4096 * static_cast<std::int64_t>(kSamples - 1));
+  }
+  EXPECT_TRUE(read_bytes(path) == before) << "a reader changed the file";
+}
+
+TEST_P(OlderVersion, ResumeIsRefusedBeforeAnythingIsWritten) {
+  const auto path = older_file();
+  const std::string before = read_bytes(path);
+  for (const bool swmr : {true, false}) {
+    bool accept_called = false;
+    const std::string message = store_error([&] {
+      ResultStore::open_for_resume(path, example_run("memsweep run --resume"), StoreOptions{swmr},
+                                   [&](const FileHeader&) { accept_called = true; });
+    });
+    EXPECT_THAT(message, HasSubstr(path.string()));
+    EXPECT_THAT(message, HasSubstr(fmt::format("schema version {}", version())));
+    EXPECT_THAT(message, HasSubstr("this memsweep writes version 3"));
+    EXPECT_THAT(message, HasSubstr(fmt::format("resume it with a memsweep that writes version {} (memsweep 0.1.0 "
+                                               "wrote it)",
+                                               version())));
+    EXPECT_THAT(message, HasSubstr("or write to a new file"));
+    EXPECT_EQ(message.find('\n'), std::string::npos) << "one line";
+    EXPECT_FALSE(accept_called) << "refused only after the caller's own checks";
+  }
+  EXPECT_TRUE(read_bytes(path) == before) << "a refused file was changed";
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_.path()), std::filesystem::directory_iterator{}), 1)
+      << "something was left beside the file";
+  // Still readable, as it was.
+  EXPECT_EQ(ResultReader(path).trials().size(), static_cast<std::size_t>(kTrials));
+}
+
+TEST_P(OlderVersion, ATableReadsTheDefaultsWhateverTheBufferHeld) {
+  // The rows a table reads do not depend on what the caller's buffer held
+  // before (HDF5 keeps the bytes of columns outside the row type as they
+  // were): a reused buffer must not show the previous rows' values.
+  const auto path = older_file();
+  const store::Hdf5Errors errors(path);
+  const store::FileHandle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  ASSERT_TRUE(file.valid());
+  const store::Table trials = store::Table::open(file.get(), store::trials_schema(), version(), errors);
+  std::vector<TrialRow> rows(trials.rows(), example_trial(7));  // every field set, pid 31344 among them
+  trials.read(0, rows.size(), rows.data());
+  for (int i = 0; i < kTrials; ++i)
+    expect_same(as_read_from_an_older_file(example_trial(i)), rows[static_cast<std::size_t>(i)]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions1And2, OlderVersion, ::testing::Values(1, 2),
+                         [](const ::testing::TestParamInfo<int>& case_info) {
+                           return fmt::format("Version{}", case_info.param);
+                         });
+
+TEST(SchemaVersion, AVersion3FileWithoutAVersion3ColumnIsDamaged) {
+  const testing::TempDir dir;
+  const auto path = dir.path() / "results.h5";
+  write_file(path);
+  testing::rewrite_as_schema_version(path, 2);  // drops the version 3 columns...
+  {
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hid_t attribute = H5Aopen(file, "schema_version", H5P_DEFAULT);
+    const std::int32_t three = 3;  // ...but still says version 3
+    EXPECT_GE(H5Awrite(attribute, H5T_NATIVE_INT32, &three), 0);
+    H5Aclose(attribute);
+    H5Fclose(file);
+  }
+  const std::string message = store_error([&] { ResultReader reader(path); });
+  EXPECT_THAT(message, HasSubstr(path.string()));
+  EXPECT_THAT(message, HasSubstr("damaged memsweep results file: table /trials has no column pid"));
+}
+
+TEST(SchemaVersion, AVersion2FileWithoutSysTotalIsDamaged) {
+  const testing::TempDir dir;
+  const auto path = dir.path() / "results.h5";
+  write_file(path);
+  testing::rewrite_as_schema_version(path, 1);
+  {
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hid_t attribute = H5Aopen(file, "schema_version", H5P_DEFAULT);
+    const std::int32_t two = 2;
+    EXPECT_GE(H5Awrite(attribute, H5T_NATIVE_INT32, &two), 0);
+    H5Aclose(attribute);
+    H5Fclose(file);
+  }
+  EXPECT_THAT(store_error([&] { ResultReader reader(path); }), HasSubstr("table /samples has no column sys_total"));
+}
+
+#ifdef MEMSWEEP_SOURCE_DIR
+TEST(SchemaVersion, AVersion2FileTheOldMemsweepWroteReads) {
+  // Written by memsweep at schema 2 (kept in the fuzz corpus): the real
+  // layout, not one rebuilt by the test.
+  const std::filesystem::path path =
+      std::filesystem::path(MEMSWEEP_SOURCE_DIR) / "tests/fuzz/corpus/fuzz_results_file/one-trial-swmr.h5";
+  const std::string before = read_bytes(path);
+  ASSERT_FALSE(before.empty()) << path;
+  {
+    const ResultReader reader(path);
+    EXPECT_EQ(reader.header().schema_version, 2);
+    const std::vector<TrialRow> trials = reader.trials();
+    ASSERT_EQ(trials.size(), 1u);
+    EXPECT_EQ(get_fixed(trials[0].status), "ok");
+    EXPECT_GT(trials[0].rss_peak, 0);
+    expect_same(as_read_from_an_older_file(trials[0]), trials[0]);
+    const std::vector<SampleRow> samples = reader.samples(0, reader.sample_count());
+    ASSERT_FALSE(samples.empty());
+    EXPECT_GT(samples[0].sys_total, 0);
+    EXPECT_GT(samples[0].rss, 0);
+  }
+  EXPECT_TRUE(read_bytes(path) == before);
+}
+#endif
+
+}  // namespace
+}  // namespace memsweep
