@@ -17,6 +17,7 @@ packages=(
   zlib1g-dev                          # .gz datasets
   libncurses-dev                      # ncursesw: memsweep watch's full-screen view
   libtoml11-dev libcli11-dev libfmt-dev
+  nlohmann-json3-dev                  # memsweep events --json
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format                        # the style check of ci/test.sh
   clang libclang-rt-14-dev            # libFuzzer with ASan and UBSan: ci/fuzz.sh

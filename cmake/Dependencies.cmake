@@ -98,6 +98,12 @@ if(NOT fmt_FOUND)
   memsweep_missing("fmt" "libfmt-dev")
 endif()
 
+# nlohmann/json: the CLI's --json output.
+find_package(nlohmann_json 3 QUIET CONFIG)
+if(NOT nlohmann_json_FOUND)
+  memsweep_missing("nlohmann/json" "nlohmann-json3-dev")
+endif()
+
 if(MEMSWEEP_BUILD_TESTS)
   find_package(GTest QUIET CONFIG)
   if(NOT GTest_FOUND)
@@ -114,7 +120,7 @@ endif()
 
 message(STATUS "memsweep dependencies: MPI ${MPI_C_VERSION}, HDF5 ${HDF5_VERSION}, oneDNN ${dnnl_VERSION}, "
                "PAPI ${PAPI_VERSION}, zlib ${ZLIB_VERSION_STRING}, toml11 ${toml11_VERSION}, "
-               "CLI11 ${CLI11_VERSION}, fmt ${fmt_VERSION}")
+               "CLI11 ${CLI11_VERSION}, fmt ${fmt_VERSION}, nlohmann/json ${nlohmann_json_VERSION}")
 
 # ncursesw: the full-screen view of `memsweep watch` (wide characters for its
 # charts' block glyphs).

@@ -64,6 +64,26 @@ def counter_columns(results):
     return names
 
 
+def counter_provenance(results):
+    """{counter: ["kernel (type=1 config=0x2)", ...]}: what served each counter column, per distinct answer.
+
+    From the files' counter_sources and counter_encodings; a file written before memsweep recorded them
+    counted everything through PAPI, which it says.
+    """
+    provenance = {}
+    for row in results.files.to_dict("records"):
+        sources, encodings = row["counter_sources"], row["counter_encodings"]
+        for i, name in enumerate(row["counter_columns"]):
+            if i < len(sources):
+                said = f"{sources[i]} ({encodings[i]})" if i < len(encodings) else sources[i]
+            else:
+                said = "papi (a file from before memsweep recorded sources)"
+            answers = provenance.setdefault(name, [])
+            if said not in answers:
+                answers.append(said)
+    return provenance
+
+
 def counters_per_step(results, train_examples=None):
     """One row per ok trial: its counters' final values and per-step values.
 

@@ -141,7 +141,9 @@ def _file_row(path, file):
     row = {"file": path, "path": path}
     row.update(attrs)
     row.setdefault("part", "")  # files written before parts existed lack it
-    for name in ("hosts", "counter_columns", "events_requested", "event_notes"):
+    # counter_sources and counter_encodings: absent from files written before counters had two sources.
+    for name in ("hosts", "counter_columns", "events_requested", "event_notes", "counter_sources",
+                 "counter_encodings"):
         row[name] = list(row.get(name) or [])
     for table in TABLES:
         row[f"{table}_rows"] = int(file[table].shape[0])

@@ -215,6 +215,10 @@ def _counters_section(doc, results, out_dir, train_examples):
     names = ", ".join(c[: -len(" per step")] for c in events) or "none"
     doc.paragraph(f"Counters recorded: {names}. Each is the trial's count divided by its training steps "
                   "(epochs × ⌈examples / batch⌉), for ok trials.")
+    provenance = counters.counter_provenance(results)
+    if provenance:
+        served = "; ".join(f"{name}: {' and '.join(answers)}" for name, answers in provenance.items())
+        doc.paragraph(f"Counted by (source and perf_event encoding; docs/sampler.md, Counter sources): {served}.")
     sources = sorted(set(per_step.get("train_examples_source", pd.Series(dtype=str)).dropna()))
     for source in sources:
         doc.paragraph(f"training examples: {source}", note=True)

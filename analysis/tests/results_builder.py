@@ -306,6 +306,9 @@ def default_attrs(trials, counter_columns, schema_version=SCHEMA_VERSION):
         "planned_trials": np.int64(len(trials)),
         "events_requested": [],
         "counter_columns": list(counter_columns),
+        # memsweep writes these only for a file with counter columns; older files lack them.
+        "counter_sources": ["kernel"] * len(counter_columns) if counter_columns else None,
+        "counter_encodings": ["type=1 config=0x2"] * len(counter_columns) if counter_columns else None,
         "event_notes": [],
         "swmr": np.bool_(True),
     }

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from memsweep_analysis import load
-from memsweep_analysis.counters import counters_per_step, counters_vs_batch
+from memsweep_analysis.counters import counter_provenance, counters_per_step, counters_vs_batch
 from results_builder import write_results_file
 
 FAULTS = "perf::PAGE-FAULTS"
@@ -81,3 +81,17 @@ def test_files_with_other_counters_and_the_table_against_batch(tmp_path):
     assert math.isnan(faults["per_step_std"].iloc[1])
     l1 = summary[summary["counter"] == L1]
     assert l1["n"].tolist() == [0, 1] and l1["per_step_mean"].iloc[1] == 1.0
+
+
+def test_provenance_names_the_source_of_each_counter_and_says_when_a_file_does_not(tmp_path):
+    new, old = str(tmp_path / "new.h5"), str(tmp_path / "old.h5")
+    write_results_file(new, [dict(dataset="synthetic")], counter_columns=(L1, FAULTS),
+                       attrs={"counter_sources": ["papi", "kernel"],
+                              "counter_encodings": ["type=4 config=0x430864", "type=1 config=0x2"]})
+    write_results_file(old, [dict(dataset="mnist")], counter_columns=(FAULTS,),  # before sources were recorded
+                       attrs={"counter_sources": None, "counter_encodings": None})
+    provenance = counter_provenance(load(new, old))
+    assert provenance[L1] == ["papi (type=4 config=0x430864)"]
+    assert provenance[FAULTS][0] == "kernel (type=1 config=0x2)"
+    assert provenance[FAULTS][1].startswith("papi (a file from before")
+    assert len(provenance[FAULTS]) == 2

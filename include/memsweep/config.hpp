@@ -78,9 +78,20 @@ struct TrialSpec {
 // 12 hex digits of the canonical text's 64-bit hash.
 std::string trial_id(const TrialSpec& trial);
 
+// Where the sampler's counters come from ([sampler] counter_source,
+// --counter-source): PAPI first, then the kernel's generic events for what
+// PAPI cannot name (the default); or one of the two only.
+enum class CounterSourceChoice { automatic, papi, kernel };
+
+// "auto", "papi", "kernel".
+std::string_view counter_source_name(CounterSourceChoice choice);
+// The inverse; nullopt for any other text.
+std::optional<CounterSourceChoice> parse_counter_source(std::string_view text);
+
 struct SamplerSpec {
   int interval_ms = kDefaultSamplerIntervalMs;
-  std::vector<std::string> events;  // PAPI event names; empty: the sampler's defaults
+  std::vector<std::string> events;  // event names (PAPI's or perf's); empty: the sampler's defaults
+  CounterSourceChoice counter_source = CounterSourceChoice::automatic;
 };
 
 struct SweepSpec {

@@ -161,10 +161,10 @@ TrialRow trial_row_for(const TrialSpec& trial, int attempt);
 // For each of the file's counter `columns`, the slot of the sampler's
 // counters (`sampler_counters`) that fills it, or -1: worked out once per
 // sampler, not per sample.
-std::vector<int> counter_sources(std::span<const std::string> sampler_counters, std::span<const std::string> columns);
+std::vector<int> counter_slots(std::span<const std::string> sampler_counters, std::span<const std::string> columns);
 
 // A sampler sample as a row, its counters moved to the file's columns by
-// `sources` (counter_sources()); a column without a source gets -1.
+// `sources` (counter_slots()); a column without a source gets -1.
 SampleRow sample_row(const Sample& sample, std::span<const int> sources);
 
 // The same, matching the names for this one sample.

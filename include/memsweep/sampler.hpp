@@ -141,11 +141,38 @@ class CounterSource {
   virtual std::vector<std::string> problems() const = 0;
 };
 
+// Where a counter's events come from (docs/sampler.md, "Counter sources").
+enum class EventSource {
+  none,    // not counted
+  papi,    // PAPI named it, libpfm4 encoded it
+  kernel,  // one of the kernel's generic perf events
+};
+// "papi", "kernel"; "" for none.
+std::string_view event_source_name(EventSource source);
+
+// One perf_event_open attribute set: what the kernel was asked to count.
+struct EventEncoding {
+  std::uint32_t type = 0;  // perf_event_attr::type (PERF_TYPE_*, or a PMU's own)
+  std::uint64_t config = 0;
+  std::uint64_t config1 = 0;  // extra fields of some CPU events; usually 0
+  int sign = 1;               // -1: subtracted (presets PAPI derives by difference)
+};
+// "type=1 config=0x2"; several terms joined by " + " or " - ".
+std::string encoding_text(std::span<const EventEncoding> terms);
+
 // What became of one requested event.
 struct EventStatus {
   std::string name;
   bool available = false;
-  std::string detail;  // the description, or why the event is left out
+  EventSource source = EventSource::none;  // what serves it, when available
+  std::vector<EventEncoding> encoding;     // how, when available
+  std::string detail;                      // the description, or why the event is left out
+};
+
+// An event to count, and where it may come from.
+struct CounterRequest {
+  std::string name;
+  CounterSourceChoice source = CounterSourceChoice::automatic;
 };
 
 struct CounterSetup {
@@ -154,18 +181,35 @@ struct CounterSetup {
 };
 
 // The candidates `memsweep events` lists: memory-related presets, the
-// instruction and cycle presets, and the software page-fault events.
+// instruction, cycle and branch presets, and the software events.
 std::vector<std::string> candidate_events();
 // The available subset of the memory hardware presets, plus the software
 // page-fault and context-switch events always.
-std::vector<std::string> default_events();
-// Checks each name (PAPI name resolution, then a trial perf_event_open).
-std::vector<EventStatus> probe_events(const std::vector<std::string>& names);
-// Opens the available ones among `requested` (the defaults when empty), at
-// most kMaxCounters; the others are reported in `events`, never fatal.
-CounterSetup open_counters(const std::vector<std::string>& requested);
+std::vector<std::string> default_events(CounterSourceChoice choice = CounterSourceChoice::automatic);
+// Checks each name (naming by PAPI or the kernel, then a trial
+// perf_event_open on the calling thread).
+std::vector<EventStatus> probe_events(const std::vector<std::string>& names,
+                                      CounterSourceChoice choice = CounterSourceChoice::automatic);
+// Opens the available ones among `requested`, at most kMaxCounters; the
+// others are reported in `events`, never fatal.
+CounterSetup open_counter_columns(const std::vector<CounterRequest>& requested);
+// The same for names of one choice (the defaults when empty).
+CounterSetup open_counters(const std::vector<std::string>& names,
+                           CounterSourceChoice choice = CounterSourceChoice::automatic);
 // "PAPI 7.0.0.0", or why PAPI could not start.
 std::string counter_library_version();
+
+// PAPI's CPU component (perf_event): disabled on a CPU newer than its
+// libpfm4 knows, and then PAPI names no event at all.
+struct PapiCpuComponent {
+  std::string name;  // "perf_event"
+  bool active = false;
+  std::string reason;  // why not, when not active (PAPI's words)
+  int native_events = 0;
+  std::vector<std::string> pmus;  // libpfm4's PMUs it uses: "amd64_fam19h_zen4", "perf", ...
+};
+// Throws std::runtime_error when PAPI cannot start.
+PapiCpuComponent papi_cpu_component();
 
 struct SamplerOptions {
   std::chrono::nanoseconds interval{std::chrono::milliseconds(kDefaultSamplerIntervalMs)};

@@ -61,7 +61,13 @@ struct FileHeader {
   std::int64_t planned_trials = 0;            // attempts the sweep defines (trials x repeats)
   std::vector<std::string> events_requested;  // as the sweep file asked (empty: defaults)
   std::vector<std::string> counter_columns;   // events recorded, in the samples table's column order
-  std::vector<std::string> event_notes;       // events left out, and why
+  // Per counter column, what served it when the file was created: "papi" or
+  // "kernel" (event_source_name()), and the perf_event type and config
+  // (encoding_text()). Files written before counters had two sources have
+  // neither attribute; they read as empty (all their counters came from PAPI).
+  std::vector<std::string> counter_sources;
+  std::vector<std::string> counter_encodings;
+  std::vector<std::string> event_notes;  // events left out, and why
   bool swmr = true;
 };
 

@@ -31,9 +31,10 @@ struct TrainingRunnerOptions {
   std::string trial_executable = "/proc/self/exe";
   int threads = 0;  // OpenMP threads of a trial process; 0: default_thread_count()
   std::chrono::milliseconds sampler_interval{kDefaultSamplerIntervalMs};
-  // The file's counter columns (FileHeader::counter_columns): the events to
-  // open, in this order. Empty: memory only.
-  std::vector<std::string> counter_columns;
+  // The file's counter columns (FileHeader::counter_columns), each from the
+  // source that served it on rank 0: the events to open, in this order.
+  // Empty: memory only.
+  std::vector<CounterRequest> counter_columns;
   // Hand partial sample chunks over at least this often (SweepOptions::flush_interval).
   std::chrono::milliseconds max_chunk_age{2000};
   // How often the rank reads the trial process's RSS and peak (budget, time

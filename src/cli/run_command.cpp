@@ -1,5 +1,6 @@
 #include "cli/run_command.hpp"
 
+#include "cli/events_command.hpp"
 #include "cli/results_path.hpp"
 #include "common/duration_text.hpp"
 #include "memsweep/byte_size.hpp"
@@ -48,12 +49,13 @@ class SetupFailure : public std::runtime_error {
 struct Setup {
   int status = exit_status::kOk;
   std::string message;  // why, when status is not ok
-  std::vector<std::string> counter_columns;
+  std::vector<CounterRequest> counter_columns;
 
   // One field per line; event names and messages have no newlines.
   std::string encode() const {
     std::string text = fmt::format("{}\n{}\n", status, message);
-    for (const std::string& column : counter_columns) text += column + "\n";
+    for (const CounterRequest& column : counter_columns)
+      text += fmt::format("{}\n{}\n", column.name, counter_source_name(column.source));
     return text;
   }
   static Setup decode(const std::string& text) {
@@ -63,7 +65,9 @@ struct Setup {
     std::getline(lines, line);
     setup.status = std::stoi(line);
     std::getline(lines, setup.message);
-    while (std::getline(lines, line)) setup.counter_columns.push_back(line);
+    std::string source;
+    while (std::getline(lines, line) && std::getline(lines, source))
+      setup.counter_columns.push_back({line, parse_counter_source(source).value_or(CounterSourceChoice::automatic)});
     return setup;
   }
 };
@@ -73,6 +77,7 @@ struct RunSettings {
   fs::path output;  // set once the sweep (and the part's label) is known
   std::optional<std::uint64_t> mem_budget_bytes;
   std::optional<std::chrono::milliseconds> trial_timeout;
+  std::optional<CounterSourceChoice> counter_source;  // overrides the sweep file's [sampler] counter_source
   std::chrono::milliseconds flush_interval{2000};
   Verbosity verbosity = Verbosity::normal;
 };
@@ -102,6 +107,7 @@ RunSettings check_options(const RunOptions& options) {
       throw InputError(fmt::format("--trial-timeout: expected {}, got \"{}\"", kDurationHelp, options.trial_timeout));
     settings.trial_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(*seconds * 1000.0)));
   }
+  if (options.counter_source) settings.counter_source = parse_counter_source(*options.counter_source);
   if (!(options.flush_seconds > 0.0) || options.flush_seconds > 3600.0)
     throw InputError(fmt::format("--flush-interval: expected seconds in (0, 3600], got {}", options.flush_seconds));
   settings.flush_interval =
@@ -120,20 +126,48 @@ std::string join(const std::vector<std::string>& parts, std::string_view separat
 }
 
 // The sampler's counters are rank 0's choice, so that every rank writes the
-// same columns: the events asked for (or the defaults) that this machine has.
-std::pair<std::vector<std::string>, std::vector<std::string>> choose_counter_columns(const SweepSpec& sweep) {
-  const std::vector<std::string> requested = sweep.sampler.events.empty() ? default_events() : sweep.sampler.events;
-  std::vector<std::string> columns;
-  std::vector<std::string> notes;
-  for (const EventStatus& event : probe_events(requested)) {
-    if (!event.available)
-      notes.push_back(fmt::format("{}: not recorded: {}", event.name, event.detail));
-    else if (columns.size() == kMaxCounters)
-      notes.push_back(fmt::format("{}: not recorded: more than {} events", event.name, kMaxCounters));
-    else
-      columns.push_back(event.name);
+// same columns: the events asked for (or the defaults) that this machine
+// has, each from the source that served it here.
+struct CounterColumns {
+  std::vector<std::string> names;
+  std::vector<std::string> sources;    // event_source_name()
+  std::vector<std::string> encodings;  // encoding_text()
+  std::vector<std::string> notes;      // the events left out, and why
+  std::vector<std::string> left_out;
+};
+
+CounterColumns choose_counter_columns(const SweepSpec& sweep) {
+  const CounterSourceChoice choice = sweep.sampler.counter_source;
+  const std::vector<std::string> requested =
+      sweep.sampler.events.empty() ? default_events(choice) : sweep.sampler.events;
+  CounterColumns columns;
+  for (const EventStatus& event : probe_events(requested, choice)) {
+    std::string why = event.detail;
+    if (event.available && columns.names.size() == kMaxCounters)
+      why = fmt::format("more than {} events", kMaxCounters);
+    else if (event.available) {
+      columns.names.push_back(event.name);
+      columns.sources.emplace_back(event_source_name(event.source));
+      columns.encodings.push_back(encoding_text(event.encoding));
+      continue;
+    }
+    columns.notes.push_back(fmt::format("{}: not recorded: {}", event.name, why));
+    columns.left_out.push_back(event.name);
   }
-  return {columns, notes};
+  return columns;
+}
+
+// A column is opened from the source that served it when the file was
+// created; a file that does not say (written before there were two) from
+// either, PAPI first.
+std::vector<CounterRequest> counter_requests(const FileHeader& header) {
+  std::vector<CounterRequest> requests;
+  for (std::size_t i = 0; i < header.counter_columns.size(); ++i) {
+    const std::optional<CounterSourceChoice> source =
+        i < header.counter_sources.size() ? parse_counter_source(header.counter_sources[i]) : std::nullopt;
+    requests.push_back({header.counter_columns[i], source.value_or(CounterSourceChoice::automatic)});
+  }
+  return requests;
 }
 
 // Rank 0's writer behind the scheduler's sink interface.
@@ -154,7 +188,7 @@ class StoreSink final : public ResultSink {
 struct Prepared {
   std::optional<ResultStore> store;
   std::vector<PendingTrial> pending;
-  std::vector<std::string> counter_columns;
+  std::vector<CounterRequest> counter_columns;  // each from the source that served it on rank 0
 };
 
 // Who the previous run lost its unfinished attempts to: rank 0 marks its run
@@ -216,7 +250,7 @@ Prepared prepare_results_file(const RunOptions& options, const RunSettings& sett
                                                 plan.killed_not_retried, options.retry_killed)
                                   : std::string()));
     prepared.pending = plan.pending;
-    prepared.counter_columns = header.counter_columns;
+    prepared.counter_columns = counter_requests(header);
     prepared.store.emplace(std::move(store));
     return prepared;
   }
@@ -239,13 +273,19 @@ Prepared prepare_results_file(const RunOptions& options, const RunSettings& sett
   header.sampler_interval_ms = sweep.sampler.interval_ms;
   header.planned_trials = static_cast<std::int64_t>(sweep.trials.size());
   header.events_requested = sweep.sampler.events;
-  std::tie(header.counter_columns, header.event_notes) = choose_counter_columns(sweep);
+  CounterColumns counters = choose_counter_columns(sweep);
+  header.counter_columns = std::move(counters.names);
+  header.counter_sources = std::move(counters.sources);
+  header.counter_encodings = std::move(counters.encodings);
+  header.event_notes = std::move(counters.notes);
   header.swmr = store_options.swmr;
-  for (const std::string& note : header.event_notes) progress.note("counters: " + note);
+  // One line: the reasons are in the file's event_notes and in `memsweep events`.
+  if (!counters.left_out.empty())
+    progress.note(fmt::format("counters: not recording {} (memsweep events says why)", join(counters.left_out, ", ")));
   if (options.resume) progress.note(fmt::format("{} does not exist yet: starting it", settings.output.string()));
 
   prepared.store.emplace(ResultStore::create(settings.output, header, options.force, store_options));
-  prepared.counter_columns = header.counter_columns;
+  prepared.counter_columns = counter_requests(header);
   for (std::size_t i = 0; i < sweep.trials.size(); ++i) prepared.pending.push_back({i, 0});
   return prepared;
 }
@@ -285,6 +325,7 @@ void add_run_command(CLI::App& app, RunOptions& options) {
                   "2GiB)");
   run->add_option("--trial-timeout", options.trial_timeout,
                   "Per trial: stop a trial still training after this long (e.g. 30m, 1h30m, 90s); status timeout");
+  add_counter_source_option(*run, options.counter_source);
   run->add_option("--data-dir", options.data_dir, "Where the real datasets are (default: $MEMSWEEP_DATA, else ./data)");
   run->add_option("--threads", options.threads, "Training threads per rank (default: the CPUs the rank may use)")
       ->check(CLI::NonNegativeNumber);
@@ -316,6 +357,7 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
   try {
     settings = check_options(options);
     sweep = load_sweep_file(options.sweep_file);
+    if (settings->counter_source) sweep.sampler.counter_source = *settings->counter_source;
     whole_sweep_trials = sweep.trials.size();
     if (options.split_by) {
       part = select_part(sweep, *options.split_by, *options.part);

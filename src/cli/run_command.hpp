@@ -23,8 +23,9 @@ struct RunOptions {
   bool resume = false;
   bool force = false;
   int retry_killed = 0;
-  std::string mem_budget;     // as written; parsed with parse_byte_size
-  std::string trial_timeout;  // as written; parsed with parse_duration
+  std::string mem_budget;                     // as written; parsed with parse_byte_size
+  std::string trial_timeout;                  // as written; parsed with parse_duration
+  std::optional<std::string> counter_source;  // --counter-source: auto, papi or kernel
   std::optional<std::string> data_dir;
   int threads = 0;
   double flush_seconds = 2.0;

@@ -135,6 +135,19 @@ std::string dataset_table(const std::vector<ShownRow>& shown, bool several_files
   return render_table(table);
 }
 
+// "perf::PAGE-FAULTS (kernel), PAPI_L1_DCM (papi)": each column with the
+// source that served it, where the file says (files before there were two
+// sources do not).
+std::string recorded_counters(const FileHeader& header) {
+  if (header.counter_columns.empty()) return "none";
+  std::vector<std::string> columns;
+  for (std::size_t i = 0; i < header.counter_columns.size(); ++i)
+    columns.push_back(i < header.counter_sources.size()
+                          ? fmt::format("{} ({})", header.counter_columns[i], header.counter_sources[i])
+                          : header.counter_columns[i]);
+  return fmt::format("{}", fmt::join(columns, ", "));
+}
+
 }  // namespace
 
 void add_summary_command(CLI::App& app, SummaryOptions& options) {
@@ -209,9 +222,7 @@ std::string format_summary(const std::vector<SummaryInput>& files) {
                        header.sweep_file, header.part.empty() ? "" : ", part " + header.part, header.start_time,
                        header.ranks, header.ranks == 1 ? "" : "s", header.memsweep_version);
     out += fmt::format("{}trials: {} planned; {}\n", indent, header.planned_trials, fmt::join(counts, ", "));
-    out += fmt::format(
-        "{}counters recorded: {}\n", indent,
-        header.counter_columns.empty() ? "none" : fmt::format("{}", fmt::join(header.counter_columns, ", ")));
+    out += fmt::format("{}counters recorded: {}\n", indent, recorded_counters(header));
   }
   if (several) {
     std::vector<std::string> counts;

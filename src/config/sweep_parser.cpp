@@ -24,7 +24,7 @@ using namespace config_detail;
 
 const std::vector<std::string_view> kSections{"sweep", "sampler", "defaults", "trial", "grid", "random"};
 const std::vector<std::string_view> kSweepKeys{"name", "seed", "repeats"};
-const std::vector<std::string_view> kSamplerKeys{"interval_ms", "events"};
+const std::vector<std::string_view> kSamplerKeys{"interval_ms", "events", "counter_source"};
 
 // toml11 reports "[error] toml::parse_xxx: what\n --> file\n | …^--- hint";
 // keep the what and the hint, the file and line are ours to print.
@@ -81,10 +81,15 @@ void read_sampler_section(const TomlTable& root, const std::string& file, Sample
       std::set<std::string> seen;
       for (const TomlValue& event : expect_array(value, at)) {
         const std::string& name = expect_string(event, at);
-        if (name.empty()) fail(at, "expected PAPI event names, found an empty string");
+        if (name.empty()) fail(at, "expected event names (PAPI's or perf's), found an empty string");
         if (!seen.insert(name).second) fail(at, fmt::format("event \"{}\" is listed twice", name));
         sampler.events.push_back(name);
       }
+    } else if (key == "counter_source") {
+      const std::string& text = expect_string(value, at);
+      const std::optional<CounterSourceChoice> choice = parse_counter_source(text);
+      if (!choice) fail(at, fmt::format("expected \"auto\", \"papi\" or \"kernel\", found \"{}\"", text));
+      sampler.counter_source = *choice;
     }
   }
 }

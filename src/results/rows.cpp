@@ -84,7 +84,7 @@ TrialRow trial_row_for(const TrialSpec& trial, int attempt) {
   return row;
 }
 
-std::vector<int> counter_sources(std::span<const std::string> sampler_counters, std::span<const std::string> columns) {
+std::vector<int> counter_slots(std::span<const std::string> sampler_counters, std::span<const std::string> columns) {
   std::vector<int> sources(std::min(columns.size(), kMaxCounters), -1);
   for (std::size_t column = 0; column < sources.size(); ++column)
     for (std::size_t source = 0; source < sampler_counters.size() && source < kMaxCounters; ++source)
@@ -114,7 +114,7 @@ SampleRow sample_row(const Sample& sample, std::span<const int> sources) {
 
 SampleRow sample_row(const Sample& sample, std::span<const std::string> sampler_counters,
                      std::span<const std::string> columns) {
-  return sample_row(sample, counter_sources(sampler_counters, columns));
+  return sample_row(sample, counter_slots(sampler_counters, columns));
 }
 
 std::string sweep_hash(const SweepSpec& sweep) {

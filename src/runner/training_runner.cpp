@@ -163,7 +163,7 @@ struct TrainingRunner::Impl {
   // One sampler for every trial, pointed at each trial's process in turn:
   // its chunk pool and counters are set up once.
   std::unique_ptr<Sampler> sampler;
-  std::vector<int> counter_sources;  // the file's counter columns, from the sampler's slots
+  std::vector<int> counter_slots;  // the file's counter columns, from the sampler's slots
   TrialCgroups cgroups;
   DatasetCache datasets;
   EstimateCache estimates;
@@ -180,12 +180,14 @@ TrainingRunner::Impl::Impl(const TrainingRunnerOptions& runner_options)
   const SamplerOptions sampling = sampler_options(options);
   std::unique_ptr<CounterSource> counters;
   if (!options.counter_columns.empty()) {
-    CounterSetup setup = open_counters(options.counter_columns);
+    CounterSetup setup = open_counter_columns(options.counter_columns);
     events = std::move(setup.events);
     counters = std::move(setup.source);
   }
   sampler = std::make_unique<Sampler>(sampling, make_proc_memory_probe(), std::move(counters));
-  counter_sources = memsweep::counter_sources(sampler->counter_names(), options.counter_columns);
+  std::vector<std::string> columns;
+  for (const CounterRequest& column : options.counter_columns) columns.push_back(column.name);
+  counter_slots = memsweep::counter_slots(sampler->counter_names(), columns);
 }
 
 void TrainingRunner::Impl::finish(Attempt& attempt, TrialStatus status, std::string_view message) const {
@@ -362,7 +364,7 @@ void TrainingRunner::Impl::train(Attempt& attempt, const TrialSpec& trial, const
   settings.trial_id = row.trial_id;
   settings.attempt = context.attempt;
   settings.rank = context.rank;
-  settings.counter_sources = counter_sources;
+  settings.counter_slots = counter_slots;
   settings.check_interval = options.check_interval;
   settings.budget_bytes = attempt.budget;
   settings.time_limit = time_limit(trial);

@@ -144,7 +144,7 @@ void TrialWatch::forward_chunks() {
   sampler_.drain([&](const SampleChunk& chunk) {
     rows_.clear();
     for (const Sample& sample : chunk.view()) {
-      SampleRow row = sample_row(sample, settings_.counter_sources);
+      SampleRow row = sample_row(sample, settings_.counter_slots);
       row.trial_id = settings_.trial_id;
       row.attempt = settings_.attempt;
       row.rank = settings_.rank;

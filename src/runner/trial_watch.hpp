@@ -25,7 +25,7 @@ struct WatchSettings {
   FixedString<kTrialIdChars> trial_id{};
   std::int32_t attempt = 0;
   std::int32_t rank = -1;
-  std::vector<int> counter_sources;  // results.hpp counter_sources(): sampler slot per file column
+  std::vector<int> counter_slots;  // results.hpp counter_slots(): sampler slot per file column
   std::chrono::milliseconds check_interval{20};
   std::optional<std::uint64_t> budget_bytes;
   std::optional<std::chrono::milliseconds> time_limit;

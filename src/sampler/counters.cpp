@@ -28,9 +28,19 @@ void ensure_papi() {
 
 std::string_view text_of(const char* field) { return field; }
 
+// The component that counts CPU events, in PAPI 7.0's own name for it.
+constexpr const char* kCpuComponent = "perf_event";
+
+class Papi final : public EventNamer {
+ public:
+  PapiEvent resolve(const std::string& name) const override;
+  std::string version() const override;
+  PapiCpuComponent cpu_component() const override;
+};
+
 }  // namespace
 
-PapiEvent resolve_papi_event(const std::string& name) {
+PapiEvent Papi::resolve(const std::string& name) const {
   const std::lock_guard lock(papi_mutex());
   ensure_papi();
   int code = 0;
@@ -64,12 +74,37 @@ PapiEvent resolve_papi_event(const std::string& name) {
   return event;
 }
 
-std::string papi_version() {
+std::string Papi::version() const {
   const std::lock_guard lock(papi_mutex());
   ensure_papi();
   const int version = PAPI_get_opt(PAPI_LIB_VERSION, nullptr);
   return fmt::format("PAPI {}.{}.{}.{}", PAPI_VERSION_MAJOR(version), PAPI_VERSION_MINOR(version),
                      PAPI_VERSION_REVISION(version), PAPI_VERSION_INCREMENT(version));
+}
+
+PapiCpuComponent Papi::cpu_component() const {
+  const std::lock_guard lock(papi_mutex());
+  ensure_papi();
+  PapiCpuComponent state;
+  state.name = kCpuComponent;
+  const int index = PAPI_get_component_index(kCpuComponent);
+  const PAPI_component_info_t* info = index >= 0 ? PAPI_get_component_info(index) : nullptr;
+  if (info == nullptr) {
+    state.reason = "this PAPI was built without it";
+    return state;
+  }
+  state.active = info->disabled == 0;
+  state.reason = state.active ? "" : text_of(info->disabled_reason);
+  if (!state.active && state.reason.empty()) state.reason = PAPI_strerror(info->disabled);
+  state.native_events = info->num_native_events;
+  for (const char* pmu : info->pmu_names)
+    if (pmu != nullptr) state.pmus.emplace_back(pmu);
+  return state;
+}
+
+const EventNamer& papi() {
+  static const Papi instance;
+  return instance;
 }
 
 }  // namespace memsweep::detail

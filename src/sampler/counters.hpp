@@ -4,6 +4,8 @@
 // events and how to combine them; a native name such as perf::PAGE-FAULTS
 // stays itself. Counting is done by perf_counters.cpp.
 
+#include "memsweep/sampler.hpp"
+
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -31,12 +33,22 @@ struct PapiEvent {
   std::vector<CounterTerm> terms;
 };
 
-// Throws CounterError when PAPI cannot start, does not know the name, has no
-// native events for it on this CPU, or derives it in a way memsweep does not
-// combine (anything but a sum or a difference).
-PapiEvent resolve_papi_event(const std::string& name);
+// PAPI's side of naming events, behind an interface so that tests can
+// stand a PAPI whose CPU component is disabled beside the real one.
+class EventNamer {
+ public:
+  virtual ~EventNamer() = default;
+  // Throws CounterError when PAPI cannot start, does not know the name, has
+  // no native events for it on this CPU, or derives it in a way memsweep does
+  // not combine (anything but a sum or a difference).
+  virtual PapiEvent resolve(const std::string& name) const = 0;
+  // "PAPI 7.0.0.0"; throws CounterError when PAPI cannot start.
+  virtual std::string version() const = 0;
+  // Throws CounterError when PAPI cannot start.
+  virtual PapiCpuComponent cpu_component() const = 0;
+};
 
-// "PAPI 7.0.0.0"; throws CounterError when PAPI cannot start.
-std::string papi_version();
+// The real PAPI, initialised on first use.
+const EventNamer& papi();
 
 }  // namespace memsweep::detail

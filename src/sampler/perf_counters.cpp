@@ -32,20 +32,35 @@ int perf_event_open(perf_event_attr& attr, pid_t tid, int group_fd = -1) {
   return static_cast<int>(::syscall(SYS_perf_event_open, &attr, tid, -1, group_fd, PERF_FLAG_FD_CLOEXEC));
 }
 
-perf_event_attr encode(const std::string& native_name, int privilege_levels) {
+// Every event its own group, so the kernel can multiplex them one by one;
+// inherit: threads created later by a counted thread are counted too.
+void set_counting_fields(perf_event_attr& attr) {
+  attr.size = sizeof(attr);
+  attr.inherit = 1;
+  attr.disabled = 0;
+  attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+}
+
+perf_event_attr encode(const std::string& native_name) {
   perf_event_attr attr{};
   pfm_perf_encode_arg_t arg{};
   arg.attr = &attr;
   arg.size = sizeof(arg);
-  const int status = pfm_get_os_event_encoding(native_name.c_str(), privilege_levels, PFM_OS_PERF_EVENT_EXT, &arg);
+  const int status = pfm_get_os_event_encoding(native_name.c_str(), PFM_PLM0 | PFM_PLM3, PFM_OS_PERF_EVENT_EXT, &arg);
   if (status != PFM_SUCCESS)
     throw CounterError(fmt::format("libpfm4 cannot encode {}: {}", native_name, pfm_strerror(status)), status);
-  attr.size = sizeof(attr);
-  // Every event its own group, so the kernel can multiplex them one by one;
-  // inherit: threads created later by a counted thread are counted too.
-  attr.inherit = 1;
-  attr.disabled = 0;
-  attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+  set_counting_fields(attr);
+  return attr;
+}
+
+// User and kernel level, as libpfm4 encodes PFM_PLM0 | PFM_PLM3 (it leaves
+// out the hypervisor).
+perf_event_attr encode(const KernelEvent& event) {
+  perf_event_attr attr{};
+  attr.type = event.type;
+  attr.config = event.config;
+  attr.exclude_hv = 1;
+  set_counting_fields(attr);
   return attr;
 }
 
@@ -63,20 +78,20 @@ std::string open_failure(int error) {
 // Tries user and kernel level first: context switches and page faults are
 // kernel work, and the hardware events then include the kernel's share.
 // Falls back to user level when perf_event_paranoid forbids the kernel.
-EncodedTerm encode_and_try(const CounterTerm& term, bool& kernel_counted) {
-  EncodedTerm encoded{encode(term.native_name, PFM_PLM0 | PFM_PLM3), term.sign};
-  int fd = perf_event_open(encoded.attr, 0);
-  kernel_counted = fd >= 0;
+// Returns whether the kernel's share is counted.
+bool try_open(const std::string& name, perf_event_attr& attr) {
+  int fd = perf_event_open(attr, 0);
+  const bool kernel_counted = fd >= 0;
   if (fd < 0 && (errno == EACCES || errno == EPERM)) {
-    encoded.attr = encode(term.native_name, PFM_PLM3);
-    fd = perf_event_open(encoded.attr, 0);
+    attr.exclude_kernel = 1;
+    fd = perf_event_open(attr, 0);
   }
   if (fd < 0) {
     const int error = errno;
-    throw CounterError(fmt::format("{}: {}", term.native_name, open_failure(error)), error);
+    throw CounterError(fmt::format("{}: {}", name, open_failure(error)), error);
   }
   ::close(fd);
-  return encoded;
+  return kernel_counted;
 }
 
 std::vector<int> thread_ids(int pid) {
@@ -246,13 +261,31 @@ EncodedEvent encode_event(const PapiEvent& event) {
   EncodedEvent encoded;
   encoded.name = event.name;
   encoded.description = event.description;
-  encoded.kernel_counted = true;
-  for (const CounterTerm& term : event.terms) {
-    bool kernel = false;
-    encoded.terms.push_back(encode_and_try(term, kernel));
-    encoded.kernel_counted = encoded.kernel_counted && kernel;
-  }
+  encoded.source = EventSource::papi;
+  for (const CounterTerm& term : event.terms)
+    encoded.terms.push_back({encode(term.native_name), term.sign, term.native_name});
   return encoded;
+}
+
+EncodedEvent encode_event(const std::string& name, const KernelEvent& event) {
+  EncodedEvent encoded;
+  encoded.name = name;
+  encoded.description = event.description;
+  encoded.source = EventSource::kernel;
+  encoded.terms.push_back({encode(event), 1, "the kernel's generic event"});
+  return encoded;
+}
+
+void check_counts(EncodedEvent& event) {
+  event.kernel_counted = true;
+  for (EncodedTerm& term : event.terms) event.kernel_counted = try_open(term.name, term.attr) && event.kernel_counted;
+}
+
+std::vector<EventEncoding> EncodedEvent::encoding() const {
+  std::vector<EventEncoding> encoding;
+  for (const EncodedTerm& term : terms)
+    encoding.push_back({term.attr.type, term.attr.config, term.attr.config1, term.sign});
+  return encoding;
 }
 
 std::unique_ptr<CounterSource> make_perf_counter_source(std::vector<EncodedEvent> events) {

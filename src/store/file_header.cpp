@@ -50,6 +50,15 @@ void write_header(hid_t file, const FileHeader& header, const Hdf5Errors& errors
   write_int_attribute(file, "planned_trials", header.planned_trials, H5T_STD_I64LE, errors);
   write_strings_attribute(file, "events_requested", header.events_requested, errors);
   write_strings_attribute(file, "counter_columns", header.counter_columns, errors);
+  // None (not known) or one per column.
+  for (const auto& [name, values] : {std::pair{"counter_sources", &header.counter_sources},
+                                     std::pair{"counter_encodings", &header.counter_encodings}}) {
+    if (values->empty()) continue;
+    if (values->size() != header.counter_columns.size())
+      errors.fail_plain(fmt::format("{} lists {} values for {} counter columns", name, values->size(),
+                                    header.counter_columns.size()));
+    write_strings_attribute(file, name, *values, errors);
+  }
   write_strings_attribute(file, "event_notes", header.event_notes, errors);
   write_bool_attribute(file, "swmr", header.swmr, errors);
 }
@@ -88,6 +97,10 @@ FileHeader read_header(hid_t file, const Hdf5Errors& errors) {
   header.events_requested = required_strings(file, "events_requested", errors);
   header.counter_columns = required_strings(file, "counter_columns", errors);
   header.event_notes = required_strings(file, "event_notes", errors);
+  // Optional: absent from files written before counters had two sources.
+  header.counter_sources = read_strings_attribute(file, "counter_sources", errors).value_or(std::vector<std::string>{});
+  header.counter_encodings =
+      read_strings_attribute(file, "counter_encodings", errors).value_or(std::vector<std::string>{});
   const std::optional<bool> swmr = read_bool_attribute(file, "swmr", errors);
   if (!swmr) errors.fail_plain("damaged memsweep results file: root attribute swmr is missing");
   header.swmr = *swmr;

@@ -134,12 +134,14 @@ class Coordinator {
   void begin_stop() {
     if (stopping_) return;
     stopping_ = true;
+    // The mark first: under mpirun the signal may mean a rank died, and the
+    // job may be killed a second later. A send to that dead rank can block
+    // or end this one (Open MPI's errors are fatal), and without the mark a
+    // resume would blame this rank's death for the lost trials.
+    write([&] { sink_.stopping(); });
     for (std::size_t worker = 1; worker < busy_.size(); ++worker) {
       if (busy_[worker]) send_empty(comm_, static_cast<int>(worker), tag::kStop);
     }
-    // After the STOPs: under mpirun the signal may mean a rank died, and the
-    // job may be killed a second later; the others' trials stop meanwhile.
-    write([&] { sink_.stopping(); });
   }
 
   Communicator& comm_;

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
@@ -235,6 +236,13 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   int initialized = 0;
   check(MPI_Initialized(&initialized), "MPI_Initialized", "starting MPI");
   if (initialized) return;
+  // Open MPI's shared-memory transport copies large messages straight out of
+  // the sender's memory (CMA, process_vm_readv); when the sender dies mid-
+  // message (a rank killed as the OOM killer would) the read fails and Open
+  // MPI ends this rank too, before rank 0 can record why its trials were
+  // lost. memsweep's messages are tens of KiB: copying them through the
+  // shared buffers costs nothing measurable. A user's own setting wins.
+  ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
   int provided = 0;
   {
     const OpenMpiAllocationsNotLeaks open_mpi;

@@ -28,7 +28,34 @@ TEST(EventsCommand, ListsCandidatesAvailabilityAndTheDefaultSet) {
 TEST(EventsCommand, ChecksExtraNamesAndReportsUnknownOnes) {
   const CommandResult result = run_memsweep({"events", "PAPI_NOT_AN_EVENT"});
   ASSERT_EQ(result.exit_status, 0) << result.err;
-  EXPECT_TRUE(std::regex_search(result.out, std::regex(R"(\nPAPI_NOT_AN_EVENT +no +PAPI does not know)")));
+  EXPECT_TRUE(std::regex_search(result.out, std::regex(R"(\nPAPI_NOT_AN_EVENT +no +- +- +PAPI does not know)")))
+      << result.out;
+}
+
+TEST(EventsCommand, TheKernelSwitchServesEverythingFromTheKernelsGenericEvents) {
+  const CommandResult result = run_memsweep({"events", "--counter-source", "kernel", "page-faults", "PAPI_SR_INS"});
+  ASSERT_EQ(result.exit_status, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("counter source: kernel"));
+  for (const char* name : {"perf::PAGE-FAULTS", "perf::MINOR-FAULTS", "page-faults"})
+    EXPECT_TRUE(std::regex_search(result.out, std::regex(std::string("\n") + name + " +yes +kernel +type=1 ")))
+        << name << " in\n"
+        << result.out;
+  EXPECT_TRUE(std::regex_search(result.out, std::regex(R"(\nPAPI_SR_INS +no .*no generic kernel event)")));
+  EXPECT_THAT(result.out, ::testing::Not(HasSubstr(" papi ")));
+}
+
+TEST(EventsCommand, SaysWhetherPapisCpuComponentWorksAndWhichCpuThisIs) {
+  const CommandResult result = run_memsweep({"events"});
+  ASSERT_EQ(result.exit_status, 0) << result.err;
+  EXPECT_TRUE(std::regex_search(result.out, std::regex(R"(^CPU: .+ \(family \d+, model \d+\)\n)"))) << result.out;
+  EXPECT_TRUE(std::regex_search(result.out, std::regex(R"(CPU component perf_event is (active|disabled: .+))")))
+      << result.out;
+}
+
+TEST(EventsCommand, AnUnknownCounterSourceIsRefused) {
+  const CommandResult result = run_memsweep({"events", "--counter-source", "pmu"});
+  EXPECT_EQ(result.exit_status, 2);
+  EXPECT_THAT(result.err, HasSubstr("--counter-source"));
 }
 
 }  // namespace

@@ -731,7 +731,12 @@ bool trial_processes_gone(const std::vector<pid_t>& pids, std::chrono::milliseco
 TEST(RunCommand, AKilledRankLeavesAKilledTrialThatResumeRecords) {
   const TempDir dir;
   std::vector<pid_t> trials_before_kill;
-  const std::string sweep = sweep_file(dir, "slow.toml", kSlowSweep);
+  std::string killed_run_err;  // what the killed run printed, for a failure's message
+  // Trials of about 3 s, so that one can be caught 2 s in, when rank 0 has
+  // made some of its samples durable even on a loaded machine.
+  std::string slower = kSlowSweep;
+  slower.replace(slower.find("epochs = 5"), 10, "epochs = 8");
+  const std::string sweep = sweep_file(dir, "slow.toml", slower);
   const std::string out = (dir.path() / "k.h5").string();
   {
     BackgroundProcess run(memsweep_on_ranks_argv(2, {"run", sweep, "-o", out, "--flush-interval", "0.2"}), dir.path(),
@@ -746,12 +751,13 @@ TEST(RunCommand, AKilledRankLeavesAKilledTrialThatResumeRecords) {
       std::vector<pid_t> running;
       ASSERT_TRUE(run.wait_for([&] { return !(running = trial_processes_of(workers.front())).empty(); },
                                std::chrono::seconds(30)));
-      std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+      std::this_thread::sleep_for(std::chrono::milliseconds(2000));
       if (trial_processes_of(workers.front()) == running) trials_before_kill = running;
     }
     ASSERT_EQ(trials_before_kill.size(), 1U) << "the worker runs its trial in a process of its own";
     ::kill(workers.front(), SIGKILL);
     EXPECT_NE(run.wait(), kOk);
+    killed_run_err = run.err();
   }
   // Its trial process died with it: no orphan keeps training.
   EXPECT_TRUE(trial_processes_gone(trials_before_kill, std::chrono::seconds(5)))
@@ -761,7 +767,7 @@ TEST(RunCommand, AKilledRankLeavesAKilledTrialThatResumeRecords) {
   ASSERT_EQ(resumed.exit_status, kOk) << resumed.err;
   TsvTable trials = h5py_table(out, "trials");
   const auto killed = trials.where("status", "killed");
-  ASSERT_EQ(killed.size(), 1U) << resumed.err;
+  ASSERT_EQ(killed.size(), 1U) << resumed.err << "\nthe killed run printed:\n" << killed_run_err;
   EXPECT_EQ(trials.at(killed.front(), "end_cause"), "rank_lost");
   EXPECT_EQ(trials.at(killed.front(), "rank"), "1");
   EXPECT_THAT(trials.at(killed.front(), "message"), HasSubstr("rank 1 died during the trial"));

@@ -496,13 +496,15 @@ TEST_F(TrainingRunnerTest, LimitsTheExamplesOfEachSplit) {
 
 TEST_F(TrainingRunnerTest, CountsTheTrialProcessInTheFilesColumnOrder) {
   TrainingRunnerOptions settings = options();
-  settings.counter_columns = {"PAPI_NOT_AN_EVENT", "perf::PAGE-FAULTS"};
+  // The second column as rank 0 found it served: by the kernel's generic event.
+  settings.counter_columns = {{"PAPI_NOT_AN_EVENT"}, {"perf::PAGE-FAULTS", CounterSourceChoice::kernel}};
   TrainingRunner runner(settings);
   ASSERT_EQ(runner.counter_events().size(), 2U);
   EXPECT_FALSE(runner.counter_events()[0].available);
   // A software event: every Linux with perf_event_open has it, VMs included.
   ASSERT_TRUE(runner.counter_events()[1].available)
       << "perf::PAGE-FAULTS is not available here: " << runner.counter_events()[1].detail;
+  EXPECT_EQ(runner.counter_events()[1].source, EventSource::kernel);
   RecordingSink sink;
   // Large enough that its weights fault in thousands of pages while it trains.
   const TrialRow row = runner.run(synthetic_trial({1024, 1024}, 1), plain_context(), sink);

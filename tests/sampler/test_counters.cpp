@@ -32,17 +32,25 @@ Reading read_faults(CounterSource& source) {
   return {values[0], running[0]};
 }
 
-std::unique_ptr<CounterSource> page_faults() {
-  CounterSetup setup = open_counters({"perf::PAGE-FAULTS"});
-  EXPECT_TRUE(setup.events.at(0).available) << setup.events.at(0).detail;
-  return std::move(setup.source);
-}
+// The same coverage whichever source serves the event: PAPI's encoding
+// (auto, where PAPI's CPU component works) or the kernel's generic event.
+class CountersFromEachSource : public ::testing::TestWithParam<CounterSourceChoice> {
+ protected:
+  static std::unique_ptr<CounterSource> page_faults() {
+    CounterSetup setup = open_counters({"perf::PAGE-FAULTS"}, GetParam());
+    EXPECT_TRUE(setup.events.at(0).available) << setup.events.at(0).detail;
+    if (GetParam() == CounterSourceChoice::kernel) {
+      EXPECT_EQ(setup.events.at(0).source, EventSource::kernel);
+    }
+    return std::move(setup.source);
+  }
+};
 
 double expected_pages() {
   return static_cast<double>(kWorkers * kBytesPerWorker) / static_cast<double>(::sysconf(_SC_PAGESIZE));
 }
 
-TEST(Counters, CoverThreadsCreatedAfterTheyStartWhileThoseThreadsLive) {
+TEST_P(CountersFromEachSource, CoverThreadsCreatedAfterTheyStartWhileThoseThreadsLive) {
   auto source = page_faults();
   ASSERT_NE(source, nullptr);
   ASSERT_TRUE(source->start(0, {}));
@@ -63,12 +71,12 @@ TEST(Counters, CoverThreadsCreatedAfterTheyStartWhileThoseThreadsLive) {
   const Reading after = read_faults(*source);
   source->stop();
 
-  EXPECT_GE(static_cast<double>(live.faults), 0.9 * expected_pages());
+  EXPECT_GE(static_cast<double>(live.faults), expected_pages()) << "one fault per fresh page, at least";
   EXPECT_GE(after.faults, live.faults) << "counts of ended threads are kept";
   EXPECT_FLOAT_EQ(live.running, 1.0F);
 }
 
-TEST(Counters, CoverThreadsThatExistedBeforeTheyStart) {
+TEST_P(CountersFromEachSource, CoverThreadsThatExistedBeforeTheyStart) {
   auto source = page_faults();
   ASSERT_NE(source, nullptr);
   std::latch counters_started(1);
@@ -90,10 +98,10 @@ TEST(Counters, CoverThreadsThatExistedBeforeTheyStart) {
   read_done.arrive_and_wait();
   for (std::thread& worker : pool) worker.join();
   source->stop();
-  EXPECT_GE(static_cast<double>(live.faults), 0.9 * expected_pages());
+  EXPECT_GE(static_cast<double>(live.faults), expected_pages()) << "one fault per fresh page, at least";
 }
 
-TEST(Counters, LeaveOutExcludedThreads) {
+TEST_P(CountersFromEachSource, LeaveOutExcludedThreads) {
   auto source = page_faults();
   ASSERT_NE(source, nullptr);
   std::atomic<int> tid{0};
@@ -116,6 +124,10 @@ TEST(Counters, LeaveOutExcludedThreads) {
   const double pages = static_cast<double>(kBytesPerWorker) / static_cast<double>(::sysconf(_SC_PAGESIZE));
   EXPECT_LT(static_cast<double>(reading.faults), 0.5 * pages);
 }
+
+INSTANTIATE_TEST_SUITE_P(Sources, CountersFromEachSource,
+                         ::testing::Values(CounterSourceChoice::automatic, CounterSourceChoice::kernel),
+                         [](const auto& param_info) { return std::string(counter_source_name(param_info.param)); });
 
 TEST(Counters, SamplerCountsWorkOnThreadsItDidNotStart) {
   CounterSetup setup = open_counters({"perf::PAGE-FAULTS"});
@@ -160,23 +172,25 @@ TEST(Counters, NoneAvailableMeansNoSourceAndMemoryStillSampled) {
 }
 
 TEST(Counters, AtMostSixteenAndDuplicatesCountedOnce) {
+  // Seventeen names that both sources serve (PAPI, where its CPU component
+  // works, and the kernel's generic events), then one listed twice.
   const std::vector<std::string> names{"perf::PAGE-FAULTS",
                                        "perf::FAULTS",
-                                       "perf::PERF_COUNT_SW_PAGE_FAULTS",
+                                       "page-faults",
+                                       "faults",
+                                       "perf::page-faults",
                                        "perf::MINOR-FAULTS",
-                                       "perf::PERF_COUNT_SW_PAGE_FAULTS_MIN",
+                                       "minor-faults",
                                        "perf::MAJOR-FAULTS",
-                                       "perf::PERF_COUNT_SW_PAGE_FAULTS_MAJ",
+                                       "major-faults",
                                        "perf::CONTEXT-SWITCHES",
                                        "perf::CS",
-                                       "perf::PERF_COUNT_SW_CONTEXT_SWITCHES",
+                                       "context-switches",
+                                       "cs",
                                        "perf::CPU-MIGRATIONS",
                                        "perf::MIGRATIONS",
-                                       "perf::PERF_COUNT_SW_CPU_MIGRATIONS",
-                                       "perf::TASK-CLOCK",
-                                       "perf::PERF_COUNT_SW_TASK_CLOCK",
-                                       "perf::CPU-CLOCK",
-                                       "perf::PERF_COUNT_SW_CPU_CLOCK",
+                                       "cpu-migrations",
+                                       "migrations",
                                        "perf::PAGE-FAULTS"};
   const CounterSetup setup = open_counters(names);
   ASSERT_EQ(setup.events.size(), names.size());

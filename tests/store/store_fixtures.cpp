@@ -34,6 +34,9 @@ FileHeader example_header() {
   header.planned_trials = 1234567890123;
   header.events_requested = {"PAPI_L1_DCM", "perf::PAGE-FAULTS", "PAPI_TLB_DM", "PAPI_NOPE"};
   header.counter_columns = kCounterColumns;
+  header.counter_sources = {"papi", "kernel", "kernel"};
+  header.counter_encodings = {"type=4 config=0x430864 - type=4 config=0x430040", "type=1 config=0x2",
+                              "type=3 config=0x10003"};
   header.event_notes = {"PAPI_NOPE: no such event on this machine"};
   header.swmr = true;
   return header;
@@ -156,6 +159,8 @@ void expect_same(const FileHeader& expected, const FileHeader& actual) {
   EXPECT_EQ(actual.planned_trials, expected.planned_trials);
   EXPECT_EQ(actual.events_requested, expected.events_requested);
   EXPECT_EQ(actual.counter_columns, expected.counter_columns);
+  EXPECT_EQ(actual.counter_sources, expected.counter_sources);
+  EXPECT_EQ(actual.counter_encodings, expected.counter_encodings);
   EXPECT_EQ(actual.event_notes, expected.event_notes);
   EXPECT_EQ(actual.swmr, expected.swmr);
 }

@@ -216,6 +216,8 @@ TEST_P(RoundTrip, NoCountersAndNoEventLists) {
   const auto path = dir_.path() / "results.h5";
   FileHeader header = example_header();
   header.counter_columns.clear();
+  header.counter_sources.clear();
+  header.counter_encodings.clear();
   header.events_requested.clear();
   header.event_notes.clear();
   header.hosts.clear();
@@ -228,6 +230,19 @@ TEST_P(RoundTrip, NoCountersAndNoEventLists) {
   EXPECT_TRUE(reader.header().hosts.empty());
   ASSERT_EQ(reader.sample_count(), 3u);
   EXPECT_EQ(reader.samples(2, 1).at(0).rss, 1'000'000 + 2 * 4096);
+}
+
+TEST_P(RoundTrip, ASourceListThatDoesNotMatchTheColumnsIsRefusedAndNoFileIsLeft) {
+  const auto path = dir_.path() / "results.h5";
+  FileHeader header = example_header();
+  header.counter_sources.pop_back();
+  try {
+    ResultStore store = ResultStore::create(path, header, false, options());
+    FAIL() << "a file with 2 sources for 3 counter columns was written";
+  } catch (const StoreError& error) {
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("counter_sources lists 2 values for 3 counter columns"));
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
 }
 
 TEST_P(RoundTrip, AppendsAfterCloseFailWithTheFilesName) {

@@ -263,6 +263,10 @@ TEST(SchemaVersion, AVersion2FileTheOldMemsweepWroteReads) {
   {
     const ResultReader reader(path);
     EXPECT_EQ(reader.header().schema_version, 2);
+    // Its counters came from PAPI, and it says nothing of their sources.
+    EXPECT_FALSE(reader.header().counter_columns.empty());
+    EXPECT_TRUE(reader.header().counter_sources.empty());
+    EXPECT_TRUE(reader.header().counter_encodings.empty());
     const std::vector<TrialRow> trials = reader.trials();
     ASSERT_EQ(trials.size(), 1u);
     EXPECT_EQ(get_fixed(trials[0].status), "ok");

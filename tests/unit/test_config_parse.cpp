@@ -19,6 +19,7 @@ repeats = 3
 [sampler]
 interval_ms = 2
 events = ["PAPI_L1_DCM", "perf::PAGE-FAULTS"]
+counter_source = "kernel"
 [[trial]]
 hidden = [8]
 )",
@@ -28,6 +29,7 @@ hidden = [8]
   EXPECT_EQ(sweep.repeats, 3);
   EXPECT_EQ(sweep.sampler.interval_ms, 2);
   EXPECT_THAT(sweep.sampler.events, ElementsAre("PAPI_L1_DCM", "perf::PAGE-FAULTS"));
+  EXPECT_EQ(sweep.sampler.counter_source, CounterSourceChoice::kernel);
   EXPECT_EQ(sweep.trials.size(), 3u);
   EXPECT_EQ(sweep.source_name, "s.toml");
   EXPECT_THAT(sweep.source_text, ::testing::HasSubstr("name = \"table1\""));
@@ -39,6 +41,7 @@ TEST(SweepParse, NameDefaultsToFileStemAndSeedToZero) {
   EXPECT_EQ(sweep.seed, 0u);
   EXPECT_EQ(sweep.repeats, 1);
   EXPECT_EQ(sweep.sampler.interval_ms, kDefaultSamplerIntervalMs);
+  EXPECT_EQ(sweep.sampler.counter_source, CounterSourceChoice::automatic) << "PAPI first, then the kernel";
 }
 
 TEST(SweepParse, TrialFieldsOverrideDefaults) {
