@@ -43,6 +43,27 @@ struct OptimizerSpec {
   double epsilon = 1e-8;  // used by `adam`
 };
 
+// A value of a trial's [params] table: free parameters that mean something
+// only to its program. Scalars, or a list of scalars.
+struct ParamValue {
+  std::string text;  // what {name} becomes: 0.1, adam, true; a list comma-separated: 16,32
+  std::string json;  // the value as JSON, for the results file: 0.1, "adam", true, [16,32]
+};
+
+// A program that trains instead of memsweep's own trainer (docs/sweep-file.md,
+// "Programs"). The texts are templates: {field} placeholders are filled per
+// trial when it starts (program.hpp).
+struct ProgramSpec {
+  std::string name;                                       // the `trainer` column
+  std::vector<std::string> command;                       // argv, argv[0] first; never empty
+  std::vector<std::pair<std::string, std::string>> env;   // sorted by name
+  std::string workdir;                                    // empty: the run's working directory
+  std::string place;                                      // "sweep.toml:4: program", for messages
+};
+
+// The trainer column's value for memsweep's own trainer.
+inline constexpr std::string_view kBuiltinTrainer = "memsweep";
+
 // One trial, fully resolved: every field has a value.
 struct TrialSpec {
   std::string id;  // stable: a hash of canonical_text(), see below
@@ -59,6 +80,13 @@ struct TrialSpec {
   std::optional<std::uint64_t> mem_budget_bytes;  // not part of the id: a limit, not the trial
   std::optional<double> timeout_seconds;          // wall time from the start of training; not part of the id
   std::string origin;                             // where the file defines it, e.g. "sweep.toml:12 grid[3]"
+  std::optional<ProgramSpec> program;             // nullopt: memsweep's own trainer
+  std::vector<std::pair<std::string, ParamValue>> params;  // sorted by name
+
+  // "memsweep", or the program's name.
+  std::string_view trainer() const { return program ? std::string_view(program->name) : kBuiltinTrainer; }
+  // The [params] as one JSON object ({} when there are none), keys sorted.
+  std::string params_json() const;
 
   // Every field that defines the trial and only those (an optimizer's unused
   // parameters, a non-synthetic dataset's synthetic shape and an MLP's
