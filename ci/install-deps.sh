@@ -24,6 +24,7 @@ packages=(
   # analysis (Debian's /usr/bin/python3)
   python3 python3-numpy python3-h5py python3-pandas python3-matplotlib
   python3-scipy python3-pytest
+  python3-torch                       # jobs/examples/torch_train.py: the PyTorch reference program
   # cluster scheduler for the job-script tests
   slurm-wlm munge
   # a terminal for the full-screen watch test

@@ -26,8 +26,9 @@ FIGURES = [
     ("predicted_bytes", "predicted"),
     ("wall_seconds", "wall_s"),
 ]
-# What identifies a compared row to a reader, beside the figures.
-DESCRIPTION = ["dataset", "model", "optimizer", "learning_rate", "epochs", "batch_size", "hidden", "repeat"]
+# What identifies a compared row to a reader, beside the figures (trainer: schema 4, memsweep's for older files).
+DESCRIPTION = ["dataset", "model", "optimizer", "learning_rate", "epochs", "batch_size", "hidden", "repeat",
+               "trainer"]
 
 
 @dataclass
@@ -89,7 +90,8 @@ def compare(a, b):
                           "matched_by": pairs["matched_by"]})
     for column in DESCRIPTION:
         if column in a_rows.columns:
-            table[column] = a_rows[column].to_numpy()
+            values = a_rows[column]
+            table[column] = (values.astype(str) if column == "trainer" else values).to_numpy()
     table["status_a"] = a_rows["status"].to_numpy()
     table["status_b"] = b_rows["status"].to_numpy()
     for column, name in FIGURES:
@@ -134,6 +136,8 @@ def presented(comparison):
     for column in ("dataset", "batch_size", "hidden", "repeat"):
         if column in table.columns:
             shown[column] = table[column].map(lambda v: "-".join(map(str, v)) if isinstance(v, list) else v)
+    if "trainer" in table.columns and set(table["trainer"]) - {"memsweep"}:
+        shown["trainer"] = table["trainer"]
     if (table["status_a"] != table["status_b"]).any() or (table["status_a"] != "ok").any():
         shown["status A"], shown["status B"] = table["status_a"], table["status_b"]
     for _, name in FIGURES:

@@ -87,8 +87,9 @@ class Document:
 
 
 def cell(value):
-    """A table cell as text: NaN and None empty, floats with up to 4 significant digits, lists joined by -."""
-    if value is None:
+    """A table cell as text: NaN, None and pandas' NA empty, floats with up to 4 significant digits, lists (and
+    tuples) joined by -."""
+    if value is None or type(value).__name__ == "NAType":  # pandas' NA: a nullable column's missing value
         return ""
     if isinstance(value, (list, tuple)):
         return "-".join(str(v) for v in value)

@@ -35,8 +35,10 @@ LABELS = {
 }
 LOG_SCALE = {"learning_rate", "parameters"}
 
-# Hyperparameters a sweep's configuration is made of, for frames that lack A's `config` column.
-CONFIG_COLUMNS = ("dataset", "model", "optimizer", "learning_rate", "epochs", "batch_size", "hidden", "channels")
+# Hyperparameters a sweep's configuration is made of, for frames that lack A's `config` column (a trial's
+# trainer and free parameters, schema 4, are part of it).
+CONFIG_COLUMNS = ("dataset", "model", "optimizer", "learning_rate", "epochs", "batch_size", "hidden", "channels",
+                  "trainer", "params")
 
 
 def _new_figure(rows=1, columns=1, **subplot_kw):
@@ -247,6 +249,45 @@ def counters_vs_batch(table, out):
         axes[index // across][index % across].set_axis_off()
     axes[0][0].legend(fontsize=7)
     figure.suptitle("Counters per training step against batch size", fontsize=11)
+    return _save(figure, out)
+
+
+def peak_vs_batch_by_trainer(peaks, out, reference=None):
+    """Peak RSS against batch size, one colour (a line through the mean at each batch size, a marker per
+    configuration) per trainer, one panel per dataset; log2 batch axis.
+
+    `peaks` is trainers.peaks_by_trainer(pairs): one row per (trainer, configuration) with `trainer`,
+    `dataset`, `batch_size` and `peak` (bytes, the mean over the configuration's ok repeats), the paired
+    configurations only, so that every line covers the same hyperparameters.
+    """
+    if peaks.empty:
+        return _placeholder(out, "no configuration trained by two trainers: nothing to compare")
+    datasets = sorted(peaks["dataset"].unique())
+    shown = datasets[:3]  # beyond three panels the labels no longer fit 800 x 500
+    figure, axes = _new_figure(1, len(shown), sharey=False)
+    names = sorted(peaks["trainer"].unique(), key=lambda name: (name != reference, name))
+    colours = dict(zip(names, _colours()))
+    markers = dict(zip(names, ["o", "s", "^", "D", "v", "P", "X", "*"] * 4))
+    for column, dataset in enumerate(shown):
+        ax = axes[0][column]
+        for trainer in names:
+            mine = peaks[(peaks["dataset"] == dataset) & (peaks["trainer"] == trainer)]
+            if mine.empty:
+                continue
+            ax.scatter(mine["batch_size"], mine["peak"] / MIB, s=12, alpha=0.5, color=colours[trainer],
+                       marker=markers[trainer])
+            mean = mine.groupby("batch_size")["peak"].mean().sort_index()
+            ax.plot(mean.index, mean.to_numpy() / MIB, color=colours[trainer], marker=markers[trainer],
+                    markersize=4, linewidth=1.2, label=trainer)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("batch size")
+        ax.set_title(dataset, fontsize=10)
+        ax.grid(True, alpha=0.3)
+        if column == 0:
+            ax.set_ylabel("peak RSS, MiB")
+        ax.legend(fontsize=7)
+    more = f" (first {len(shown)} of {len(datasets)} datasets)" if len(shown) < len(datasets) else ""
+    figure.suptitle(f"Peak RSS against batch size per trainer, paired configurations{more}", fontsize=11)
     return _save(figure, out)
 
 

@@ -1,7 +1,7 @@
-"""Read memsweep results files (docs/results-file.md, schemas 1, 2 and 3) into pandas DataFrames.
+"""Read memsweep results files (docs/results-file.md, schemas 1 to 4) into pandas DataFrames.
 
 `load(*paths)` checks every file at once (an HDF5 file, `format` = "memsweep",
-`schema_version` 1, 2 or 3, the four tables present) and reads only its root
+`schema_version` 1 to 4, the four tables present) and reads only its root
 attributes; each table is read from every file the first time its property
 is used, then kept. `load(big).trials` never touches /samples, and
 `samples_for(ids)` reads the samples of a few trials without converting the
@@ -11,15 +11,18 @@ Every table gets `file` (the path as given) and `sweep` (the sweep's name).
 Fixed-length text is decoded to str. A figure the file records as -1 ("could
 not be measured") is NaN in the columns of unit bytes or events and in
 `final_train_loss` and `test_accuracy`, so means skip it; bytes stay bytes
-(presentation converts to MiB). /trials gains the columns of `trial_columns`.
+(presentation converts to MiB). /trials gains the columns of `trial_columns`,
+among them one per key of the trials' free parameters (`params`, schema 4).
 Columns a file's schema version does not have read as their "not measured"
-value (TRIAL_COLUMNS_OF_SCHEMA_3), so files of every version concatenate.
+value (TRIAL_COLUMNS_OF_SCHEMA_3 and _4), so files of every version concatenate.
 """
 
+import json
 import math
 import os
 import re
 import shlex
+import warnings
 
 from ._deps import require
 
@@ -31,8 +34,8 @@ import pandas as pd  # noqa: E402
 
 FORMAT = "memsweep"
 # Schema 2 added /samples' sys_total column, which nothing here needs (a schema 1 file's samples lack it);
-# schema 3 added the /trials columns of TRIAL_COLUMNS_OF_SCHEMA_3.
-SCHEMA_VERSIONS = (1, 2, 3)
+# schema 3 added the /trials columns of TRIAL_COLUMNS_OF_SCHEMA_3, schema 4 those of TRIAL_COLUMNS_OF_SCHEMA_4.
+SCHEMA_VERSIONS = (1, 2, 3, 4)
 SCHEMA_VERSION = SCHEMA_VERSIONS[-1]
 TABLES = ("trials", "samples", "epochs", "runs")
 
@@ -55,11 +58,30 @@ MISSING_AS_MINUS_ONE = ("final_train_loss", "test_accuracy", "start_seconds")
 # a schema 3 file holds when no process was started (-1 bytes and seconds read as NaN, like every such figure).
 TRIAL_COLUMNS_OF_SCHEMA_3 = {"pid": -1, "end_signal": 0, "oom_killed": 0, "end_cause": "", "isolation": "",
                              "start_seconds": math.nan, "cgroup_peak": math.nan}
-ADDED_COLUMNS = {"trials": TRIAL_COLUMNS_OF_SCHEMA_3}
+# Who trained each trial and what its process tree did (schema 4), as the rows of an older file read: memsweep's
+# own trainer, no free parameters, the tree's size not recorded (-1), its peaks not measured (NaN, -1 in a file).
+BUILTIN_TRAINER = "memsweep"
+NO_PARAMS = "{}"
+TRIAL_COLUMNS_OF_SCHEMA_4 = {"trainer": BUILTIN_TRAINER, "params": NO_PARAMS, "processes": -1,
+                             "rss_peak_hwm_sum": math.nan, "process_peak_max": math.nan, "bad_event_lines": 0}
+ADDED_COLUMNS = {"trials": {**TRIAL_COLUMNS_OF_SCHEMA_3, **TRIAL_COLUMNS_OF_SCHEMA_4}}
+
+# /trials' columns as the loader gives them (the file's, of schema 4, then the derived ones), before the
+# params columns: a params key named like one of them gets a column `param_<key>` (param_column_names).
+FILE_TRIAL_COLUMNS = (
+    "trial_id", "attempt", "repeat", "run", "dataset", "model", "optimizer", "learning_rate", "epochs",
+    "batch_size", "depth", "hidden", "channels", "seed", "rank", "host", "status", "message", "start_time",
+    "end_time", "wall_seconds", "rss_baseline", "rss_peak", "rss_mean", "rss_footprint", "sys_used_mean",
+    "predicted_bytes", "epochs_done", "final_train_loss", "test_accuracy", "samples", "dropped_samples",
+    "definition", "pid", "end_signal", "oom_killed", "end_cause", "isolation", "start_seconds", "cgroup_peak",
+    "trainer", "params", "processes", "rss_peak_hwm_sum", "process_peak_max", "bad_event_lines")
+DERIVED_TRIAL_COLUMNS = ("total_units", "max_width", "parameters", "final", "config", "run_command_line")
+KNOWN_TRIAL_COLUMNS = ("file", "sweep") + FILE_TRIAL_COLUMNS + DERIVED_TRIAL_COLUMNS
+PARAM_PREFIX = "param_"
 
 
 class MemsweepFileError(ValueError):
-    """A file that is not a readable memsweep results file (schema 1, 2 or 3); the message names it."""
+    """A file that is not a readable memsweep results file (schema 1 to 4); the message names it."""
 
 
 def load(*paths):
@@ -401,13 +423,150 @@ _WITHOUT_SEED_AND_REPEAT = re.compile(r";(seed|repeat)=[^;]*")
 
 
 def config_key(row):
-    """The trial's hyperparameters without its repeat (and seed): equal for the repeats of one trial."""
+    """The trial's hyperparameters without its repeat (and seed): equal for the repeats of one trial.
+
+    A program's trial (trainer other than memsweep) and a trial with free parameters keep them in the key,
+    `;trainer=<name>` and `;params=<JSON>` unless its definition already names them, so that the same
+    hyperparameters trained by two trainers, or with two sets of parameters, are two configurations. The
+    key of a built-in trial without parameters (every trial of a file before schema 4) is as it always was.
+    """
     definition = row.get("definition") or ""
     if definition:
-        return _WITHOUT_SEED_AND_REPEAT.sub("", definition)
-    return (f"dataset={row['dataset']};model={row['model']};optimizer={row['optimizer']};"
-            f"learning_rate={row['learning_rate']!r};epochs={row['epochs']};batch_size={row['batch_size']};"
-            f"hidden={'-'.join(map(str, row['hidden']))};channels={'-'.join(map(str, row['channels']))}")
+        key = _WITHOUT_SEED_AND_REPEAT.sub("", definition)
+    else:
+        key = (f"dataset={row['dataset']};model={row['model']};optimizer={row['optimizer']};"
+               f"learning_rate={row['learning_rate']!r};epochs={row['epochs']};batch_size={row['batch_size']};"
+               f"hidden={'-'.join(map(str, row['hidden']))};channels={'-'.join(map(str, row['channels']))}")
+    named = parse_definition(key)
+    trainer = trainer_name(row.get("trainer"))
+    if trainer != BUILTIN_TRAINER and "trainer" not in named:
+        key += f";trainer={trainer}"
+    params = canonical_params(row.get("params"))
+    if params != NO_PARAMS and "params" not in named:
+        key += f";params={params}"
+    return key
+
+
+def trainer_name(value):
+    """A `trainer` cell as a name: empty (a row written before its trainer was set) or missing is memsweep's."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value == "":
+        return BUILTIN_TRAINER
+    return str(value)
+
+
+def parse_params(text):
+    """A `params` cell as a dict; {} for an empty cell. ValueError when it is not a JSON object (a text longer
+    than the column's 512 bytes is cut, and then no longer JSON)."""
+    if text is None or (isinstance(text, float) and math.isnan(text)) or not str(text).strip():
+        return {}
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError(f"not a JSON object: {text!r}")
+    return value
+
+
+def canonical_params(text):
+    """A `params` cell as compact JSON with sorted keys ("{}" when none): equal parameters give equal text.
+    A cell that is not a JSON object stays as it is."""
+    try:
+        return json.dumps(parse_params(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except ValueError:
+        return str(text)
+
+
+def param_column_names(keys, existing):
+    """{params key: column name}: the key itself when no column in `existing` (and no other key) has that name,
+    else `param_<key>` (more `param_` in front while that is taken too). Keys that name a free column keep it
+    before any clashing key is renamed, so the result does not depend on the keys' order."""
+    taken = set(existing)
+    names = {key: key for key in keys if key and key not in taken}
+    taken |= set(names)
+    for key in sorted(keys):
+        if key in names:
+            continue
+        name = PARAM_PREFIX + key
+        while name in taken:
+            name = PARAM_PREFIX + name
+        names[key] = name
+        taken.add(name)
+    return {key: names[key] for key in sorted(keys)}
+
+
+def param_columns(trials):
+    """{params key: column} of a trials frame: what `trial_columns` recorded in `trials.attrs["param_columns"]`,
+    else worked out again from its `params` column against the loader's own columns; only columns present."""
+    names = trials.attrs.get("param_columns")
+    if names is None:
+        keys = set()
+        for text in set(trials.get("params", pd.Series(dtype=object)).dropna()):
+            try:
+                keys |= set(parse_params(text))
+            except ValueError:
+                pass
+        names = param_column_names(keys, KNOWN_TRIAL_COLUMNS)
+    return {key: name for key, name in names.items() if name in trials.columns}
+
+
+_ABSENT = object()
+
+
+def _param_value(value):
+    """A JSON value as a cell: lists as tuples (hashable, so a column of them groups), objects as JSON text."""
+    if isinstance(value, list):
+        return tuple(_param_value(v) for v in value)
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return value
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def param_series(values, index=None):
+    """One params key's column from its value per trial (`_ABSENT` where a trial lacks the key; JSON null is
+    missing too). Every value a bool: bool, or pandas' nullable "boolean" when some are missing. Every value a
+    number: int64 when every trial has an integer, else float64 with NaN where missing. Every value a string:
+    categorical (NaN where missing). Anything else (lists, a mix of kinds): object, lists as tuples, None where
+    missing."""
+    present = [v for v in values if v is not _ABSENT and v is not None]
+    complete = len(present) == len(values)
+    if present and all(isinstance(v, bool) for v in present):
+        if complete:
+            return pd.Series(values, index=index, dtype=bool)
+        return pd.Series(pd.array([v if isinstance(v, bool) else pd.NA for v in values], dtype="boolean"),
+                         index=index)
+    if present and all(_is_number(v) for v in present):
+        if complete and all(isinstance(v, int) and -2**63 <= v < 2**63 for v in present):
+            return pd.Series(values, index=index, dtype=np.int64)
+        return pd.Series([float(v) if _is_number(v) else math.nan for v in values], index=index, dtype=float)
+    if present and all(isinstance(v, str) for v in present):
+        return pd.Series(pd.Categorical([v if isinstance(v, str) else math.nan for v in values]), index=index)
+    return pd.Series([None if v is _ABSENT or v is None else _param_value(v) for v in values], index=index,
+                     dtype=object)
+
+
+def _add_param_columns(trials):
+    """One column per key of the trials' `params` (docs/analysis.md); the key -> column map in attrs."""
+    parsed = {}
+    for text in set(trials["params"]):
+        try:
+            parsed[text] = parse_params(text)
+        except ValueError as error:
+            parsed[text] = None
+            bad = trials[trials["params"] == text]
+            ids = ", ".join(f"{f}: {t}" for f, t in zip(bad["file"], bad["trial_id"]))
+            warnings.warn(f"params of trial(s) {ids} are not a JSON object ({error}); read as no parameters",
+                          stacklevel=3)
+    per_row = [parsed[text] or {} for text in trials["params"]]
+    keys = sorted(set().union(*per_row)) if per_row else []
+    names = param_column_names(keys, set(trials.columns) | set(KNOWN_TRIAL_COLUMNS))
+    columns = {names[key]: param_series([p.get(key, _ABSENT) for p in per_row], index=trials.index)
+               for key in keys}
+    if columns:
+        trials = pd.concat([trials, pd.DataFrame(columns, index=trials.index)], axis=1)
+    trials.attrs["param_columns"] = names
+    return trials
 
 
 def option_value(command_line, option):
@@ -435,15 +594,25 @@ def trial_columns(trials, runs=None):
 
     hidden, channels (lists, padding dropped; hidden has `depth` widths),
     total_units, max_width, parameters, final, config, and run_command_line
-    (the command line of the trial's row of /runs, when `runs` is given).
+    (the command line of the trial's row of /runs, when `runs` is given);
+    `trainer` becomes categorical (an empty cell: memsweep), `params` compact
+    JSON ("{}" when none), and each params key gets a column of its own
+    (param_series, param_column_names; the map in attrs["param_columns"]).
     """
     trials = trials.copy()
+    for name, value in TRIAL_COLUMNS_OF_SCHEMA_4.items():
+        if name not in trials.columns:  # a frame built by hand
+            trials[name] = value
+    trials["trainer"] = pd.Categorical([trainer_name(t) for t in trials["trainer"]])
+    canonical = {text: canonical_params(text) for text in set(trials["params"])}
+    trials["params"] = pd.Series([canonical[text] for text in trials["params"]], index=trials.index, dtype=object)
     if trials.empty:
         for name in ("total_units", "max_width", "parameters"):
             trials[name] = pd.Series(dtype=float)
         trials["final"] = pd.Series(dtype=bool)
         trials["config"] = pd.Series(dtype=object)
         trials["run_command_line"] = pd.Series(dtype=object)
+        trials.attrs["param_columns"] = {}
         return trials
     trials["hidden"] = [[int(w) for w in row[:max(int(d), 0)]] for row, d in zip(trials["hidden"], trials["depth"])]
     trials["channels"] = [[int(c) for c in row if c != 0] for row in trials["channels"]]
@@ -459,4 +628,4 @@ def trial_columns(trials, runs=None):
         trials["run_command_line"] = [lines.get((f, int(r)), "") for f, r in zip(trials["file"], trials["run"])]
     else:
         trials["run_command_line"] = ""
-    return trials
+    return _add_param_columns(trials)

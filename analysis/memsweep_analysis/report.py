@@ -14,9 +14,9 @@ require("pandas")
 
 import pandas as pd  # noqa: E402
 
-from . import counters, estimate, figures, stats, tables  # noqa: E402
+from . import counters, estimate, figures, stats, tables, trainers  # noqa: E402
 from .document import Document, cell  # noqa: E402
-from .load import load  # noqa: E402
+from .load import BUILTIN_TRAINER, load, param_columns  # noqa: E402
 
 MIB = 2 ** 20
 # At most this many trials get `memsweep estimate`'s parts (one process per trial).
@@ -64,7 +64,8 @@ def process_end(end_cause, end_signal):
 
 
 def not_ok_table(trials):
-    """The final rows that are not ok, with their messages, and how their process ended when any says."""
+    """The final rows that are not ok, with their messages, and how their process ended when any says; then,
+    when some trial of `trials` is a program's or has free parameters, `trainer` and the parameters."""
     failed = trials[trials["final"] & (trials["status"] != "ok")]
     shown = failed[["file", "trial_id", "dataset", "learning_rate", "batch_size", "status", "message"]].copy()
     ends = [process_end(cause, number) for cause, number in
@@ -72,11 +73,22 @@ def not_ok_table(trials):
                 failed.get("end_signal", pd.Series(0, index=failed.index)))]
     if any(ends):
         shown.insert(shown.columns.get_loc("message"), "process end", ends)
+    if _has_programs(trials):
+        shown["trainer"] = failed["trainer"].astype(str)
+    for column in param_columns(trials).values():
+        if trials[column].notna().any():
+            shown[column] = failed[column]
     return shown
 
 
-def _paper_layout(table):
-    """The paper table with the columns a reader needs, MiB to one decimal, mean ± SD as one cell."""
+def _has_programs(trials):
+    """Whether some trial was trained by a program (a trainer other than memsweep's own)."""
+    return "trainer" in trials.columns and bool(set(trials["trainer"].astype(str)) - {BUILTIN_TRAINER})
+
+
+def _paper_layout(table, extra=()):
+    """The paper table with the columns a reader needs, MiB to one decimal, mean ± SD as one cell; then the
+    `extra` columns of the table (tables.extra_columns: the trainer, the free parameters) as they are."""
     def with_spread(mean, std):
         return [("" if pd.isna(m) else f"{m:.1f}" + ("" if pd.isna(s) else f" ± {s:.1f}"))
                 for m, s in zip(table[mean], table[std])]
@@ -96,6 +108,8 @@ def _paper_layout(table):
     shown["rss peak"] = with_spread("rss_peak_mb", "rss_peak_mb_std")
     shown["peak−base"] = with_spread("rss_footprint_mb", "rss_footprint_mb_std")
     shown["predicted"] = table["predicted_mb"].map(lambda v: "" if pd.isna(v) else f"{v:.1f}")
+    for column in extra:
+        shown[column] = [cell(v) for v in table[column]]
     return shown
 
 
@@ -208,6 +222,90 @@ def _estimate_section(doc, results, trials, out_dir, chosen):
     return calibration_path
 
 
+def _program_notes(doc, trials):
+    """What the trials of programs need a reader to know: the lines memsweep could not read."""
+    if "bad_event_lines" not in trials.columns:
+        return
+    bad = trials[trials["bad_event_lines"] > 0]
+    if not bad.empty:
+        doc.paragraph(f"{len(bad)} trial attempt(s) wrote {int(bad['bad_event_lines'].sum())} line(s) to memsweep's "
+                      "events channel that were not understood (`bad_event_lines`): their program and memsweep "
+                      "disagree on the events format, and what those lines said is missing from their rows: "
+                      + ", ".join(sorted(set(bad["trial_id"]))) + ".", note=True)
+
+
+def _trainers_section(doc, trials, out_dir):
+    """Trainers compared on the same hyperparameters: the pairs, the difference's slope against batch size in
+    one sentence per trainer pair, dataset and figure, and peak against batch size per trainer."""
+    pairs = trainers.paired_configurations(trials)
+    reference = pairs.attrs["reference"]
+    others = [t for t in trainers.trainers(trials) if t != reference]
+    doc.heading("Trainers compared")
+    doc.paragraph(f"Trials of {', '.join(others)} beside {reference}'s on identical hyperparameters (every field "
+                  "of the trial's definition but its trainer, seed and repeat, and its free parameters), each "
+                  "configuration's ok repeats averaged; difference = trainer − reference, MiB. A program's peak "
+                  "is the sampled peak of its whole process tree's summed RSS and its footprint is that whole "
+                  "peak (a program has no ready point: baseline 0); memsweep's footprint is its peak above the "
+                  "baseline of a process that has loaded its libraries and the dataset. Whether a difference is "
+                  "about constant: the least-squares slope of the difference against batch size within "
+                  "configurations that differ only in batch size, 95% interval by Student's t.")
+    slopes = trainers.difference_slopes(pairs)
+    peak = slopes[slopes["figure"] == "peak"]
+    doc.bullets(peak["sentence"].tolist())
+    if pairs.empty:
+        doc.paragraph("No configuration has an ok trial of two trainers: nothing to compare.", note=True)
+    else:
+        doc.table(_pairs_layout(pairs))
+        shown = pd.DataFrame({
+            "trainer": slopes["trainer"], "dataset": slopes["dataset"], "figure": slopes["figure"],
+            "n": slopes["n"], "batch": [f"{lo}–{hi}" for lo, hi in zip(slopes["batch_min"], slopes["batch_max"])],
+            "mean diff MiB": slopes["mean_difference"] / MIB, "SD MiB": slopes["sd_difference"] / MIB,
+            "slope MiB/example": slopes["slope"] / MIB,
+            "95% CI": [_interval_per_example(lo, hi) for lo, hi in zip(slopes["ci_low"], slopes["ci_high"])],
+            "verdict": slopes["verdict"]})
+        doc.table(shown)
+    alone = {t: n for t, n in pairs.attrs["unpaired"].items() if n}
+    if alone:
+        doc.paragraph("Configurations with ok trials of one side only (not compared): " +
+                      ", ".join(f"{t} {n}" for t, n in sorted(alone.items())) + ".", note=True)
+    path = figures.peak_vs_batch_by_trainer(trainers.peaks_by_trainer(pairs),
+                                            os.path.join(out_dir, "trainers-peak-vs-batch.png"), reference)
+    doc.image(path, "peak RSS against batch size per trainer")
+    return path
+
+
+def _interval_per_example(low, high):
+    return "" if pd.isna(low) or pd.isna(high) else f"[{low / MIB:+.3g}, {high / MIB:+.3g}]"
+
+
+def _pairs_layout(pairs):
+    """The paired configurations as a reader sees them: MiB, repeats as "n ref/n trainer"; model, optimizer and
+    channels only when they tell rows apart."""
+    shown = pd.DataFrame({"trainer": pairs["trainer"], "dataset": pairs["dataset"]})
+    for column in ("model", "optimizer"):
+        if pairs[column].nunique() > 1:
+            shown[column] = pairs[column]
+    shown["lr"] = pairs["learning_rate"].map(lambda v: f"{v:g}")
+    shown["epochs"] = pairs["epochs"]
+    shown["batch"] = pairs["batch_size"]
+    shown["hidden"] = pairs["hidden"]
+    if (pairs["channels"] != "").any():
+        shown["channels"] = pairs["channels"]
+    for column in pairs.attrs.get("param_columns", {}).values():
+        if column in pairs.columns and pairs[column].notna().any():
+            shown[column] = [cell(v) for v in pairs[column]]
+    # With one trainer beside the reference the columns name both; with several, "trainer" is the row's.
+    reference = pairs.attrs.get("reference", "reference")
+    names = sorted(set(pairs["trainer"]))
+    other = names[0] if len(names) == 1 else "trainer"
+    shown[f"runs {reference}/{other}"] = [f"{a}/{b}" for a, b in zip(pairs["n_reference"], pairs["n_trainer"])]
+    for name in ("peak", "footprint"):
+        shown[f"{name} {reference}"] = pairs[f"{name}_reference"] / MIB
+        shown[f"{name} {other}"] = pairs[f"{name}_trainer"] / MIB
+        shown[f"{name} {other} − {reference}"] = pairs[f"{name}_difference"] / MIB
+    return shown
+
+
 def _counters_section(doc, results, out_dir, train_examples):
     doc.heading("Counters against batch size")
     per_step = counters.counters_per_step(results, train_examples=train_examples)
@@ -254,19 +352,28 @@ def build_report(paths, out_dir, trials=None, paper_csv=None, train_examples=Non
     doc.heading("Files")
     doc.table(files_table(results))
 
+    extra = tables.extra_columns(paper)
     for dataset, table in paper.groupby("dataset", sort=True):
         doc.heading(f"{dataset}: trials", level=2)
-        doc.table(_paper_layout(table.reset_index(drop=True)))
+        doc.table(_paper_layout(table.reset_index(drop=True), extra))
+    _program_notes(doc, all_trials)
 
     failed = not_ok_table(all_trials)
     if not failed.empty:
         doc.heading("Trials that did not end ok")
         doc.table(failed)
 
+    if len(trainers.trainers(all_trials)) > 1:
+        written.append(_trainers_section(doc, all_trials, out_dir))
+
     doc.heading("What drives memory")
     doc.paragraph("Spearman rank correlations per dataset and pooled (pooled mixes datasets: read the regression "
                   "with dataset as a factor for effects within datasets). Repeats are averaged to one point per "
                   "configuration. 95% intervals by Fisher's z.")
+    if len(trainers.trainers(all_trials)) > 1:
+        doc.paragraph("These statistics take every trainer's trials together: a trainer's own overhead is "
+                      "read as an effect of whatever hyperparameter goes with it. \"Trainers compared\" above "
+                      "separates them.", note=True)
     correlations = stats.rank_correlations(all_trials)
     regressions = stats.regression(all_trials)
     doc.bullets(_verdict_lines(correlations, regressions))
@@ -323,9 +430,10 @@ def tables_text(paths):
     """The per-dataset tables and the correlations as plain text (the `tables` command)."""
     results = load(*paths)
     paper = tables.paper_table(results)
+    extra = tables.extra_columns(paper)
     parts = []
     for dataset, table in paper.groupby("dataset", sort=True):
-        parts.append(f"{dataset}\n" + _paper_layout(table.reset_index(drop=True)).to_string(index=False))
+        parts.append(f"{dataset}\n" + _paper_layout(table.reset_index(drop=True), extra).to_string(index=False))
     correlations = stats.rank_correlations(results.trials)
     if not correlations.empty:
         parts.append("rank correlations\n" + _correlation_table(correlations).to_string(index=False))

@@ -12,6 +12,11 @@ which the sampler computes exactly so. MB is 2^20 bytes, as the paper's
 figures are psutil's bytes / 2^20. Only rows with status `ok` count for the
 figures; `n_ok` says how many repeats that is, `n` how many have a final
 status at all (a failed or killed repeat is counted, not averaged).
+
+After those columns (which stay first and as they were), `trainer` and one
+column per free parameter (load.param_columns): a configuration's trainer and
+parameters are part of it, so the same hyperparameters trained by two
+trainers are two rows.
 """
 
 import os
@@ -24,7 +29,7 @@ require("numpy", "pandas")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .load import FINAL_STATUSES  # noqa: E402
+from .load import BUILTIN_TRAINER, FINAL_STATUSES, param_column_names, param_columns  # noqa: E402
 
 MIB = float(2 ** 20)
 
@@ -70,13 +75,21 @@ def paper_table(results, dataset=None, paper_csv=None):
     for _, name in FIGURES:
         columns += [name, f"{name}_std"]
     columns += ["config"]
+    # key -> (the trials' column, this table's: a key named like one of the columns above gets param_<key>)
+    in_trials = param_columns(trials)
+    in_table = param_column_names(list(in_trials), columns + ["trainer", "paper_trial", "paper_memory_used_mb"])
+    params = {key: (in_trials[key], in_table[key]) for key in in_trials}
+    columns += ["trainer"] + [mine for _, mine in params.values()]
     rows = []
     for (name, config), group in final.groupby(["dataset", "config"], sort=False):
         ok = ok_rows(group)
         first = group.iloc[0]
         row = {"dataset": name, "learning_rate": float(first["learning_rate"]), "epochs": int(first["epochs"]),
                "batch_size": int(first["batch_size"]), "hidden": hidden_text(first["hidden"]), "n": len(group),
-               "n_ok": len(ok), "config": config, "_order": group.index.min()}
+               "n_ok": len(ok), "config": config, "_order": group.index.min(),
+               "trainer": str(first["trainer"]) if "trainer" in group.columns else BUILTIN_TRAINER}
+        for theirs, mine in params.values():
+            row[mine] = first[theirs]
         for column, prefix in FIGURES:
             values = ok[column].dropna() / MIB
             row[prefix] = values.mean() if len(values) else np.nan
@@ -88,7 +101,20 @@ def paper_table(results, dataset=None, paper_csv=None):
     table = table.drop(columns="_order").reset_index(drop=True)
     if paper_csv is not None:
         table = _beside_paper(table, read_paper_csvs(paper_csv), dataset)
+    table.attrs["param_columns"] = {key: mine for key, (_, mine) in params.items()}
     return table
+
+
+def extra_columns(table):
+    """The columns after the paper's that a reader needs: `trainer` when some row is not memsweep's own, and
+    the free parameters' columns that have a value in some row."""
+    extra = []
+    if "trainer" in table.columns and set(table["trainer"].dropna().astype(str)) - {BUILTIN_TRAINER}:
+        extra.append("trainer")
+    for column in table.attrs.get("param_columns", {}).values():
+        if column in table.columns and table[column].notna().any():
+            extra.append(column)
+    return extra
 
 
 def paper_dataset(path):

@@ -15,10 +15,23 @@ FNV-1a hash), so ids are those of a real sweep with the same trials.
 `len(hidden)`, `epochs_done` to `epochs`. Sample rows default to the first
 trial's id; a counter value is given under the counter's name.
 
-Files are of the current schema (3) unless `schema_version` asks for an
-older one (1 or 2): then the columns added since are left out, as that
+Files are of the current schema (4) unless `schema_version` asks for an
+older one (1, 2 or 3): then the columns added since are left out, as that
 version's memsweep wrote them (ADDED_IN), and a row naming one is refused.
+
+Schema 4's trial columns default to a built-in trial's: `trainer`
+"memsweep", `params` "{}", `processes` 1, `rss_peak_hwm_sum` and
+`process_peak_max` -1, `bad_event_lines` 0. A row may give `trainer` (a
+program's name) and `params` as a dict (written as compact JSON, keys
+sorted, as TrialSpec::params_json() does) or as the text itself. A program
+trial's default definition ends in `;trainer=<name>`, and a trial with
+parameters' in `;params=<JSON>`, so that the same hyperparameters trained by
+two trainers get two ids, as two trials of one sweep must (what the C++
+definition will hold for them is the config branch's; the analysis does not
+rely on either).
 """
+
+import json
 
 import h5py
 import numpy as np
@@ -33,7 +46,7 @@ EVENTS = "events"
 MAX_HIDDEN = 16
 MAX_CHANNELS = 8
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def _text(width):
@@ -82,6 +95,12 @@ TRIAL_COLUMNS = [
     ("isolation", _text(16), TEXT),
     ("start_seconds", "<f8", SECONDS),
     ("cgroup_peak", "<i8", BYTES),
+    ("trainer", _text(16), TEXT),
+    ("params", _text(512), TEXT),
+    ("processes", "<i4", ONE),
+    ("rss_peak_hwm_sum", "<i8", BYTES),
+    ("process_peak_max", "<i8", BYTES),
+    ("bad_event_lines", "<i4", ONE),
 ]
 
 SAMPLE_COLUMNS = [
@@ -112,8 +131,10 @@ EPOCH_COLUMNS = [
 
 # The schema version that added each column after version 1 (docs/results-file.md, Versions).
 ADDED_IN = {
-    "trials": {name: 3 for name in ("pid", "end_signal", "oom_killed", "end_cause", "isolation", "start_seconds",
-                                    "cgroup_peak")},
+    "trials": {**{name: 3 for name in ("pid", "end_signal", "oom_killed", "end_cause", "isolation",
+                                       "start_seconds", "cgroup_peak")},
+               **{name: 4 for name in ("trainer", "params", "processes", "rss_peak_hwm_sum", "process_peak_max",
+                                       "bad_event_lines")}},
     "samples": {"sys_total": 2},
     "runs": {"end_time": 3, "end_state": 3},
 }
@@ -168,6 +189,8 @@ TRIAL_DEFAULTS = {
     "samples": 0, "dropped_samples": 0,
     "pid": -1, "end_signal": 0, "oom_killed": 0, "end_cause": "", "isolation": "", "start_seconds": -1.0,
     "cgroup_peak": -1,
+    "trainer": "memsweep", "params": "{}", "processes": 1, "rss_peak_hwm_sum": -1, "process_peak_max": -1,
+    "bad_event_lines": 0,
 }
 
 SAMPLE_DEFAULTS = {"attempt": 0, "rank": 0, "epoch": 0, "t": 0.0, "rss": 60 * 2**20, "anon_rss": 30 * 2**20,
@@ -217,7 +240,18 @@ def canonical_text(row):
     text += (f";learning_rate={_number(row['learning_rate'])};epochs={row['epochs']};"
              f"batch_size={row['batch_size']};hidden={'-'.join(str(h) for h in row['hidden'])};"
              f"seed={row['seed']};repeat={row['repeat']}")
+    if row.get("trainer", "memsweep") not in ("memsweep", ""):
+        text += f";trainer={row['trainer']}"
+    if row.get("params", "{}") not in ("{}", ""):
+        text += f";params={row['params']}"
     return text
+
+
+def params_text(params):
+    """A trial's params as the file holds them: a dict as compact JSON with sorted keys, a text as it is."""
+    if isinstance(params, dict):
+        return json.dumps(params, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return params
 
 
 def _padded(values, width):
@@ -234,6 +268,7 @@ def complete_trial(given):
     `beta2`, `epsilon` only shape the default definition.
     """
     row = dict(TRIAL_DEFAULTS, **given)
+    row["params"] = params_text(row["params"])
     row.setdefault("depth", len(row["hidden"]))
     row.setdefault("epochs_done", row["epochs"])
     row.setdefault("rss_footprint", row["rss_peak"] - row["rss_baseline"])
@@ -335,7 +370,7 @@ def write_results_file(path, trials, samples=(), epochs=(), attrs=None, counter_
 
     `attrs` overrides or adds root attributes (a value of None leaves one out);
     `counter_columns` names /samples' counter columns (int64, unit `events`);
-    `schema_version` 1 or 2 writes the tables as those versions had them.
+    `schema_version` 1, 2 or 3 writes the tables as those versions had them.
     """
     trial_columns = columns_of("trials", TRIAL_COLUMNS, schema_version)
     later = set(_column_names(TRIAL_COLUMNS)) - set(_column_names(trial_columns))

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from memsweep_analysis.__main__ import main
-from memsweep_analysis.compare import compare
+from memsweep_analysis.compare import compare, to_markdown
 from results_builder import write_results_file
 
 MIB = 2 ** 20
@@ -81,3 +81,18 @@ def test_the_command_prints_the_table_and_writes_markdown(two_files, tmp_path, c
     assert cells["footprint A MiB"] == "14" and cells["footprint B MiB"] == "21"
     assert cells["footprint B/A"] == "1.5"
     assert cells["hidden"] == "10-5"
+    assert "trainer" not in cells  # every trial memsweep's own: no column for it
+
+
+def test_a_programs_trials_pair_with_their_own_and_say_their_trainer(tmp_path):
+    a, b = str(tmp_path / "a.h5"), str(tmp_path / "b.h5")
+    # the same sweep on two machines: memsweep's and pytorch's trials of A's hyperparameters in each
+    in_a = write_results_file(a, [dict(A, **memory(60, 50)), dict(A, trainer="pytorch", **memory(300, 0))])
+    write_results_file(b, [dict(A, trainer="pytorch", **memory(330, 0)), dict(A, **memory(66, 50))])
+    result = compare(a, b)
+    table = result.table.set_index("trainer")
+    assert table.loc["pytorch", "trial_id"] == in_a[1]["trial_id"]
+    assert table.loc["pytorch", "peak B/A"] == pytest.approx(1.1)
+    assert table.loc["memsweep", "footprint B/A"] == pytest.approx(16 / 10)
+    header = next(line for line in to_markdown(result).splitlines() if line.startswith("| trial_id"))
+    assert "| trainer |" in header

@@ -74,3 +74,14 @@ def test_rss_over_time_plots_the_final_attempt_and_refuses_an_unknown_trial(tmp_
     with pytest.raises(KeyError, match="ffffffffffff"):
         figures.rss_over_time(results, "ffffffffffff", tmp_path / "x.png")
     assert not (tmp_path / "x.png").exists()
+
+
+def test_peak_against_batch_per_trainer_is_800_by_500_with_or_without_pairs(tmp_path):
+    peaks = pd.DataFrame({"trainer": ["memsweep", "pytorch"] * 4, "dataset": ["mnist"] * 6 + ["cifar-10"] * 2,
+                          "batch_size": [8, 8, 16, 16, 32, 32, 8, 8], "key": list("abcdefgh"),
+                          "peak": [100 * MIB, 300 * MIB, 110 * MIB, 320 * MIB, 120 * MIB, 340 * MIB, 90 * MIB,
+                                   200 * MIB]})
+    written = [figures.peak_vs_batch_by_trainer(peaks, tmp_path / "t.png", "memsweep"),
+               figures.peak_vs_batch_by_trainer(peaks.iloc[0:0], tmp_path / "t-none.png")]
+    for path in written:
+        assert png_size(path) == (800, 500), path

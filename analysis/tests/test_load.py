@@ -8,6 +8,7 @@ import sys
 
 import h5py
 import numpy as np
+import pandas as pd
 import pytest
 
 import memsweep_analysis
@@ -78,7 +79,7 @@ def test_files_frame_one_row_per_file(tmp_path):
     assert files["counter_columns"].tolist() == [["PAPI_L1_DCM", "perf::PAGE-FAULTS"], ["perf::PAGE-FAULTS"]]
     assert files["trials_rows"].tolist() == [1, 2]
     assert files["samples_rows"].tolist() == [0, 1]
-    assert (files["format"] == "memsweep").all() and (files["schema_version"] == 3).all()
+    assert (files["format"] == "memsweep").all() and (files["schema_version"] == 4).all()
 
 
 def test_schema_1_files_without_sys_total_still_read(tmp_path):
@@ -124,7 +125,7 @@ def test_schema_3_file_reads_how_each_process_ended(tmp_path):
              start_seconds=0.5),
         dict(status="ok", pid=4244, end_cause="exited", isolation="cgroup1", start_seconds=0.125,
              cgroup_peak=90 * MIB),
-    ])
+    ], schema_version=3)
     with h5py.File(path, "r") as raw:
         assert raw.attrs["schema_version"] == 3
         assert raw["trials"].attrs["unit:start_seconds"] == "s" and raw["trials"].attrs["unit:cgroup_peak"] == "bytes"
@@ -140,21 +141,158 @@ def test_schema_3_file_reads_how_each_process_ended(tmp_path):
 
 
 def test_files_of_every_schema_version_concatenate(tmp_path):
-    paths = [str(tmp_path / f"v{version}.h5") for version in (1, 2, 3)]
-    for version, path in zip((1, 2, 3), paths):
-        extra = dict(pid=77, end_cause="exited", start_seconds=0.5) if version == 3 else {}
+    paths = [str(tmp_path / f"v{version}.h5") for version in (1, 2, 3, 4)]
+    for version, path in zip((1, 2, 3, 4), paths):
+        extra = dict(pid=77, end_cause="exited", start_seconds=0.5) if version >= 3 else {}
+        if version == 4:
+            extra.update(trainer="pytorch", params={"dropout": 0.25}, processes=3, rss_peak_hwm_sum=90 * MIB)
         write_results_file(path, [dict(batch_size=8 * version, **extra)], schema_version=version)
     trials = load(paths).trials
     assert trials["file"].tolist() == paths
-    assert trials["batch_size"].tolist() == [8, 16, 24]
-    assert trials["pid"].tolist() == [-1, -1, 77] and trials["pid"].dtype.kind == "i"
-    assert trials["end_cause"].tolist() == ["", "", "exited"]
-    assert trials["start_seconds"].isna().tolist() == [True, True, False]
+    assert trials["batch_size"].tolist() == [8, 16, 24, 32]
+    assert trials["pid"].tolist() == [-1, -1, 77, 77] and trials["pid"].dtype.kind == "i"
+    assert trials["end_cause"].tolist() == ["", "", "exited", "exited"]
+    assert trials["start_seconds"].isna().tolist() == [True, True, False, False]
+    assert trials["trainer"].tolist() == ["memsweep"] * 3 + ["pytorch"]
+    assert trials["processes"].tolist() == [-1, -1, -1, 3] and trials["processes"].dtype.kind == "i"
+    assert trials["rss_peak_hwm_sum"].isna().tolist() == [True, True, True, False]
+    assert trials["dropout"].isna().tolist() == [True, True, True, False] and trials["dropout"].iloc[3] == 0.25
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_files_before_schema_4_read_as_memsweep_trials_without_parameters(tmp_path, version):
+    path = str(tmp_path / f"v{version}.h5")
+    write_results_file(path, [dict(batch_size=8), dict(batch_size=16, status="failed")], schema_version=version)
+    with h5py.File(path, "r") as raw:
+        assert "trainer" not in raw["trials"].dtype.names and "params" not in raw["trials"].dtype.names
+    trials = load(path).trials
+    assert trials["trainer"].tolist() == ["memsweep", "memsweep"]
+    assert isinstance(trials["trainer"].dtype, pd.CategoricalDtype)
+    assert trials["params"].tolist() == ["{}", "{}"]
+    assert trials["processes"].tolist() == [-1, -1]  # not recorded
+    assert trials["rss_peak_hwm_sum"].isna().all() and trials["process_peak_max"].isna().all()
+    assert trials["bad_event_lines"].tolist() == [0, 0]
+    assert trials.attrs["param_columns"] == {}
+    assert list(trials.columns)[-1] == "run_command_line"  # no parameter, no column
+    # the configuration key of a built-in trial without parameters is what it always was
+    assert trials["config"].tolist() == [d.replace(";seed=1;repeat=0", "") for d in trials["definition"]]
+
+
+def test_schema_4_columns_as_written(tmp_path):
+    path = str(tmp_path / "v4.h5")
+    write_results_file(path, [
+        dict(),
+        dict(trainer="pytorch", processes=5, rss_baseline=0, rss_peak=300 * MIB, rss_peak_hwm_sum=420 * MIB,
+             process_peak_max=250 * MIB, bad_event_lines=2, predicted_bytes=-1),
+        dict(trainer="", batch_size=4),  # an empty trainer is memsweep's own
+    ])
+    with h5py.File(path, "r") as raw:
+        trials_dtype = raw["trials"].dtype
+        assert raw.attrs["schema_version"] == 4
+        assert trials_dtype.names[-6:] == ("trainer", "params", "processes", "rss_peak_hwm_sum", "process_peak_max",
+                                           "bad_event_lines")
+        assert trials_dtype["trainer"].itemsize == 16 and trials_dtype["params"].itemsize == 512
+        assert raw["trials"].attrs["unit:rss_peak_hwm_sum"] == "bytes"
+    trials = load(path).trials
+    assert trials["trainer"].tolist() == ["memsweep", "pytorch", "memsweep"]
+    assert list(trials["trainer"].cat.categories) == ["memsweep", "pytorch"]
+    assert trials["processes"].tolist() == [1, 5, 1]
+    assert math.isnan(trials["rss_peak_hwm_sum"].iloc[0]) and trials["rss_peak_hwm_sum"].iloc[1] == 420 * MIB
+    assert trials["process_peak_max"].iloc[1] == 250 * MIB
+    assert trials["bad_event_lines"].tolist() == [0, 2, 0]
+    # a program's footprint is its whole peak (baseline 0); its estimate is not measured
+    assert trials["rss_footprint"].iloc[1] == 300 * MIB and math.isnan(trials["predicted_bytes"].iloc[1])
+    # the same hyperparameters trained by another trainer are another configuration
+    assert trials["config"].iloc[0] != trials["config"].iloc[1]
+    assert trials["config"].iloc[1].endswith(";trainer=pytorch")
+
+
+def test_params_become_columns_of_their_own_types(tmp_path):
+    path = str(tmp_path / "r.h5")
+    write_results_file(path, [
+        dict(trainer="pytorch", params={"dropout": 0.1, "activation": "relu", "layers": 2, "amp": True,
+                                        "widths": [16, 32], "schedule": "cosine"}),
+        dict(trainer="pytorch", params={"dropout": 0, "activation": "gelu", "layers": 3, "amp": False,
+                                        "widths": [8], "schedule": 1}, batch_size=4),
+        dict(trainer="pytorch", params={"dropout": 0.5, "activation": "relu", "layers": 4, "widths": []},
+             batch_size=2),
+        dict(batch_size=1),  # memsweep's, no parameters
+    ])
+    trials = load(path).trials
+    assert trials.attrs["param_columns"] == {key: key for key in
+                                             ("activation", "amp", "dropout", "layers", "schedule", "widths")}
+    # after every column the loader had before, in key order
+    assert list(trials.columns)[-6:] == ["activation", "amp", "dropout", "layers", "schedule", "widths"]
+    assert trials["params"].iloc[0] == ('{"activation":"relu","amp":true,"dropout":0.1,"layers":2,'
+                                        '"schedule":"cosine","widths":[16,32]}')
+    assert trials["params"].iloc[3] == "{}"
+    # numbers: float with NaN where a trial lacks the key (an integer 0 among floats too)
+    assert trials["dropout"].dtype == np.float64
+    assert trials["dropout"].tolist()[:3] == [0.1, 0.0, 0.5] and math.isnan(trials["dropout"].iloc[3])
+    assert trials["layers"].dtype == np.float64 and trials["layers"].tolist()[:3] == [2.0, 3.0, 4.0]
+    # strings: categorical
+    assert isinstance(trials["activation"].dtype, pd.CategoricalDtype)
+    assert trials["activation"].tolist()[:3] == ["relu", "gelu", "relu"] and pd.isna(trials["activation"].iloc[3])
+    assert list(trials["activation"].cat.categories) == ["gelu", "relu"]
+    # booleans, some missing: pandas' nullable boolean
+    assert trials["amp"].dtype == "boolean"
+    assert trials["amp"].tolist()[:2] == [True, False] and trials["amp"].isna().tolist() == [False, False, True, True]
+    # lists: tuples (hashable: the column groups)
+    assert trials["widths"].tolist() == [(16, 32), (8,), (), None]
+    assert trials.groupby("widths").size().to_dict() == {(): 1, (8,): 1, (16, 32): 1}
+    # a mix of kinds: the values as they are
+    assert trials["schedule"].dtype == object and trials["schedule"].tolist() == ["cosine", 1, None, None]
+
+
+def test_a_key_every_trial_has_as_an_integer_is_int64(tmp_path):
+    path = str(tmp_path / "r.h5")
+    write_results_file(path, [dict(trainer="pytorch", params={"workers": 2, "amp": True}),
+                              dict(trainer="pytorch", params={"workers": 4, "amp": False}, batch_size=4)])
+    trials = load(path).trials
+    assert trials["workers"].dtype == np.int64 and trials["workers"].tolist() == [2, 4]
+    assert trials["amp"].dtype == bool and trials["amp"].tolist() == [True, False]
+
+
+def test_a_key_named_like_a_column_gets_param_(tmp_path):
+    path = str(tmp_path / "r.h5")
+    write_results_file(path, [
+        dict(trainer="pytorch", params={"dataset": "imagenet-like", "hidden": 3, "parameters": 7, "trainer": "x",
+                                        "param_hidden": "own", "lr_decay": 0.5}),
+        dict(batch_size=4, params={"config": "c"}),
+    ])
+    trials = load(path).trials
+    assert trials.attrs["param_columns"] == {
+        "config": "param_config", "dataset": "param_dataset", "hidden": "param_param_hidden", "lr_decay": "lr_decay",
+        "param_hidden": "param_hidden", "parameters": "param_parameters", "trainer": "param_trainer"}
+    # the loader's own columns are untouched
+    assert trials["dataset"].tolist() == ["synthetic", "synthetic"]
+    assert trials["hidden"].tolist() == [[128], [128]] and trials["trainer"].tolist() == ["pytorch", "memsweep"]
+    assert trials["param_dataset"].tolist()[0] == "imagenet-like"
+    assert trials["param_param_hidden"].tolist()[0] == 3 and trials["param_hidden"].tolist()[0] == "own"
+    assert trials["param_trainer"].tolist()[0] == "x" and trials["param_config"].tolist()[1] == "c"
+    assert load_module.param_columns(trials) == trials.attrs["param_columns"]
+    # without the attrs (a frame rebuilt from its values) the same names are worked out again
+    bare = pd.DataFrame(trials.to_dict("list"))
+    assert bare.attrs == {} and load_module.param_columns(bare) == trials.attrs["param_columns"]
+
+
+def test_params_that_are_not_json_read_as_none_with_a_warning(tmp_path):
+    path = str(tmp_path / "r.h5")
+    # 600 bytes of JSON: the column holds 512, so the text is cut and no longer JSON
+    long_text = '{"note":"' + "x" * 590 + '"}'
+    built = write_results_file(path, [dict(trainer="pytorch", params=long_text), dict(params={"a": 1}, batch_size=4)])
+    with pytest.warns(UserWarning, match=f"{built[0]['trial_id']}.*not a JSON object"):
+        trials = load(path).trials
+    assert trials.attrs["param_columns"] == {"a": "a"}
+    assert len(trials["params"].iloc[0]) == 512  # kept as the file holds it
+    assert math.isnan(trials["a"].iloc[0]) and trials["a"].iloc[1] == 1
 
 
 def test_the_builder_refuses_a_column_the_version_lacks(tmp_path):
     with pytest.raises(KeyError, match="pid"):
         write_results_file(str(tmp_path / "v2.h5"), [dict(pid=5)], schema_version=2)
+    with pytest.raises(KeyError, match="trainer"):
+        write_results_file(str(tmp_path / "v3.h5"), [dict(trainer="pytorch")], schema_version=3)
     with pytest.raises(KeyError, match="sys_total"):
         write_results_file(str(tmp_path / "v1.h5"), [{}], samples=[{"sys_total": 1}], schema_version=1)
 
@@ -280,10 +418,10 @@ def test_a_file_a_swmr_writer_left_open_is_read(tmp_path):
     (lambda p: write_results_file(p, [{}], attrs={"format": "other"}), "format attribute is 'other'"),
     (lambda p: write_results_file(p, [{}], attrs={"schema_version": None}),
      "a memsweep file without a schema_version attribute"),
-    (lambda p: write_results_file(p, [{}], attrs={"schema_version": 4}),
-     "schema version 4, written by a newer memsweep? this package reads schemas 1, 2, 3"),
+    (lambda p: write_results_file(p, [{}], attrs={"schema_version": 5}),
+     "schema version 5, written by a newer memsweep? this package reads schemas 1, 2, 3, 4"),
     (lambda p: write_results_file(p, [{}], attrs={"schema_version": 0}),
-     "schema version 0, unknown: this package reads schemas 1, 2, 3"),
+     "schema version 0, unknown: this package reads schemas 1, 2, 3, 4"),
 ])
 def test_refusals_name_the_file_and_what_was_expected(tmp_path, make, expected):
     path = str(tmp_path / "bad.h5")
@@ -306,8 +444,8 @@ def test_refuses_a_memsweep_file_without_a_table(tmp_path):
 def test_one_bad_file_among_good_ones_is_named(tmp_path):
     good, bad = str(tmp_path / "good.h5"), str(tmp_path / "bad.h5")
     write_results_file(good, [{}])
-    write_results_file(bad, [{}], attrs={"schema_version": 4})
-    with pytest.raises(MemsweepFileError, match="bad.h5: schema version 4"):
+    write_results_file(bad, [{}], attrs={"schema_version": 5})
+    with pytest.raises(MemsweepFileError, match="bad.h5: schema version 5"):
         load(good, bad)
 
 
@@ -317,3 +455,17 @@ def test_package_exports():
     assert issubclass(memsweep_analysis.DependencyError, ImportError)
     assert memsweep_analysis.Results is load_module.Results
     assert np.isnan(load_module.parameter_count("mlp", "unknown-set", "", [3], []))
+
+
+def test_config_key_keeps_trainer_and_params_a_definition_does_not_name():
+    base = "dataset=mnist;model=mlp;optimizer=sgd;learning_rate=0.1;epochs=1;batch_size=8;hidden=4"
+    definition = base + ";seed=1;repeat=2"
+    key = load_module.config_key
+    assert key({"definition": definition}) == base
+    assert key({"definition": definition, "trainer": "memsweep", "params": "{}"}) == base
+    assert key({"definition": definition, "trainer": "", "params": ""}) == base
+    assert key({"definition": definition, "trainer": "pytorch", "params": '{"b": 2, "a": "x"}'}) == \
+        base + ';trainer=pytorch;params={"a":"x","b":2}'
+    # a definition that names them already is left as it is
+    named = definition + ";trainer=pytorch"
+    assert key({"definition": named, "trainer": "pytorch", "params": "{}"}) == base + ";trainer=pytorch"

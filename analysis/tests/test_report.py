@@ -7,7 +7,7 @@ import re
 import pytest
 
 from memsweep_analysis import load
-from memsweep_analysis.report import not_ok_table, process_end, write_report
+from memsweep_analysis.report import not_ok_table, process_end, tables_text, write_report
 from pngs import png_size
 from results_builder import write_results_file
 
@@ -78,6 +78,11 @@ def test_markdown_html_and_every_figure_of_the_right_size(report):
     # Epochs differ between datasets but not within one: no figure. The learning rate varies within mnist.
     assert "memory-vs-batch-size.png" in shown and "memory-vs-learning-rate.png" in shown
     assert "memory-vs-epochs.png" not in shown and "No figure for epochs" in markdown
+    # one trainer: no comparison of trainers, and the paper's tables as they always were
+    assert "Trainers compared" not in markdown and "trainers-peak-vs-batch.png" not in shown
+    header = next(line for line in markdown.splitlines() if line.startswith("| trial |"))
+    assert header == ("| trial | lr | epochs | batch | hidden | ok/runs | used MB | rss mean | rss peak | peak−base "
+                      "| predicted |")
 
 
 def test_calibration_file_holds_the_exact_fit(report):
@@ -145,3 +150,105 @@ def test_process_end_names_signals():
     assert process_end("", 15) == "killed: SIGTERM"
     assert process_end("exited", 0) == "" and process_end("", 0) == ""
     assert process_end("rank_lost", 0) == "rank_lost"
+
+
+# Two trainers on the same hyperparameters: pytorch's peak is memsweep's + 100 MiB + 0.25 MiB per example.
+TWO_BATCHES = [16, 32, 64, 128]
+
+
+@pytest.fixture(scope="module")
+def two_trainers(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("trainers")
+    path = str(folder / "trainers.h5")
+    rows = []
+    for batch in TWO_BATCHES:
+        common = dict(dataset="mnist", learning_rate=0.01, epochs=1, batch_size=batch, hidden=[32])
+        for repeat in (0, 1):
+            rows.append(dict(common, repeat=repeat, **memory(1000, 100 + batch / 8, 50, batch / 8)))
+            rows.append(dict(common, repeat=repeat, trainer="pytorch", params={"workers": 2, "n": 1}, processes=3,
+                             rss_peak=int((200 + batch / 8 + batch / 4) * MIB), rss_baseline=0,
+                             rss_mean=150.0 * MIB, sys_used_mean=1100.0 * MIB, predicted_bytes=-1))
+    rows.append(dict(dataset="mnist", learning_rate=0.01, epochs=1, batch_size=8, hidden=[32], trainer="pytorch",
+                     params={"workers": 2, "n": 1}, status="failed", message="the program exited with status 1",
+                     rss_baseline=0, bad_event_lines=4))
+    built = write_results_file(path, rows)
+    out = str(folder / "out")
+    return path, out, write_report([path], out), built
+
+
+def test_two_trainers_get_a_section_comparing_them(two_trainers):
+    path, out, written, _ = two_trainers
+    markdown = read(written["markdown"])
+    assert "## Trainers compared" in markdown
+    findings = [line[2:] for line in markdown.splitlines() if line.startswith("- ")]
+    shown = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", markdown)
+    assert "trainers-peak-vs-batch.png" in shown
+    assert os.path.join(out, "trainers-peak-vs-batch.png") in written["figures"]
+    assert png_size(os.path.join(out, "trainers-peak-vs-batch.png")) == (800, 500)
+    assert "These statistics take every trainer's trials together" in markdown
+    # pytorch's trials carry parameters that memsweep's lack: not the same hyperparameters, nothing paired
+    assert "No configuration has an ok trial of two trainers" in markdown
+    assert "memsweep 4, pytorch 4" in markdown
+    assert not any(line.startswith("pytorch − memsweep") for line in findings)
+
+
+@pytest.fixture(scope="module")
+def paired_report(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("paired")
+    path = str(folder / "paired.h5")
+    rows = []
+    for batch in TWO_BATCHES:
+        common = dict(dataset="mnist", learning_rate=0.01, epochs=1, batch_size=batch, hidden=[32],
+                      params={"workers": 2, "n": 1})
+        for repeat in (0, 1):
+            rows.append(dict(common, repeat=repeat, **memory(1000, 100 + batch / 8 + repeat, 50, batch / 8)))
+            rows.append(dict(common, repeat=repeat, trainer="pytorch", processes=3,
+                             rss_peak=int((200 + batch / 8 + batch / 4 + 3 * repeat) * MIB), rss_baseline=0,
+                             rss_mean=150.0 * MIB, sys_used_mean=1100.0 * MIB, predicted_bytes=-1))
+    rows.append(dict(dataset="mnist", learning_rate=0.01, epochs=1, batch_size=8, hidden=[32], trainer="pytorch",
+                     params={"workers": 2, "n": 1}, status="failed", message="the program exited with status 1",
+                     rss_baseline=0, bad_event_lines=4))
+    built = write_results_file(path, rows)
+    out = str(folder / "out")
+    return path, out, write_report([path], out), built
+
+
+def test_the_trainers_section_pairs_and_says_how_the_difference_goes(paired_report):
+    path, out, written, built = paired_report
+    markdown = read(written["markdown"])
+    assert "## Trainers compared" in markdown
+    findings = [line[2:] for line in markdown.splitlines() if line.startswith("- ")]
+    # repeats: memsweep's peaks p and p + 1, pytorch's q and q + 3: the difference of means is 100 + batch / 4 + 1
+    sentence = next(line for line in findings if line.startswith("pytorch − memsweep peak RSS"))
+    assert sentence.startswith("pytorch − memsweep peak RSS (mnist, 4 paired configurations): grows with batch size, "
+                               "+0.25 MiB per example (95% CI [+0.25, +0.25]), +28.0 MiB from batch 16 to 128;")
+    lines = markdown.splitlines()
+    header = next(line for line in lines if line.startswith("| trainer | dataset | lr |"))
+    assert header.endswith("| param_n | workers | runs memsweep/pytorch | peak memsweep | peak pytorch "
+                           "| peak pytorch − memsweep | footprint memsweep | footprint pytorch "
+                           "| footprint pytorch − memsweep |")
+    row = next(line for line in lines[lines.index(header):] if line.startswith("| pytorch | mnist | 0.01 | 1 | 64 |"))
+    # memsweep: peaks 108 and 109 -> 108.5, footprint 58.5; pytorch: 224 and 227 -> 225.5, its whole peak
+    assert "| 2/2 | 108.5 | 225.5 | 117 | 58.5 | 225.5 | 167 |" in row
+    assert png_size(os.path.join(out, "trainers-peak-vs-batch.png")) == (800, 500)
+
+
+def test_the_paper_tables_list_trainer_and_params_after_their_columns(paired_report):
+    path, _, written, built = paired_report
+    markdown = read(written["markdown"])
+    header = next(line for line in markdown.splitlines() if line.startswith("| trial |"))
+    # `n` is a column of the paper table: the parameter n is param_n there
+    assert header == ("| trial | lr | epochs | batch | hidden | ok/runs | used MB | rss mean | rss peak | peak−base "
+                      "| predicted | trainer | param_n | workers |")
+    lines = markdown.splitlines()
+    start = lines.index("## mnist: trials")
+    rows = [line for line in lines[start:lines.index("## Trials that did not end ok")] if line.startswith("| ")][2:]
+    assert len(rows) == 9 and all(line.endswith("| 1 | 2 |") for line in rows)  # 4 batches x 2 trainers, the failed
+    assert sum("| pytorch |" in line for line in rows) == 5
+    # the failed trial's row in the trials that did not end ok, with its trainer and parameters last
+    failed = next(line for line in markdown.splitlines() if "the program exited with status 1" in line)
+    assert failed.endswith("| the program exited with status 1 | pytorch | 1 | 2 |")
+    assert "wrote 4 line(s) to memsweep's events channel that were not understood" in markdown
+    assert built[-1]["trial_id"] in markdown
+    text = tables_text([path])
+    assert "trainer" in text.splitlines()[1] and "pytorch" in text

@@ -111,3 +111,27 @@ def test_paper_csv_dataset_from_its_name_or_given(tmp_path):
 
 def test_accepts_a_trials_frame(results):
     assert paper_table(results.trials).equals(paper_table(results))
+
+
+def test_trainer_and_params_columns_come_after_the_papers(tmp_path):
+    path = str(tmp_path / "r.h5")
+    write_results_file(path, [
+        dict(A, **figures(1000, 60, 64, 50, 9)),
+        dict(A, trainer="pytorch", params={"dropout": 0.5, "trial": "t1"}, **figures(1100, 200, 300, 0, -1)),
+        dict(A, trainer="pytorch", params={"dropout": 0.5, "trial": "t1"}, repeat=1, **figures(1100, 200, 310, 0, -1)),
+        dict(A, trainer="pytorch", params={"dropout": 0.25}, **figures(1100, 200, 280, 0, -1)),
+    ])
+    table = paper_table(load(path))
+    # the columns a table always had, as they were, then the trainer and the parameters (`trial` is the paper's)
+    assert list(table.columns) == [
+        "dataset", "trial", "learning_rate", "epochs", "batch_size", "hidden", "n", "n_ok", "memory_used_mb",
+        "memory_used_mb_std", "rss_mean_mb", "rss_mean_mb_std", "rss_peak_mb", "rss_peak_mb_std", "rss_footprint_mb",
+        "rss_footprint_mb_std", "predicted_mb", "predicted_mb_std", "config", "trainer", "dropout", "param_trial"]
+    # the same hyperparameters trained by two trainers, or with other parameters, are rows of their own
+    assert table["trainer"].tolist() == ["memsweep", "pytorch", "pytorch"]
+    assert table["n"].tolist() == [1, 2, 1]
+    assert table["rss_peak_mb"].tolist() == [64, 305, 280]
+    assert table["rss_footprint_mb"].tolist() == [14, 305, 280]  # a program's footprint: its whole peak
+    assert math.isnan(table["dropout"].iloc[0]) and table["dropout"].tolist()[1:] == [0.5, 0.25]
+    assert table["param_trial"].tolist()[1] == "t1"
+    assert table.attrs["param_columns"] == {"dropout": "dropout", "trial": "param_trial"}

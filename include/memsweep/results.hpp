@@ -4,7 +4,8 @@
 // bytes are a row of the results file's tables (store.hpp), an MPI message
 // from a worker to rank 0 (sweep.hpp), and a struct a test can build by hand.
 // The schema (DESIGN.md; version 3 since each trial runs in a process of
-// its own) is documented in docs/results-file.md.
+// its own, 4 since a trial may be a program's process tree) is documented
+// in docs/results-file.md.
 //
 // Also here, as pure functions: which trials a sweep still has to run, given
 // what a results file already holds (resume), and the sweep's identity hash.
@@ -24,7 +25,7 @@
 
 namespace memsweep {
 
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 // The oldest version readers still read (columns added later read as their
 // "not measured" value); only the current one is written or resumed.
 inline constexpr int kOldestReadableSchemaVersion = 1;
@@ -37,6 +38,7 @@ inline constexpr std::size_t kNameChars = 16;  // dataset, model, optimizer, sta
 inline constexpr std::size_t kHostChars = 64;
 inline constexpr std::size_t kMessageChars = 256;
 inline constexpr std::size_t kDefinitionChars = 512;  // TrialSpec::canonical_text()
+inline constexpr std::size_t kParamsChars = 512;      // TrialSpec::params_json()
 
 template <std::size_t N>
 using FixedString = std::array<char, N>;
@@ -105,6 +107,14 @@ struct TrialRow {
   FixedString<kNameChars> isolation{};  // cgroup2, cgroup1 or proc: what measured and limited the trial
   double start_seconds = -1.0;          // spawn to ready: the per-trial process start cost
   std::int64_t cgroup_peak = -1;        // the trial's cgroup's peak (memory.peak, max_usage_in_bytes); -1: none
+  // Who trained it and what its process tree did (schema 4; rows of older
+  // files read the defaults: an empty trainer is memsweep's own).
+  FixedString<kNameChars> trainer{};        // "memsweep", or the program's name
+  FixedString<kParamsChars> params{};       // TrialSpec::params_json()
+  std::int32_t processes = -1;              // processes the trial's tree had, all told; -1: not recorded
+  std::int64_t rss_peak_hwm_sum = -1;       // the sum of each process's own peak (VmHWM): the tree's peak at most
+  std::int64_t process_peak_max = -1;       // the largest single process's peak (VmHWM, wait4's ru_maxrss)
+  std::int32_t bad_event_lines = 0;         // a program's events lines that were not understood
 };
 
 // TrialRow::end_cause: why the trial's process ended.

@@ -53,6 +53,10 @@ struct TrainingRunnerOptions {
   // Use only the first N examples of each split (0: all), for quick runs.
   std::size_t max_train_examples = 0;
   std::size_t max_test_examples = 0;
+  // Where a program trial's output goes: <log_dir>/<trial id>-<attempt>.out
+  // and .err (docs/runner.md, "Programs"). Empty: not kept (its stderr's end
+  // still makes a failure's message).
+  std::filesystem::path log_dir;
 };
 
 // Where the runner's own time went in the last run(), in seconds: what a

@@ -7,6 +7,7 @@
 #include "memsweep/config.hpp"
 #include "memsweep/error.hpp"
 #include "memsweep/mpi_communicator.hpp"
+#include "memsweep/program.hpp"
 #include "memsweep/results.hpp"
 #include "memsweep/sampler.hpp"
 #include "memsweep/stop_signals.hpp"
@@ -25,6 +26,7 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -344,6 +346,19 @@ void add_run_command(CLI::App& app, RunOptions& options) {
 
 namespace {
 
+// Each distinct program once: a sweep of 10^4 trials names a few.
+void check_programs(const SweepSpec& sweep) {
+  std::set<std::string> checked;
+  for (const TrialSpec& trial : sweep.trials)
+    if (trial.program && checked.insert(trial.program->place + '\n' + trial.program->command.front()).second)
+      check_program(trial);
+}
+
+// Beside the results file: results.h5 → results.logs/.
+fs::path program_log_dir(const fs::path& results) {
+  return results.parent_path() / (results.stem().string() + ".logs");
+}
+
 int run_on_every_rank(const RunOptions& options, Communicator& comm) {
   const bool root = comm.rank() == 0;
   const std::atomic<bool>& stop = install_stop_signals();
@@ -365,6 +380,8 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
     }
     settings->output = results_path(options.sweep_file, options.output,
                                     part ? std::optional<std::string>(part->part.label) : std::nullopt);
+    // On every rank: a program may be installed on one node and not another.
+    check_programs(sweep);
     hash = sweep_hash(sweep);
   } catch (const InputError& error) {
     local_error = error.what();
@@ -427,6 +444,7 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
     runner_options.max_train_examples = options.max_train_examples;
     runner_options.max_test_examples = options.max_test_examples;
     runner_options.trial_timeout = settings->trial_timeout;
+    runner_options.log_dir = program_log_dir(settings->output);
     auto training = make_training_runner(runner_options);
     if (root && !training->isolation_problem().empty())
       notes.note(

@@ -102,11 +102,25 @@ std::string dataset_table(const std::vector<ShownRow>& shown, bool several_files
   const bool any_repeat = std::any_of(rows.begin(), rows.end(), [](const TrialRow* r) { return r->repeat > 0; });
   const bool any_other_model =
       std::any_of(rows.begin(), rows.end(), [](const TrialRow* r) { return get_fixed(r->model) != "mlp"; });
+  // Files before program trials have no trainer: memsweep's own trained them.
+  const auto trainer_of = [](const TrialRow* r) {
+    const std::string trainer = get_fixed(r->trainer);
+    return trainer.empty() ? std::string(kBuiltinTrainer) : trainer;
+  };
+  const auto params_of = [](const TrialRow* r) {
+    const std::string params = get_fixed(r->params);
+    return params == "{}" ? std::string() : params;
+  };
+  const bool any_program =
+      std::any_of(rows.begin(), rows.end(), [&](const TrialRow* r) { return trainer_of(r) != kBuiltinTrainer; });
+  const bool any_params = std::any_of(rows.begin(), rows.end(), [&](const TrialRow* r) { return !params_of(r).empty(); });
   TableRow header{"trial"};
   if (several_files) header.push_back("file");
   header.push_back("id");
   if (any_repeat) header.push_back("repeat");
+  if (any_program) header.push_back("trainer");
   if (any_other_model) header.push_back("model");
+  if (any_params) header.push_back("params");
   for (const char* name : {"lr", "epochs", "batch", "hidden", "used MB", "rss mean", "rss peak", "peak-base",
                            "predicted", "accuracy", "status"})
     header.push_back(name);
@@ -118,7 +132,9 @@ std::string dataset_table(const std::vector<ShownRow>& shown, bool several_files
     if (several_files) line.push_back(std::to_string(s.file));
     line.push_back(get_fixed(row->trial_id));
     if (any_repeat) line.push_back(std::to_string(row->repeat));
+    if (any_program) line.push_back(trainer_of(row));
     if (any_other_model) line.push_back(get_fixed(row->model));
+    if (any_params) line.push_back(params_of(row));
     line.push_back(fmt::format("{:.6g}", row->learning_rate));
     line.push_back(std::to_string(row->epochs));
     line.push_back(std::to_string(row->batch_size));

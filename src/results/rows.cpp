@@ -81,6 +81,8 @@ TrialRow trial_row_for(const TrialSpec& trial, int attempt) {
   }
   row.seed = trial.seed;
   set_fixed(row.definition, trial.canonical_text());
+  set_fixed(row.trainer, trial.trainer());
+  set_fixed(row.params, trial.params_json());
   return row;
 }
 

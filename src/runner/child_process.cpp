@@ -25,7 +25,7 @@ namespace memsweep::runner_detail {
 namespace {
 
 // Where the child reports a failure before exec: which step, and its errno.
-enum class SpawnStep : int { parent_gone = 1, descriptors, exec };
+enum class SpawnStep : int { parent_gone = 1, descriptors, start_gate, workdir, exec };
 
 struct SpawnFailure {
   SpawnStep step;
@@ -36,6 +36,8 @@ const char* step_text(SpawnStep step) {
   switch (step) {
     case SpawnStep::parent_gone: return "starting (the rank ended meanwhile)";
     case SpawnStep::descriptors: return "setting up its descriptors";
+    case SpawnStep::start_gate: return "waiting to start (the rank closed its start gate)";
+    case SpawnStep::workdir: return "entering its working folder";
     case SpawnStep::exec: return "exec";
   }
   return "starting";
@@ -62,7 +64,40 @@ bool place(int source, int target) {
   return ::dup2(source, target) == target;
 }
 
-[[noreturn]] void become_trial(const SpawnRequest& request, char* const* argv, pid_t rank_pid, int error_fd) {
+// A program's own process group, and the signals meant for the rank
+// ignored; memsweep's trial process ignores every signal but its stop signal.
+void set_group_and_signals(const SpawnRequest& request) {
+  if (request.program) {
+    ::setpgid(0, 0);
+    // Its orphaned descendants (a daemonised helper, a worker whose parent
+    // died) are reparented to it rather than to init: still in its tree,
+    // where the rank finds them, measures them and kills them with the
+    // trial. The attribute survives exec.
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  }
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  struct sigaction standard {};
+  standard.sa_handler = SIG_DFL;
+  if (request.program) {
+    for (const int signal_number : {SIGUSR1, SIGHUP}) ::sigaction(signal_number, &ignore, nullptr);
+    for (const int signal_number : {SIGINT, SIGTERM, SIGPIPE, SIGUSR2}) ::sigaction(signal_number, &standard, nullptr);
+  } else {
+    // The rank stops trials through the pipe and SIGUSR2; signals meant
+    // for the rank (Ctrl-C reaches the whole process group, scancel every
+    // process of the job) must not end the trial behind its back.
+    for (const int signal_number : {SIGINT, SIGTERM, SIGUSR1, SIGHUP, SIGPIPE})
+      ::sigaction(signal_number, &ignore, nullptr);
+    ::sigaction(SIGUSR2, &standard, nullptr);
+  }
+  // Ignored dispositions survive exec; handlers do not.
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+[[noreturn]] void become_trial(const SpawnRequest& request, char* const* argv, char* const* envp, pid_t rank_pid,
+                               int error_fd) {
   // Dies with the rank (the thread that forked: the runner's, which lives
   // as long as the sweep). The check after closes the window in which the
   // rank ended before the request was made.
@@ -71,25 +106,13 @@ bool place(int source, int target) {
     errno = ESRCH;
     fail_in_child(error_fd, SpawnStep::parent_gone);
   }
-  // The rank stops trials through the pipe and SIGUSR2; signals meant for
-  // the rank (Ctrl-C reaches the whole process group, scancel every process
-  // of the job) must not end the trial behind its back. Ignored
-  // dispositions survive exec; handlers do not.
-  struct sigaction ignore {};
-  ignore.sa_handler = SIG_IGN;
-  for (const int signal_number : {SIGINT, SIGTERM, SIGUSR1, SIGHUP, SIGPIPE})
-    ::sigaction(signal_number, &ignore, nullptr);
-  struct sigaction standard {};
-  standard.sa_handler = SIG_DFL;
-  ::sigaction(SIGUSR2, &standard, nullptr);
-  sigset_t none;
-  ::sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  set_group_and_signals(request);
 
   // The fixed descriptors, moved through high numbers so that a source that
-  // already sits at 3, 4 or 5 is not overwritten before it is moved.
-  const std::array<int, 3> sources{request.control_fd, request.report_fd, request.dataset_fd};
-  std::array<int, 3> parked{-1, -1, -1};
+  // already sits at 3, 4 or 5 (or 1, 2) is not overwritten before it is moved.
+  const std::array<int, 6> sources{request.control_fd, request.report_fd, request.dataset_fd,
+                                   request.stdout_fd,  request.stderr_fd, request.start_gate_fd};
+  std::array<int, 6> parked{-1, -1, -1, -1, -1, -1};
   for (std::size_t i = 0; i < sources.size(); ++i)
     if (sources[i] >= 0 && (parked[i] = ::fcntl(sources[i], F_DUPFD_CLOEXEC, kParkedFds)) < 0)
       fail_in_child(error_fd, SpawnStep::descriptors);
@@ -102,6 +125,18 @@ bool place(int source, int target) {
     fail_in_child(error_fd, SpawnStep::descriptors);
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null_fd < 0 || ::dup2(null_fd, STDIN_FILENO) != STDIN_FILENO) fail_in_child(error_fd, SpawnStep::descriptors);
+  if ((parked[3] >= 0 && ::dup2(parked[3], STDOUT_FILENO) != STDOUT_FILENO) ||
+      (parked[4] >= 0 && ::dup2(parked[4], STDERR_FILENO) != STDERR_FILENO))
+    fail_in_child(error_fd, SpawnStep::descriptors);
+  if (parked[5] >= 0) {
+    char go = 0;
+    ssize_t got = 0;
+    do {
+      got = ::read(parked[5], &go, 1);
+    } while (got < 0 && errno == EINTR);
+    if (got != 1) fail_in_child(error_fd, SpawnStep::start_gate);
+  }
+  if (!request.workdir.empty() && ::chdir(request.workdir.c_str()) != 0) fail_in_child(error_fd, SpawnStep::workdir);
   // Nothing else of the rank's: not its MPI sockets, not the results file
   // (rank 0 alone both writes and trains). close_range needs Linux 5.9;
   // older kernels (RHEL 8's 4.18) get the loop, up to the descriptor limit.
@@ -113,7 +148,7 @@ bool place(int source, int target) {
     for (int fd = kErrorFd + 1; fd < static_cast<int>(highest); ++fd) ::close(fd);
   }
 
-  ::execve(request.executable.c_str(), argv, environ);
+  ::execve(request.executable.c_str(), argv, envp);
   fail_in_child(error_fd, SpawnStep::exec);
 }
 
@@ -135,6 +170,10 @@ ChildProcess ChildProcess::spawn(const SpawnRequest& request) {
   std::vector<char*> argv;
   for (const std::string& arg : request.argv) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const std::string& entry : request.environment) envp.push_back(const_cast<char*>(entry.c_str()));
+  envp.push_back(nullptr);
+  char* const* environment = request.environment.empty() ? environ : envp.data();
 
   std::array<int, 2> errors{};
   if (::pipe2(errors.data(), O_CLOEXEC) != 0)
@@ -149,33 +188,45 @@ ChildProcess ChildProcess::spawn(const SpawnRequest& request) {
   }
   if (pid == 0) {
     ::close(errors[0]);
-    become_trial(request, argv.data(), rank_pid, errors[1]);
+    become_trial(request, argv.data(), environment, rank_pid, errors[1]);
   }
   ::close(errors[1]);
-  ChildProcess child(pid);
-  // The error pipe closes on exec (close-on-exec): nothing read means the
-  // trial process is running memsweep.
-  SpawnFailure failure{};
-  ssize_t got = 0;
-  do {
-    got = ::read(errors[0], &failure, sizeof(failure));
-  } while (got < 0 && errno == EINTR);
-  ::close(errors[0]);
-  if (got == static_cast<ssize_t>(sizeof(failure))) {
-    child.reap();
-    throw std::system_error(
-        failure.error, std::generic_category(),
-        std::string("the trial process failed ") + step_text(failure.step) + " (" + request.executable + ")");
-  }
+  ChildProcess child(pid, errors[0], request.executable);
+  if (request.start_gate_fd < 0) child.confirm_exec();
   return child;
 }
 
-ChildProcess::ChildProcess(ChildProcess&& other) noexcept : pid_(other.pid_), end_(other.end_) {
+void ChildProcess::confirm_exec() {
+  if (exec_errors_fd_ < 0) return;
+  // The error pipe closes on exec (close-on-exec): nothing read means the
+  // child is running its program.
+  SpawnFailure failure{};
+  ssize_t got = 0;
+  do {
+    got = ::read(exec_errors_fd_, &failure, sizeof(failure));
+  } while (got < 0 && errno == EINTR);
+  ::close(exec_errors_fd_);
+  exec_errors_fd_ = -1;
+  if (got == static_cast<ssize_t>(sizeof(failure))) {
+    reap();
+    throw std::system_error(failure.error, std::generic_category(),
+                            std::string("the trial process failed ") + step_text(failure.step) + " (" + executable_ +
+                                ")");
+  }
+}
+
+ChildProcess::ChildProcess(ChildProcess&& other) noexcept
+    : pid_(other.pid_),
+      exec_errors_fd_(other.exec_errors_fd_),
+      executable_(std::move(other.executable_)),
+      end_(other.end_) {
   other.pid_ = -1;
+  other.exec_errors_fd_ = -1;
   other.end_.reset();
 }
 
 ChildProcess::~ChildProcess() {
+  if (exec_errors_fd_ >= 0) ::close(exec_errors_fd_);
   if (pid_ <= 0 || end_) return;
   ::kill(pid_, SIGKILL);
   int status = 0;
@@ -188,11 +239,22 @@ bool ChildProcess::send_signal(int signal_number) noexcept {
   return ::kill(pid_, signal_number) == 0;
 }
 
+namespace {
+
+ProcessEnd end_with_usage(int wait_status, const rusage& usage) {
+  ProcessEnd end = process_end_from_wait_status(wait_status);
+  end.max_rss_bytes = static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+  return end;
+}
+
+}  // namespace
+
 std::optional<ProcessEnd> ChildProcess::try_reap() {
   if (end_) return end_;
   int status = 0;
-  const pid_t got = ::waitpid(pid_, &status, WNOHANG);
-  if (got == pid_) end_ = process_end_from_wait_status(status);
+  rusage usage{};
+  const pid_t got = ::wait4(pid_, &status, WNOHANG, &usage);
+  if (got == pid_) end_ = end_with_usage(status, usage);
   return end_;
 }
 
@@ -211,12 +273,13 @@ ProcessEnd ChildProcess::reap(std::chrono::milliseconds grace) {
 ProcessEnd ChildProcess::reap() {
   if (end_) return *end_;
   int status = 0;
+  rusage usage{};
   pid_t got = 0;
   do {
-    got = ::waitpid(pid_, &status, 0);
+    got = ::wait4(pid_, &status, 0, &usage);
   } while (got < 0 && errno == EINTR);
   if (got != pid_) throw std::system_error(errno, std::generic_category(), "waiting for a trial process");
-  end_ = process_end_from_wait_status(status);
+  end_ = end_with_usage(status, usage);
   return *end_;
 }
 

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,23 @@ struct SpawnRequest {
   int control_fd = -1;
   int report_fd = -1;
   int dataset_fd = -1;
+
+  // A user's program (docs/runner.md, "Programs") needs more: its own
+  // environment ("NAME=value", whole; empty: the rank's), working folder,
+  // output files, and a process group of its own, so that the whole tree
+  // can be ended at once and a terminal's Ctrl-C (meant for the rank) does
+  // not reach it. Its default signal dispositions are kept (SIGTERM is how
+  // the rank asks it to stop), except SIGUSR1 and SIGHUP, meant for the rank.
+  bool program = false;
+  std::vector<std::string> environment;
+  std::string workdir;
+  int stdout_fd = -1;  // -1: the rank's
+  int stderr_fd = -1;
+  // When set, the child waits before its exec until a byte (or the end)
+  // arrives here: the rank opens the counters on it first, so that they
+  // count the program from its first instruction. spawn() then returns
+  // before the exec; confirm_exec() reports how the exec went.
+  int start_gate_fd = -1;
 };
 
 // How a process ended, from its wait status.
@@ -32,14 +50,21 @@ struct ProcessEnd {
   bool exited = false;  // exit() or a return from main
   int exit_status = 0;  // when exited
   int signal = 0;       // when killed by a signal
+  // wait4's ru_maxrss: the largest peak RSS of the process and of the
+  // descendants it waited for; -1: not known.
+  std::int64_t max_rss_bytes = -1;
 };
 ProcessEnd process_end_from_wait_status(int wait_status);
 
 class ChildProcess {
  public:
   // Throws std::system_error when the fork fails, or when the child could
-  // not exec (its errno comes back through a pipe).
+  // not exec (its errno comes back through a pipe; with a start gate, from
+  // confirm_exec()).
   static ChildProcess spawn(const SpawnRequest& request);
+  // Waits until the child has exec'd (after its start gate opened). Throws
+  // std::system_error, naming the step and the executable, when it could not.
+  void confirm_exec();
 
   ChildProcess(ChildProcess&& other) noexcept;
   ChildProcess& operator=(ChildProcess&&) = delete;
@@ -61,8 +86,11 @@ class ChildProcess {
   ProcessEnd reap(std::chrono::milliseconds grace);
 
  private:
-  explicit ChildProcess(pid_t pid) : pid_(pid) {}
+  ChildProcess(pid_t pid, int exec_errors_fd, std::string executable)
+      : pid_(pid), exec_errors_fd_(exec_errors_fd), executable_(std::move(executable)) {}
   pid_t pid_ = -1;
+  int exec_errors_fd_ = -1;  // the close-on-exec pipe that reports a failed exec
+  std::string executable_;
   std::optional<ProcessEnd> end_;
 };
 

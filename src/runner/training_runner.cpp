@@ -6,22 +6,29 @@
 
 #include "memsweep/training_runner.hpp"
 
+#include "dataset/locate.hpp"
 #include "memsweep/estimate.hpp"
+#include "memsweep/model_spec.hpp"
+#include "memsweep/program.hpp"
 #include "memsweep/trainer.hpp"
 #include "runner/budget.hpp"
 #include "runner/child_process.hpp"
 #include "runner/dataset_cache.hpp"
 #include "runner/oom_evidence.hpp"
+#include "runner/program_events.hpp"
+#include "runner/program_launch.hpp"
 #include "runner/trial_cgroup.hpp"
 #include "runner/trial_ending.hpp"
 #include "runner/trial_messages.hpp"
 #include "runner/trial_protocol.hpp"
 #include "runner/trial_watch.hpp"
+#include "sampler/process_tree.hpp"
 
 #include <fmt/format.h>
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -152,6 +159,9 @@ struct TrainingRunner::Impl {
   void place_in_cgroup(Attempt& attempt);
   void start_process(Attempt& attempt, const TrialSpec& trial);
   void train(Attempt& attempt, const TrialSpec& trial, const TrialContext& context, TrialSink& sink);
+  // A user's program instead of memsweep's trial process (docs/runner.md, "Programs").
+  void run_program(Attempt& attempt, const TrialSpec& trial, const TrialContext& context, TrialSink& sink);
+  std::string program_data_dir(const TrialSpec& trial) const;
   // The row's status and end columns from how the process ended.
   void record_end(Attempt& attempt, ProcessOutcome outcome, std::string_view before_message = {});
   void finish(Attempt& attempt, TrialStatus status, std::string_view message) const;
@@ -231,6 +241,10 @@ TrialRow TrainingRunner::Impl::run(const TrialSpec& trial, const TrialContext& c
   row.start_time = unix_seconds_now();
   attempt.budget = effective_budget(context.mem_budget_bytes, trial.mem_budget_bytes);
 
+  if (trial.program) {
+    run_program(attempt, trial, context, sink);
+    return row;
+  }
   open_dataset(attempt, trial);
   if (!attempt.ended) start_process(attempt, trial);
   if (!attempt.ended) train(attempt, trial, context, sink);
@@ -420,6 +434,247 @@ void TrainingRunner::Impl::record_end(Attempt& attempt, ProcessOutcome outcome, 
   set_fixed(row.end_cause, ending.cause);
   finish(attempt, ending.status,
          before_message.empty() ? ending.message : fmt::format("{}: {}", before_message, ending.message));
+}
+
+namespace {
+
+// How much of a failed program's stderr its message keeps.
+constexpr int kTailLines = 3;
+constexpr std::size_t kTailBytes = 200;
+constexpr std::size_t kTailReadBytes = 8192;
+
+// A descriptor closed when it goes out of scope.
+class OwnedFd {
+ public:
+  explicit OwnedFd(int fd = -1) : fd_(fd) {}
+  ~OwnedFd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  OwnedFd(OwnedFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  OwnedFd& operator=(OwnedFd&& other) noexcept {
+    if (this != &other) {
+      if (fd_ >= 0) ::close(fd_);
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// The program's output files: kept in the log folder, or (no folder) an
+// unnamed file for stderr alone, read for a failure's message.
+struct ProgramOutput {
+  OwnedFd out;
+  OwnedFd err;
+};
+
+ProgramOutput open_program_output(const std::filesystem::path& log_dir, const TrialSpec& trial, int attempt) {
+  constexpr int kFlags = O_CREAT | O_TRUNC | O_CLOEXEC;
+  if (log_dir.empty()) {
+    return {OwnedFd(::open("/dev/null", O_WRONLY | O_CLOEXEC)),
+            OwnedFd(::open(std::filesystem::temp_directory_path().c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600))};
+  }
+  std::filesystem::create_directories(log_dir);
+  const std::string stem = (log_dir / fmt::format("{}-{}", trial.id, attempt)).string();
+  // stderr is read back for a failure's message.
+  ProgramOutput output{OwnedFd(::open((stem + ".out").c_str(), O_WRONLY | kFlags, 0644)),
+                       OwnedFd(::open((stem + ".err").c_str(), O_RDWR | kFlags, 0644))};
+  if (output.out.get() < 0 || output.err.get() < 0)
+    throw std::system_error(errno, std::generic_category(), "cannot open the program's log files " + stem + ".out/.err");
+  return output;
+}
+
+// Whatever of the trial's tree is still there: its process group, the
+// processes the probe found (a descendant may have left the group), and its
+// cgroup's.
+void kill_tree(pid_t root, const ProcessTreeProbe& probe, const TrialCgroup* cgroup) {
+  ::kill(-root, SIGKILL);
+  for (const int pid : probe.members())
+    if (pid != root) ::kill(pid, SIGKILL);
+  if (cgroup != nullptr) {
+    const int fd = ::open(cgroup->procs_file().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    std::string text(65536, '\0');
+    const ssize_t got = ::read(fd, text.data(), text.size());
+    ::close(fd);
+    text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+    for (const int pid : parse_pid_list(text)) ::kill(pid, SIGKILL);
+  }
+}
+
+}  // namespace
+
+// The folder holding the trial's dataset files, for {data_dir}: where
+// memsweep's trainer would read them. Synthetic data has none: the first
+// folder on the search list.
+std::string TrainingRunner::Impl::program_data_dir(const TrialSpec& trial) const {
+  using namespace dataset_detail;
+  switch (trial.dataset.kind) {
+    case DatasetKind::synthetic: return options.data_dirs.empty() ? std::string() : options.data_dirs.front().string();
+    case DatasetKind::cifar10: return locate_cifar_files(options.data_dirs).test_batch.parent_path().string();
+    default: return locate_idx_files(trial.dataset.kind, options.data_dirs).train_images.parent_path().string();
+  }
+}
+
+void TrainingRunner::Impl::run_program(Attempt& attempt, const TrialSpec& trial, const TrialContext& context,
+                                       TrialSink& sink) {
+  TrialRow& row = attempt.row;
+  ++trials_started;
+  attempt.oom_before = read_oom_counters(cgroups);
+
+  // Its command line, environment and files.
+  ProgramRunValues values;
+  values.threads = options.threads > 0 ? options.threads : default_thread_count();
+  values.max_train_examples = options.max_train_examples;
+  values.max_test_examples = options.max_test_examples;
+  values.attempt = context.attempt;
+  ProgramInvocation invocation;
+  std::string executable;
+  std::vector<std::string> environment;
+  ProgramOutput output;
+  try {
+    values.data_dir = program_data_dir(trial);
+    invocation = program_invocation(trial, values);
+    invocation.env.emplace_back(kEventsFdVariable, std::to_string(kEventsFd));
+    invocation.env.emplace_back("MEMSWEEP_TRIAL_ID", trial.id);
+    environment = merged_environment(current_environment(), invocation.env);
+    const std::string path_list = environment_value(environment, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
+    const std::optional<std::string> found = find_executable(invocation.argv.at(0), path_list, invocation.workdir);
+    if (!found)
+      return finish(attempt, TrialStatus::failed,
+                    fmt::format("program \"{}\" not found{} or not executable", invocation.argv.at(0),
+                                invocation.argv.at(0).find('/') == std::string::npos ? " on PATH" : ""));
+    executable = *found;
+    output = open_program_output(options.log_dir, trial, context.attempt);
+  } catch (const std::exception& error) {
+    return finish(attempt, TrialStatus::failed, one_line(error.what()));
+  }
+
+  Pipe event_pipe;
+  Pipe gate;
+  SpawnRequest request;
+  request.executable = executable;
+  request.argv = invocation.argv;
+  request.program = true;
+  request.environment = std::move(environment);
+  request.workdir = invocation.workdir;
+  request.control_fd = event_pipe.write_end();  // kEventsFd: the program's events channel
+  request.stdout_fd = output.out.get();
+  request.stderr_fd = output.err.get();
+  request.start_gate_fd = gate.read_end();
+  const Clock::time_point spawn_start = Clock::now();
+  try {
+    attempt.process.emplace(ChildProcess::spawn(request));
+  } catch (const std::exception& error) {
+    return finish(attempt, TrialStatus::failed, one_line(error.what()));
+  }
+  ChildProcess& process = *attempt.process;
+  row.pid = process.pid();
+  place_in_cgroup(attempt);
+  set_fixed(row.isolation, isolation_name(attempt.cgroup ? cgroups.isolation() : Isolation::proc));
+  event_pipe.close_write();
+  gate.close_read();
+  ::fcntl(event_pipe.read_end(), F_SETFL, O_NONBLOCK);
+  if (attempt.budget && attempt.cgroup) {
+    try {
+      attempt.cgroup->set_limit(*attempt.budget);
+      attempt.cgroup_limit_is_budget = true;
+    } catch (const std::exception&) {
+    }
+  }
+
+  // The sampler and its counters on the waiting child, then its exec: the
+  // program is counted from its first instruction. It has no ready point, so
+  // its baseline is nothing and its footprint is its whole peak.
+  const std::string procs = attempt.cgroup ? attempt.cgroup->procs_file() : std::string();
+  std::unique_ptr<ProcessTreeProbe> tree = make_process_tree_probe(process.pid(), procs);
+  attempt.baseline.rss_bytes = 0;
+  row.rss_baseline = 0;
+  sampler->drain([](const SampleChunk&) {});
+  sampler->set_phase(0);
+  sampler->set_target(process.pid(), make_process_tree_probe(process.pid(), procs));
+  sampler->begin_region(attempt.baseline);
+  const char go = 1;
+  const bool opened = ::write(gate.write_end(), &go, 1) == 1;
+  gate.close_write();
+  try {
+    if (!opened) throw std::runtime_error("the program's process ended before it could start");
+    process.confirm_exec();
+  } catch (const std::exception& error) {
+    sampler->end_region();
+    return record_end(attempt, {}, one_line(error.what()));
+  }
+  row.start_seconds = seconds_between(spawn_start, Clock::now());
+  timings.start_seconds = row.start_seconds;
+
+  EventLineReader reports(event_pipe.read_end());
+  WatchSettings settings;
+  settings.trial_id = row.trial_id;
+  settings.attempt = context.attempt;
+  settings.rank = context.rank;
+  settings.counter_slots = counter_slots;
+  settings.check_interval = options.check_interval;
+  settings.budget_bytes = attempt.budget;
+  settings.time_limit = time_limit(trial);
+  settings.stop_grace = options.stop_grace;
+  settings.external_stop = context.stop;
+  settings.program = true;
+  TrialWatch watch(std::move(settings), process, reports, *sampler, *tree, sink);
+  const Clock::time_point go_time = Clock::now();
+  timings.setup_seconds = seconds_between(attempt.entry, go_time);
+
+  WatchReport seen;
+  try {
+    seen = watch.run();
+  } catch (...) {
+    sampler->stop();
+    kill_tree(process.pid(), *tree, attempt.cgroup.get());
+    throw;
+  }
+  const Clock::time_point training_end = Clock::now();
+  timings.training_seconds = seconds_between(go_time, training_end);
+  std::int64_t largest = -1;
+  tree->read_peak_rss(largest);  // the last look at the descendants still there
+  kill_tree(process.pid(), *tree, attempt.cgroup.get());
+  const RegionSummary region = sampler->end_region();
+  watch.forward_chunks();
+
+  const ProcessTreeStats stats = tree->stats();
+  const ProcessEnd end = process.reap();
+  row.process_peak_max = std::max({stats.largest_peak, end.max_rss_bytes, seen.last_peak});
+  row.rss_peak = std::max(region.max_sampled_rss_bytes, row.process_peak_max);
+  row.rss_peak_hwm_sum = stats.peak_sum >= 0 ? std::max(stats.peak_sum, row.process_peak_max) : row.process_peak_max;
+  row.rss_footprint = row.rss_peak;
+  row.rss_mean = region.mean_rss_bytes;
+  row.sys_used_mean = region.sys_used_mean_bytes;
+  row.samples = region.samples;
+  row.dropped_samples = region.dropped_samples;
+  row.processes = stats.processes_seen;
+
+  const ProgramProgress& progress = reports.progress();
+  row.epochs_done = progress.epochs_done;
+  row.final_train_loss = progress.last_loss;
+  row.test_accuracy = progress.last_accuracy;
+  row.bad_event_lines = progress.bad_lines;
+  if (progress.model_size) {
+    // The Q&A rule on what the program says of its model.
+    RuleCounts counts;
+    counts.parameters = static_cast<std::uint64_t>(progress.model_size->parameters);
+    counts.activations_per_example = static_cast<std::uint64_t>(progress.model_size->activations_per_example);
+    const ImageShape input = model_spec(trial).input;
+    counts.input_per_example = static_cast<std::uint64_t>(input.channels) * input.height * input.width;
+    counts.batch = static_cast<std::uint64_t>(trial.batch_size);
+    row.predicted_bytes = static_cast<std::int64_t>(rule_estimate(counts).total());
+  }
+  seen.outcome.output_tail = output_tail(read_file_end(output.err.get(), kTailReadBytes), kTailLines, kTailBytes);
+  record_end(attempt, std::move(seen.outcome));
+  if (progress.bad_lines > 0 && get_fixed(row.status) == status_name(TrialStatus::ok))
+    set_fixed(row.message, fmt::format("{} events line{} not understood; the first: {}", progress.bad_lines,
+                                       progress.bad_lines == 1 ? "" : "s", progress.first_bad_line));
+  timings.teardown_seconds = seconds_between(training_end, Clock::now());
 }
 
 TrainingRunner::TrainingRunner(const TrainingRunnerOptions& options) : impl_(std::make_unique<Impl>(options)) {}

@@ -58,6 +58,15 @@ TrialEnding decide_ending(const ProcessOutcome& outcome) {
     case RankKill::none: break;
   }
 
+  // A program asked to stop ends however it likes (SIGTERM's default, an
+  // exit of its own): either way the sweep stopped it, and a resume runs it.
+  if (outcome.program && outcome.stop_requested) {
+    ending.status = TrialStatus::interrupted;
+    ending.cause = end_cause::kStopped;
+    ending.message = fmt::format("interrupted: the sweep stopped; the program ended {}", when);
+    return ending;
+  }
+
   // Killed by someone else, before it reported: the kernel, or a person.
   if (outcome.end.signal != 0 && !outcome.result && !outcome.failure) {
     if (outcome.end.signal == SIGKILL && !outcome.oom_seen_in.empty()) {
@@ -78,7 +87,9 @@ TrialEnding decide_ending(const ProcessOutcome& outcome) {
     if (is_crash_signal(outcome.end.signal)) {
       ending.status = TrialStatus::failed;
       ending.cause = end_cause::kCrash;
-      ending.message = fmt::format("the trial process crashed: {} {}", signal_text(outcome.end.signal), when);
+      ending.message = fmt::format("the {} crashed: {} {}", outcome.program ? "program" : "trial process",
+                                   signal_text(outcome.end.signal), when);
+      if (!outcome.output_tail.empty()) ending.message += ": " + outcome.output_tail;
       return ending;
     }
     ending.status = TrialStatus::killed;
@@ -88,6 +99,14 @@ TrialEnding decide_ending(const ProcessOutcome& outcome) {
     return ending;
   }
 
+  if (outcome.program) {
+    ending.cause = end_cause::kExited;
+    if (outcome.end.exit_status == 0) return ending;  // ok
+    ending.status = TrialStatus::failed;
+    ending.message = fmt::format("the program exited with status {} {}", outcome.end.exit_status, when);
+    if (!outcome.output_tail.empty()) ending.message += ": " + outcome.output_tail;
+    return ending;
+  }
   if (outcome.failure) {
     ending.status = TrialStatus::failed;
     ending.cause = end_cause::kExited;

@@ -32,6 +32,11 @@ struct ProcessOutcome {
   double seconds = 0.0;  // since the go-ahead
   int epoch = 0;         // the last phase reported
   bool evaluating = false;
+  // A user's program: its exit status is its result (0: ok), it reports
+  // no result of its own, and the rank's stop request is SIGTERM.
+  bool program = false;
+  bool stop_requested = false;  // the rank asked it to stop
+  std::string output_tail;      // the last lines of its stderr, for a failure's message
 };
 
 struct TrialEnding {

@@ -131,19 +131,32 @@ std::vector<std::byte> frame_bytes(const Frame& frame);
 // other end is gone (EPIPE) or another write error happened.
 bool write_frame(int fd, const Frame& frame);
 
+// Where a running trial's reports come from, as frames: memsweep's own
+// trial process writes them (FrameReader); a program's events lines are
+// turned into them (program_events.hpp).
+class ReportSource {
+ public:
+  virtual ~ReportSource() = default;
+  // The next complete report, reading what is available; nullopt when none
+  // is complete yet (or at the end: see at_end()).
+  virtual std::optional<Frame> next() = 0;
+  // The writer closed its end.
+  virtual bool at_end() const = 0;
+  virtual int fd() const = 0;
+};
+
 // Reads frames from a descriptor as bytes arrive, without blocking when
 // asked not to: the rank polls the report pipe alongside its other work.
-class FrameReader {
+class FrameReader final : public ReportSource {
  public:
   explicit FrameReader(int fd) : fd_(fd) {}
-  // The next complete frame, reading what is available; nullopt when none
-  // is complete yet (or at the end: see at_end()). On a blocking descriptor
-  // it waits for a whole frame (or the end). Throws ProtocolError for a bad
-  // frame. Use one reader per descriptor: it keeps bytes read past a frame.
-  std::optional<Frame> next();
-  // The writer closed its end; a partial frame left then is an error.
-  bool at_end() const { return at_end_; }
-  int fd() const { return fd_; }
+  // On a blocking descriptor next() waits for a whole frame (or the end).
+  // Throws ProtocolError for a bad frame. Use one reader per descriptor: it
+  // keeps bytes read past a frame.
+  std::optional<Frame> next() override;
+  // A partial frame left at the end is an error.
+  bool at_end() const override { return at_end_; }
+  int fd() const override { return fd_; }
 
  private:
   std::optional<Frame> take_buffered();

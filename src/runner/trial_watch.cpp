@@ -24,7 +24,7 @@ int milliseconds_until(Clock::time_point now, Clock::time_point then) {
 
 }  // namespace
 
-TrialWatch::TrialWatch(WatchSettings settings, ChildProcess& process, FrameReader& reports, Sampler& sampler,
+TrialWatch::TrialWatch(WatchSettings settings, ChildProcess& process, ReportSource& reports, Sampler& sampler,
                        MemoryProbe& probe, TrialSink& sink)
     : settings_(std::move(settings)),
       process_(process),
@@ -44,6 +44,7 @@ WatchReport TrialWatch::run() {
   go_ = Clock::now();
   Clock::time_point next_check = go_;
   ProcessOutcome& outcome = report_.outcome;
+  outcome.program = settings_.program;
   try {
     for (;;) {
       const Clock::time_point now = Clock::now();
@@ -54,17 +55,22 @@ WatchReport TrialWatch::run() {
         // holding it open): a reaped process is over either way.
         if (process_.try_reap()) break;
       }
-      pollfd reports{reports_.fd(), POLLIN, 0};
+      // A closed channel polls as always ready: then only the clock is waited for.
+      pollfd reports{reports_.at_end() ? -1 : reports_.fd(), POLLIN, 0};
       const int ready = ::poll(&reports, 1, milliseconds_until(Clock::now(), next_check));
       if (ready < 0 && errno != EINTR) break;
       if (ready <= 0) continue;
       while (const std::optional<Frame> frame = reports_.next()) handle(*frame);
+      if (settings_.program) continue;  // it ends when it exits
       if (outcome.result || outcome.failure || reports_.at_end()) break;
     }
+    // What a program wrote just before it exited.
+    if (settings_.program)
+      while (const std::optional<Frame> frame = reports_.next()) handle(*frame);
   } catch (...) {
     // A sink that failed, or a frame no memsweep writes: the process is not
     // left running behind the error.
-    process_.send_signal(SIGKILL);
+    signal_trial(SIGKILL);
     throw;
   }
   outcome.seconds = seconds_since_go(Clock::now());
@@ -124,7 +130,8 @@ void TrialWatch::check(Clock::time_point now) {
                                                when_text(seconds, outcome.epoch, outcome.evaluating)));
   if (!stop_deadline_ && settings_.external_stop != nullptr &&
       settings_.external_stop->load(std::memory_order_relaxed)) {
-    process_.send_signal(kTrialStopSignal);
+    signal_trial(settings_.program ? SIGTERM : kTrialStopSignal);
+    report_.outcome.stop_requested = true;
     stop_deadline_ = now + settings_.stop_grace;
   }
   if (stop_deadline_ && now >= *stop_deadline_)
@@ -137,7 +144,14 @@ void TrialWatch::check(Clock::time_point now) {
 void TrialWatch::kill(RankKill why, std::string message) {
   report_.outcome.kill = why;
   report_.outcome.kill_message = std::move(message);
-  process_.send_signal(SIGKILL);
+  signal_trial(SIGKILL);
+}
+
+void TrialWatch::signal_trial(int signal_number) {
+  // A program's process group is its pid (it made one of its own before its
+  // exec); the process itself is signalled too in case it left the group.
+  if (settings_.program && !process_.reaped()) ::kill(-process_.pid(), signal_number);
+  process_.send_signal(signal_number);
 }
 
 void TrialWatch::forward_chunks() {

@@ -31,6 +31,10 @@ struct WatchSettings {
   std::optional<std::chrono::milliseconds> time_limit;
   std::chrono::milliseconds stop_grace{10000};
   const std::atomic<bool>* external_stop = nullptr;  // TrialContext::stop
+  // A user's program: watched until it exits (its events channel may close
+  // earlier, or stay open in a descendant), asked to stop with SIGTERM, and
+  // killed as a whole process group.
+  bool program = false;
 };
 
 // What the watch saw, for decide_ending() and the row.
@@ -43,11 +47,11 @@ class TrialWatch {
  public:
   // `probe` reads the trial process's files on this thread (the sampler has
   // its own); `reports` is the process's report pipe.
-  TrialWatch(WatchSettings settings, ChildProcess& process, FrameReader& reports, Sampler& sampler, MemoryProbe& probe,
-             TrialSink& sink);
+  TrialWatch(WatchSettings settings, ChildProcess& process, ReportSource& reports, Sampler& sampler,
+             MemoryProbe& probe, TrialSink& sink);
 
   // Watches from the go-ahead until the process has reported its result or
-  // failure, or has ended. The sink's exceptions pass through (after the
+  // failure, or has ended (a program: until it has ended). The sink's exceptions pass through (after the
   // process is killed: a trial without a destination for its rows stops).
   WatchReport run();
 
@@ -58,11 +62,12 @@ class TrialWatch {
   void handle(const Frame& frame);
   void check(std::chrono::steady_clock::time_point now);
   void kill(RankKill why, std::string message);
+  void signal_trial(int signal_number);
   double seconds_since_go(std::chrono::steady_clock::time_point now) const;
 
   WatchSettings settings_;
   ChildProcess& process_;
-  FrameReader& reports_;
+  ReportSource& reports_;
   Sampler& sampler_;
   MemoryProbe& probe_;
   TrialSink& sink_;

@@ -123,6 +123,13 @@ TableSchema trials_schema() {
           added_in(3, text("isolation", offsetof(TrialRow, isolation), kNameChars)),
           added_in(3, float64("start_seconds", offsetof(TrialRow, start_seconds), kSeconds)),
           added_in(3, int64("cgroup_peak", offsetof(TrialRow, cgroup_peak), kBytes)),
+          // Schema 4: programs as trials, and their process trees.
+          added_in(4, text("trainer", offsetof(TrialRow, trainer), kNameChars)),
+          added_in(4, text("params", offsetof(TrialRow, params), kParamsChars)),
+          added_in(4, int32("processes", offsetof(TrialRow, processes), kOne)),
+          added_in(4, int64("rss_peak_hwm_sum", offsetof(TrialRow, rss_peak_hwm_sum), kBytes)),
+          added_in(4, int64("process_peak_max", offsetof(TrialRow, process_peak_max), kBytes)),
+          added_in(4, int32("bad_event_lines", offsetof(TrialRow, bad_event_lines), kOne)),
       },
       default_row<TrialRow>(),
   };

@@ -88,6 +88,12 @@ TrialRow example_trial(int index, std::string_view status) {
   set_fixed(row.isolation, "cgroup2");
   row.start_seconds = 0.0625;
   row.cgroup_peak = 200'000'000 + index;
+  set_fixed(row.trainer, index % 2 == 0 ? "memsweep" : "pytorch");
+  set_fixed(row.params, std::string(R"({"dropout":0.)") + std::to_string(index) + R"(,"note":"é"})");
+  row.processes = 1 + index;
+  row.rss_peak_hwm_sum = 190'000'000 + index;
+  row.process_peak_max = 170'000'000 + index;
+  row.bad_event_lines = index;
   return row;
 }
 
@@ -206,6 +212,12 @@ void expect_same(const TrialRow& expected, const TrialRow& actual) {
   EXPECT_EQ(actual.isolation, expected.isolation);
   EXPECT_EQ(actual.start_seconds, expected.start_seconds);
   EXPECT_EQ(actual.cgroup_peak, expected.cgroup_peak);
+  EXPECT_EQ(actual.trainer, expected.trainer);
+  EXPECT_EQ(actual.params, expected.params);
+  EXPECT_EQ(actual.processes, expected.processes);
+  EXPECT_EQ(actual.rss_peak_hwm_sum, expected.rss_peak_hwm_sum);
+  EXPECT_EQ(actual.process_peak_max, expected.process_peak_max);
+  EXPECT_EQ(actual.bad_event_lines, expected.bad_event_lines);
 }
 
 void expect_same(const SampleRow& expected, const SampleRow& actual, std::size_t counters) {
@@ -342,10 +354,12 @@ void drop_columns(hid_t file, const std::string& name, const std::vector<std::st
 }  // namespace
 
 void rewrite_as_schema_version(const std::filesystem::path& path, int version) {
-  ASSERT_TRUE(version == 1 || version == 2) << "no such older version: " << version;
+  ASSERT_TRUE(version >= 1 && version <= 3) << "no such older version: " << version;
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   ASSERT_GE(file, 0) << path;
-  drop_columns(file, "trials", kTrialColumnsOfVersion3);
+  std::vector<std::string> dropped = kTrialColumnsOfVersion4;
+  if (version < 3) dropped.insert(dropped.end(), kTrialColumnsOfVersion3.begin(), kTrialColumnsOfVersion3.end());
+  drop_columns(file, "trials", dropped);
   if (version < 2) drop_columns(file, "samples", {"sys_total"});
   const hid_t attribute = H5Aopen(file, "schema_version", H5P_DEFAULT);
   const std::int32_t value = version;

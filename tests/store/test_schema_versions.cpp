@@ -1,6 +1,6 @@
-// Schema versions: this memsweep writes version 3 and reads 1, 2 and 3, by
+// Schema versions: this memsweep writes version 4 and reads 1 to 4, by
 // column name (a column a file's version lacks reads as its "not measured"
-// value); it resumes only version 3, and leaves an older file as it was;
+// value); it resumes only version 4, and leaves an older file as it was;
 // versions it does not know are refused.
 
 #include "memsweep/store.hpp"
@@ -58,14 +58,14 @@ std::string unit_of(const std::filesystem::path& path, const char* table, const 
   return unit;
 }
 
-TEST(SchemaVersion3, WritesHowEachTrialProcessEndedWithUnits) {
+TEST(CurrentSchemaVersion, WritesHowEachTrialProcessEndedAndWhatTrainedItWithUnits) {
   const testing::TempDir dir;
   const auto path = dir.path() / "results.h5";
   write_file(path);
 
   {
     const ResultReader reader(path);
-    EXPECT_EQ(reader.header().schema_version, 3);
+    EXPECT_EQ(reader.header().schema_version, kSchemaVersion);
     const std::vector<TrialRow> trials = reader.trials();
     ASSERT_EQ(trials.size(), static_cast<std::size_t>(kTrials));
     for (int i = 0; i < kTrials; ++i) expect_same(example_trial(i), trials[static_cast<std::size_t>(i)]);
@@ -77,19 +77,27 @@ TEST(SchemaVersion3, WritesHowEachTrialProcessEndedWithUnits) {
     EXPECT_EQ(get_fixed(last.isolation), "cgroup2");
     EXPECT_EQ(last.start_seconds, 0.0625);
     EXPECT_EQ(last.cgroup_peak, 200'000'002);
+    EXPECT_EQ(get_fixed(last.trainer), "memsweep");
+    EXPECT_EQ(get_fixed(last.params), R"({"dropout":0.2,"note":"é"})");
+    EXPECT_EQ(last.processes, 3);
+    EXPECT_EQ(last.process_peak_max, 170'000'002);
+    EXPECT_EQ(get_fixed(trials[1].trainer), "pytorch");
   }
   const std::vector<std::pair<std::string, std::string>> units{
       {"pid", "1"},          {"end_signal", "1"},    {"oom_killed", "1"},      {"end_cause", "text"},
       {"isolation", "text"}, {"start_seconds", "s"}, {"cgroup_peak", "bytes"},
+      // Schema 4: programs as trials.
+      {"trainer", "text"}, {"params", "text"}, {"processes", "1"}, {"rss_peak_hwm_sum", "bytes"},
+      {"process_peak_max", "bytes"}, {"bad_event_lines", "1"},
   };
   for (const auto& [column, unit] : units) EXPECT_EQ(unit_of(path, "trials", column), unit) << column;
 }
 
-TEST(SchemaVersion3, AHeaderAskingForAnotherVersionIsWrittenAsTheCurrentOne) {
+TEST(CurrentSchemaVersion, AHeaderAskingForAnotherVersionIsWrittenAsTheCurrentOne) {
   const testing::TempDir dir;
   const auto path = dir.path() / "results.h5";
   FileHeader header = example_header();
-  header.schema_version = 2;  // the tables are version 3's whatever the caller says
+  header.schema_version = 2;  // the tables are the current version's whatever the caller says
   ResultStore::create(path, header, false, {}).close();
   EXPECT_EQ(ResultReader(path).header().schema_version, kSchemaVersion);
 }
@@ -109,8 +117,9 @@ class OlderVersion : public ::testing::TestWithParam<int> {
     const hid_t samples = H5Dopen2(file, "samples", H5P_DEFAULT);
     const hid_t trial_type = H5Dget_type(trials);
     const hid_t sample_type = H5Dget_type(samples);
-    EXPECT_LT(H5Tget_member_index(trial_type, "pid"), 0);
-    EXPECT_LT(H5Tget_member_index(trial_type, "cgroup_peak"), 0);
+    EXPECT_EQ(H5Tget_member_index(trial_type, "pid") >= 0, version() >= 3);
+    EXPECT_EQ(H5Tget_member_index(trial_type, "cgroup_peak") >= 0, version() >= 3);
+    EXPECT_LT(H5Tget_member_index(trial_type, "trainer"), 0);
     EXPECT_EQ(H5Tget_member_index(sample_type, "sys_total") >= 0, version() >= 2);
     H5Tclose(sample_type);
     H5Tclose(trial_type);
@@ -123,8 +132,15 @@ class OlderVersion : public ::testing::TestWithParam<int> {
 };
 
 // What an old file's trial row reads as: its own columns, and "not
-// measured" for those of version 3.
-TrialRow as_read_from_an_older_file(TrialRow row) {
+// measured" for those added after its version.
+TrialRow as_read_from_an_older_file(TrialRow row, int version) {
+  set_fixed(row.trainer, "");
+  set_fixed(row.params, "");
+  row.processes = -1;
+  row.rss_peak_hwm_sum = -1;
+  row.process_peak_max = -1;
+  row.bad_event_lines = 0;
+  if (version >= 3) return row;
   row.pid = -1;
   row.end_signal = 0;
   row.oom_killed = 0;
@@ -147,10 +163,10 @@ TEST_P(OlderVersion, ReadsItsColumnsAndDefaultsForTheNewOnes) {
     const std::vector<TrialRow> trials = reader.trials();
     ASSERT_EQ(trials.size(), static_cast<std::size_t>(kTrials));
     for (int i = 0; i < kTrials; ++i)
-      expect_same(as_read_from_an_older_file(example_trial(i)), trials[static_cast<std::size_t>(i)]);
+      expect_same(as_read_from_an_older_file(example_trial(i), version()), trials[static_cast<std::size_t>(i)]);
     // In blocks too, as watch reads them.
     ASSERT_EQ(reader.trials(1, 5).size(), 2u);
-    expect_same(as_read_from_an_older_file(example_trial(2)), reader.trials(1, 5)[1]);
+    expect_same(as_read_from_an_older_file(example_trial(2), version()), reader.trials(1, 5)[1]);
 
     std::vector<SampleRow> expected_samples = example_samples(testing::example_id(0), 0, kSamples);
     if (version() < 2)
@@ -183,7 +199,7 @@ TEST_P(OlderVersion, ResumeIsRefusedBeforeAnythingIsWritten) {
     });
     EXPECT_THAT(message, HasSubstr(path.string()));
     EXPECT_THAT(message, HasSubstr(fmt::format("schema version {}", version())));
-    EXPECT_THAT(message, HasSubstr("this memsweep writes version 3"));
+    EXPECT_THAT(message, HasSubstr(fmt::format("this memsweep writes version {}", kSchemaVersion)));
     EXPECT_THAT(message, HasSubstr(fmt::format("resume it with a memsweep that writes version {} (memsweep 0.1.0 "
                                                "wrote it)",
                                                version())));
@@ -210,10 +226,10 @@ TEST_P(OlderVersion, ATableReadsTheDefaultsWhateverTheBufferHeld) {
   std::vector<TrialRow> rows(trials.rows(), example_trial(7));  // every field set, pid 31344 among them
   trials.read(0, rows.size(), rows.data());
   for (int i = 0; i < kTrials; ++i)
-    expect_same(as_read_from_an_older_file(example_trial(i)), rows[static_cast<std::size_t>(i)]);
+    expect_same(as_read_from_an_older_file(example_trial(i), version()), rows[static_cast<std::size_t>(i)]);
 }
 
-INSTANTIATE_TEST_SUITE_P(Versions1And2, OlderVersion, ::testing::Values(1, 2),
+INSTANTIATE_TEST_SUITE_P(Versions1To3, OlderVersion, ::testing::Values(1, 2, 3),
                          [](const ::testing::TestParamInfo<int>& case_info) {
                            return fmt::format("Version{}", case_info.param);
                          });

@@ -1,0 +1,148 @@
+#include "runner/program_events.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+
+namespace memsweep::runner_detail {
+namespace {
+
+// Longer lines are not events of this protocol (they are counted as bad,
+// and the reader does not grow without bound for a program that writes
+// something else to the descriptor).
+constexpr std::size_t kMaxLineBytes = 64 * 1024;
+constexpr std::size_t kBadLineShown = 120;
+
+std::optional<std::int64_t> whole(const nlohmann::json& value) {
+  if (value.is_number_integer()) return value.get<std::int64_t>();
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ProgramEvent> parse_event_line(std::string_view line) {
+  const nlohmann::json object = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!object.is_object()) return std::nullopt;
+  ProgramEvent event;
+  const auto member = [&](const char* key) -> const nlohmann::json* {
+    const auto it = object.find(key);
+    return it == object.end() ? nullptr : &*it;
+  };
+  if (const auto* parameters = member("parameters")) {
+    const auto count = whole(*parameters);
+    if (!count || *count < 0) return std::nullopt;
+    event.kind = ProgramEvent::Kind::model_size;
+    event.parameters = *count;
+    if (const auto* activations = member("activations_per_example")) {
+      const auto per_example = whole(*activations);
+      if (!per_example || *per_example < 0) return std::nullopt;
+      event.activations_per_example = *per_example;
+    }
+    return event;
+  }
+  const auto* epoch = member("epoch");
+  if (epoch != nullptr) {
+    const auto number = whole(*epoch);
+    if (!number || *number < 1 || *number > INT32_MAX) return std::nullopt;
+    event.epoch = static_cast<std::int32_t>(*number);
+  }
+  if (const auto* loss = member("loss")) {
+    if (epoch == nullptr || !loss->is_number()) return std::nullopt;
+    event.kind = ProgramEvent::Kind::epoch_end;
+    event.loss = loss->get<double>();
+    if (const auto* accuracy = member("accuracy")) {
+      if (!accuracy->is_number()) return std::nullopt;
+      event.accuracy = accuracy->get<double>();
+      if (!(event.accuracy >= 0.0 && event.accuracy <= 1.0)) return std::nullopt;
+    }
+    return event;
+  }
+  const auto* phase = member("phase");
+  if (phase == nullptr || !phase->is_string()) return std::nullopt;
+  const std::string& name = phase->get_ref<const std::string&>();
+  if (name == "train" && epoch != nullptr) {
+    event.kind = ProgramEvent::Kind::train;
+    return event;
+  }
+  if (name == "eval") {
+    event.kind = ProgramEvent::Kind::eval;
+    return event;
+  }
+  return std::nullopt;
+}
+
+std::optional<Frame> EventLineReader::next() {
+  for (;;) {
+    if (!pending_.empty()) {
+      Frame frame = std::move(pending_.front());
+      pending_.pop_front();
+      return frame;
+    }
+    if (at_end_) return std::nullopt;
+    char chunk[4096];
+    const ssize_t got = ::read(fd_, chunk, sizeof(chunk));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return std::nullopt;
+    if (got <= 0) {
+      at_end_ = true;
+      // A last line without its newline still counts.
+      if (!partial_.empty() && !skipping_) take_line(partial_);
+      partial_.clear();
+      continue;
+    }
+    std::string_view bytes(chunk, static_cast<std::size_t>(got));
+    for (std::size_t newline; (newline = bytes.find('\n')) != std::string_view::npos;) {
+      if (!skipping_) {
+        partial_.append(bytes.substr(0, newline));
+        take_line(partial_);
+      }
+      partial_.clear();
+      skipping_ = false;
+      bytes.remove_prefix(newline + 1);
+    }
+    if (!skipping_) partial_.append(bytes);
+    if (partial_.size() > kMaxLineBytes) {
+      note_bad_line(partial_);  // counted once; the rest of it is skipped
+      partial_.clear();
+      skipping_ = true;
+    }
+  }
+}
+
+void EventLineReader::take_line(std::string_view line) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (line.find_first_not_of(" \t") == std::string_view::npos) return;  // blank lines are not events
+  const std::optional<ProgramEvent> event = parse_event_line(line);
+  if (!event) return note_bad_line(line);
+  const auto now = std::chrono::steady_clock::now();
+  switch (event->kind) {
+    case ProgramEvent::Kind::train:
+      epoch_ = event->epoch;
+      epoch_start_ = now;
+      pending_.push_back(encode(PhaseReport{false, epoch_}));
+      return;
+    case ProgramEvent::Kind::eval: pending_.push_back(encode(PhaseReport{true, epoch_})); return;
+    case ProgramEvent::Kind::epoch_end: {
+      EpochReport epoch;
+      epoch.epoch = event->epoch;
+      epoch.train_loss = event->loss;
+      epoch.test_accuracy = event->accuracy;
+      epoch.seconds = std::chrono::duration<double>(now - epoch_start_).count();
+      progress_.epochs_done = std::max(progress_.epochs_done, event->epoch);
+      progress_.last_loss = event->loss;
+      progress_.last_accuracy = event->accuracy;
+      pending_.push_back(encode(epoch));
+      return;
+    }
+    case ProgramEvent::Kind::model_size: progress_.model_size = event; return;
+  }
+}
+
+void EventLineReader::note_bad_line(std::string_view line) {
+  if (progress_.bad_lines++ == 0) progress_.first_bad_line = std::string(line.substr(0, kBadLineShown));
+}
+
+}  // namespace memsweep::runner_detail

@@ -1,0 +1,71 @@
+#pragma once
+// A program trial's progress, optionally: it may write one JSON object per
+// line to MEMSWEEP_EVENTS_FD (docs/runner.md, "Programs"). The lines become
+// the same phase and epoch reports memsweep's own trial process sends; a
+// line not understood is counted, never fatal.
+
+#include "runner/trial_protocol.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace memsweep::runner_detail {
+
+// The environment variable naming the events descriptor, and where it sits.
+inline constexpr std::string_view kEventsFdVariable = "MEMSWEEP_EVENTS_FD";
+inline constexpr int kEventsFd = 3;
+
+// One understood line.
+struct ProgramEvent {
+  enum class Kind { train, eval, epoch_end, model_size };
+  Kind kind = Kind::train;
+  std::int32_t epoch = 0;  // train, epoch_end
+  double loss = 0.0;       // epoch_end
+  double accuracy = -1.0;  // epoch_end; -1: not given
+  std::int64_t parameters = 0;               // model_size
+  std::int64_t activations_per_example = 0;  // model_size; 0: not given
+};
+
+// Pure. {"epoch": E, "phase": "train"}, {"phase": "eval"}, {"epoch": E,
+// "loss": L, "accuracy": A} (accuracy optional, in [0, 1]), {"parameters":
+// N, "activations_per_example": M} (M optional). Other keys are ignored;
+// nullopt for anything else (not JSON, not an object, a wrong type, an
+// epoch below 1, a negative count).
+std::optional<ProgramEvent> parse_event_line(std::string_view line);
+
+// What the program said over the whole trial.
+struct ProgramProgress {
+  std::int32_t epochs_done = 0;
+  double last_loss = -1.0;
+  double last_accuracy = -1.0;
+  std::optional<ProgramEvent> model_size;
+  std::int32_t bad_lines = 0;
+  std::string first_bad_line;  // cut, for the one report of them
+};
+
+class EventLineReader final : public ReportSource {
+ public:
+  explicit EventLineReader(int fd) : fd_(fd) {}
+  std::optional<Frame> next() override;
+  bool at_end() const override { return at_end_ && pending_.empty(); }
+  int fd() const override { return fd_; }
+  const ProgramProgress& progress() const { return progress_; }
+
+ private:
+  void take_line(std::string_view line);
+  void note_bad_line(std::string_view line);
+  int fd_;
+  std::string partial_;  // bytes after the last newline
+  bool skipping_ = false;  // inside a line longer than the limit
+  bool at_end_ = false;
+  std::deque<Frame> pending_;
+  ProgramProgress progress_;
+  std::int32_t epoch_ = 0;
+  std::chrono::steady_clock::time_point epoch_start_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace memsweep::runner_detail

@@ -1,0 +1,102 @@
+#include "runner/program_launch.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+extern char** environ;
+
+namespace memsweep::runner_detail {
+namespace {
+
+bool is_executable_file(const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+std::string_view name_of(std::string_view entry) { return entry.substr(0, entry.find('=')); }
+
+}  // namespace
+
+std::optional<std::string> find_executable(const std::string& name, std::string_view path_list,
+                                           const std::filesystem::path& workdir) {
+  if (name.empty()) return std::nullopt;
+  if (name.find('/') != std::string::npos) {
+    const std::filesystem::path path = name;
+    const std::string full = path.is_relative() && !workdir.empty() ? (workdir / path).string() : name;
+    if (is_executable_file(full)) return full;
+    return std::nullopt;
+  }
+  // As execvp does: an empty entry is the working folder.
+  std::size_t start = 0;
+  while (start <= path_list.size()) {
+    const std::size_t end = std::min(path_list.find(':', start), path_list.size());
+    const std::string folder(path_list.substr(start, end - start));
+    const std::filesystem::path base =
+        folder.empty() ? (workdir.empty() ? std::filesystem::path(".") : workdir) : std::filesystem::path(folder);
+    const std::string candidate = (base / name).string();
+    if (is_executable_file(candidate)) return candidate;
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> merged_environment(const std::vector<std::string>& base,
+                                            const std::vector<std::pair<std::string, std::string>>& overrides) {
+  std::vector<std::string> merged;
+  for (const std::string& entry : base) {
+    const bool replaced = std::any_of(overrides.begin(), overrides.end(),
+                                      [&](const auto& pair) { return pair.first == name_of(entry); });
+    if (!replaced) merged.push_back(entry);
+  }
+  for (const auto& [name, value] : overrides) merged.push_back(name + "=" + value);
+  return merged;
+}
+
+std::vector<std::string> current_environment() {
+  std::vector<std::string> entries;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) entries.emplace_back(*entry);
+  return entries;
+}
+
+std::optional<std::string> environment_value(const std::vector<std::string>& environment, std::string_view name) {
+  for (const std::string& entry : environment)
+    if (name_of(entry) == name && entry.size() > name.size()) return entry.substr(name.size() + 1);
+  return std::nullopt;
+}
+
+std::string output_tail(std::string_view text, int max_lines, std::size_t max_bytes) {
+  std::vector<std::string_view> lines;
+  while (!text.empty() && static_cast<int>(lines.size()) < max_lines) {
+    const std::size_t newline = text.find_last_of('\n', text.size() - 1);
+    const std::size_t start = newline == std::string_view::npos ? 0 : newline + 1;
+    std::string_view line = text.substr(start);
+    text = text.substr(0, newline == std::string_view::npos ? 0 : newline);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") != std::string_view::npos) lines.push_back(line);
+  }
+  std::string joined;
+  for (auto line = lines.rbegin(); line != lines.rend(); ++line) {
+    if (!joined.empty()) joined += " | ";
+    joined += *line;
+  }
+  if (joined.size() <= max_bytes) return joined;
+  std::size_t cut = joined.size() - max_bytes;
+  // Not in the middle of a UTF-8 sequence: continuation bytes are 10xxxxxx.
+  while (cut < joined.size() && (static_cast<unsigned char>(joined[cut]) & 0xC0) == 0x80) ++cut;
+  return "…" + joined.substr(cut);
+}
+
+std::string read_file_end(int fd, std::size_t max_bytes) {
+  struct stat info {};
+  if (fd < 0 || ::fstat(fd, &info) != 0 || info.st_size <= 0) return {};
+  const auto size = static_cast<std::size_t>(info.st_size);
+  const std::size_t length = std::min(size, max_bytes);
+  std::string text(length, '\0');
+  const ssize_t got = ::pread(fd, text.data(), length, static_cast<off_t>(size - length));
+  text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+  return text;
+}
+
+}  // namespace memsweep::runner_detail

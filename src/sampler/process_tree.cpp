@@ -1,0 +1,223 @@
+#include "sampler/process_tree.hpp"
+
+#include "sampler/proc_parsers.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <map>
+
+namespace memsweep {
+namespace {
+
+// Larger than the statm, status and smaps_rollup files, and than a
+// children list of a few hundred processes.
+constexpr std::size_t kBufferBytes = 8192;
+
+// A /proc file opened once. A descriptor on /proc/PID keeps reading that
+// process, never a later one that reuses its pid.
+class OpenFile {
+ public:
+  explicit OpenFile(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {}
+  ~OpenFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  OpenFile(const OpenFile&) = delete;
+  OpenFile& operator=(const OpenFile&) = delete;
+  bool is_open() const { return fd_ >= 0; }
+
+  std::string_view read(std::array<char, kBufferBytes>& buffer) const noexcept {
+    if (fd_ < 0) return {};
+    ssize_t got = 0;
+    do {
+      got = ::pread(fd_, buffer.data(), buffer.size(), 0);
+    } while (got < 0 && errno == EINTR);
+    return got > 0 ? std::string_view(buffer.data(), static_cast<std::size_t>(got)) : std::string_view{};
+  }
+
+ private:
+  int fd_;
+};
+
+// The text of a file opened for this one read (children files and the
+// task folder change as threads come and go).
+std::string_view read_once(const std::string& path, std::array<char, kBufferBytes>& buffer) {
+  const OpenFile file(path);
+  return file.read(buffer);
+}
+
+struct Member {
+  explicit Member(int pid)
+      : statm("/proc/" + std::to_string(pid) + "/statm"),
+        status("/proc/" + std::to_string(pid) + "/status"),
+        smaps_rollup("/proc/" + std::to_string(pid) + "/smaps_rollup") {}
+  OpenFile statm;
+  OpenFile status;
+  OpenFile smaps_rollup;
+  std::int64_t peak = -1;  // its largest VmHWM seen
+  bool alive = true;
+};
+
+class ProcTreeProbe final : public ProcessTreeProbe {
+ public:
+  ProcTreeProbe(int root_pid, std::string cgroup_procs)
+      : root_(root_pid),
+        cgroup_procs_(std::move(cgroup_procs)),
+        page_bytes_(::sysconf(_SC_PAGESIZE)),
+        meminfo_("/proc/meminfo") {}
+
+  bool read_process(ProcessMemory& out) noexcept override {
+    refresh();
+    ProcessMemory sum{0, 0};
+    bool any = false;
+    for (auto& [pid, member] : members_) {
+      if (!member.alive) continue;
+      const auto pages = detail::parse_statm(member.statm.read(buffer_));
+      // An exited process (a zombie until reaped) reads as zeros, or not at all.
+      if (!pages || pages->size == 0) {
+        member.alive = false;
+        continue;
+      }
+      const ProcessMemory one = detail::process_memory_from_statm(*pages, page_bytes_);
+      sum.rss_bytes += one.rss_bytes;
+      sum.anon_rss_bytes += one.anon_rss_bytes;
+      any = true;
+    }
+    if (any) out = sum;
+    return any;
+  }
+
+  bool read_system(SystemMemory& out) noexcept override {
+    const auto memory = detail::parse_meminfo(meminfo_.read(buffer_));
+    if (!memory) return false;
+    out = *memory;
+    return true;
+  }
+
+  bool read_pss(std::int64_t& pss_bytes) noexcept override {
+    std::int64_t sum = 0;
+    bool any = false;
+    for (auto& [pid, member] : members_) {
+      if (!member.alive) continue;
+      const auto rollup = detail::parse_smaps_rollup(member.smaps_rollup.read(buffer_));
+      if (!rollup) continue;
+      sum += rollup->pss_bytes;
+      any = true;
+    }
+    if (any) pss_bytes = sum;
+    return any;
+  }
+
+  bool read_peak_rss(std::int64_t& peak_bytes) noexcept override {
+    refresh();
+    std::int64_t largest = -1;
+    for (auto& [pid, member] : members_) {
+      if (member.alive) {
+        const auto status = detail::parse_status(member.status.read(buffer_));
+        if (status && status->peak_rss_bytes > 0) member.peak = std::max(member.peak, status->peak_rss_bytes);
+      }
+      largest = std::max(largest, member.peak);
+    }
+    if (largest < 0) return false;
+    peak_bytes = largest;
+    return true;
+  }
+
+  // A program's processes are fresh: there is no peak to reset, nothing to trim.
+  bool reset_peak_rss() noexcept override { return false; }
+  void release_free_memory() noexcept override {}
+
+  std::vector<int> members() const override {
+    std::vector<int> pids;
+    for (const auto& [pid, member] : members_)
+      if (member.alive) pids.push_back(pid);
+    return pids;
+  }
+
+  ProcessTreeStats stats() const override {
+    ProcessTreeStats stats;
+    stats.processes_seen = static_cast<int>(members_.size());
+    for (const auto& [pid, member] : members_) {
+      if (member.peak < 0) continue;
+      stats.peak_sum = std::max<std::int64_t>(stats.peak_sum, 0) + member.peak;
+      stats.largest_peak = std::max(stats.largest_peak, member.peak);
+    }
+    return stats;
+  }
+
+ private:
+  // New processes: the root, the children of every member's threads, and
+  // the trial cgroup's processes. Never throws: a read that fails finds none.
+  void refresh() noexcept {
+    try {
+      if (members_.empty()) add(root_);
+      if (!cgroup_procs_.empty())
+        for (const int pid : parse_pid_list(read_once(cgroup_procs_, buffer_))) add(pid);
+      // Breadth-first over the members as they are found.
+      std::vector<int> queue = members();
+      for (std::size_t next = 0; next < queue.size(); ++next)
+        for (const int child : children_of(queue[next]))
+          if (add(child)) queue.push_back(child);
+    } catch (...) {
+      // Out of memory while growing the tables: this read finds nobody new.
+    }
+  }
+
+  bool add(int pid) {
+    if (pid <= 0 || members_.count(pid) > 0) return false;
+    auto [it, inserted] = members_.try_emplace(pid, pid);
+    if (!it->second.statm.is_open()) it->second.alive = false;  // gone before it was found
+    return inserted;
+  }
+
+  // The children of every thread of `pid` (a child belongs to the thread
+  // that forked it).
+  std::vector<int> children_of(int pid) {
+    std::vector<int> children;
+    const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+    DIR* dir = ::opendir(tasks.c_str());
+    if (dir == nullptr) return children;
+    while (const dirent* entry = ::readdir(dir)) {
+      if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+      for (const int child : parse_pid_list(read_once(tasks + "/" + entry->d_name + "/children", buffer_)))
+        children.push_back(child);
+    }
+    ::closedir(dir);
+    return children;
+  }
+
+  int root_;
+  std::string cgroup_procs_;
+  std::int64_t page_bytes_;
+  OpenFile meminfo_;
+  std::map<int, Member> members_;
+  std::array<char, kBufferBytes> buffer_{};
+};
+
+}  // namespace
+
+std::vector<int> parse_pid_list(std::string_view text) {
+  std::vector<int> pids;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    while (at < text.size() && (text[at] == ' ' || text[at] == '\n')) ++at;
+    if (at == text.size()) break;
+    int pid = 0;
+    const auto [end, error] = std::from_chars(text.data() + at, text.data() + text.size(), pid);
+    if (error != std::errc() || pid <= 0) break;
+    pids.push_back(pid);
+    at = static_cast<std::size_t>(end - text.data());
+  }
+  return pids;
+}
+
+std::unique_ptr<ProcessTreeProbe> make_process_tree_probe(int root_pid, std::string cgroup_procs) {
+  return std::make_unique<ProcTreeProbe>(root_pid, std::move(cgroup_procs));
+}
+
+}  // namespace memsweep

@@ -1,0 +1,254 @@
+// A user's program as a trial (docs/runner.md, "Programs"): the real runner
+// starts tests/runner/tree_program.cpp, a program that touches known
+// amounts of memory in itself and in a child, and measures its whole
+// process tree from outside. Every way a program trial ends is its status,
+// and nothing of its tree outlives it.
+
+#include "memsweep/program.hpp"
+#include "runner/runner_support.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+namespace memsweep::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string status_of(const TrialRow& row) { return get_fixed(row.status); }
+std::string message_of(const TrialRow& row) { return get_fixed(row.message); }
+
+TrialSpec program_trial(std::vector<std::string> arguments) {
+  TrialSpec trial = synthetic_trial({16}, 1);
+  ProgramSpec program;
+  program.name = "tree";
+  program.command = {MEMSWEEP_TREE_PROGRAM};
+  program.command.insert(program.command.end(), arguments.begin(), arguments.end());
+  program.place = "test.toml:1: program";
+  trial.program = program;
+  trial.id = trial_id(trial);
+  return trial;
+}
+
+struct Report {
+  std::int64_t parent_base = -1;
+  std::int64_t child_base = -1;
+  int grandchild = 0;
+};
+
+Report read_report(const std::filesystem::path& path) {
+  Report report;
+  std::ifstream in(path);
+  in >> report.parent_base >> report.child_base >> report.grandchild;
+  return report;
+}
+
+// Gone, or a zombie nobody reaps (a container's init may not): either way
+// it holds no memory and runs no more.
+bool is_gone(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return true;
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'Z';
+}
+
+class ProgramTrialTest : public ::testing::Test {
+ protected:
+  TrainingRunnerOptions options() const {
+    TrainingRunnerOptions settings = fixture_.options();
+    settings.log_dir = logs_.path();
+    settings.use_cgroups = false;
+    return settings;
+  }
+  std::filesystem::path scratch(const std::string& name) const { return logs_.path() / name; }
+  void TearDown() override {
+    EXPECT_THAT(child_processes(), ::testing::IsEmpty()) << "a program outlived its trial";
+  }
+  TempDir logs_;
+
+ private:
+  RunnerFixture fixture_;
+};
+
+TEST_F(ProgramTrialTest, MeasuresTheWholeTreeWithinTwoPercent) {
+  constexpr int kParentMiB = 96, kChildMiB = 160;
+  const auto report_path = scratch("report.txt");
+  const TrialSpec trial = program_trial({"--touch", std::to_string(kParentMiB), "--child-touch",
+                                         std::to_string(kChildMiB), "--hold-ms", "400", "--report",
+                                         report_path.string()});
+  TrainingRunner runner(options());
+  RecordingSink sink;
+  const TrialRow row = runner.run(trial, plain_context(), sink);
+  ASSERT_EQ(status_of(row), "ok") << message_of(row);
+  const Report report = read_report(report_path);
+  ASSERT_GT(report.parent_base, 0);
+  ASSERT_GT(report.child_base, 0);
+
+  // Both processes at their top at once: each one's start plus its block.
+  const double expected = static_cast<double>(report.parent_base + report.child_base) +
+                          static_cast<double>(kParentMiB + kChildMiB) * kMiB;
+  EXPECT_NEAR(static_cast<double>(row.rss_peak), expected, 0.02 * expected)
+      << "tree peak " << row.rss_peak << " against " << expected;
+  EXPECT_EQ(row.processes, 2);
+  EXPECT_EQ(row.rss_baseline, 0);
+  EXPECT_EQ(row.rss_footprint, row.rss_peak);
+  // The largest single process is the child; the sum of each one's own
+  // peak bounds the tree's from above.
+  const double child_top = static_cast<double>(report.child_base) + static_cast<double>(kChildMiB) * kMiB;
+  EXPECT_NEAR(static_cast<double>(row.process_peak_max), child_top, 0.02 * child_top);
+  EXPECT_GE(row.rss_peak_hwm_sum, row.rss_peak);
+  std::printf("tree peak %.1f MiB, expected %.1f MiB (%+.2f %%); largest process %.1f MiB\n",
+              static_cast<double>(row.rss_peak) / kMiB, expected / kMiB,
+              100.0 * (static_cast<double>(row.rss_peak) - expected) / expected,
+              static_cast<double>(row.process_peak_max) / kMiB);
+
+  // Its events lines: one epoch, its phases on the samples, and the Q&A
+  // rule's estimate from the model size it reported.
+  ASSERT_EQ(sink.epoch_rows.size(), 1U);
+  EXPECT_EQ(sink.epoch_rows[0].epoch, 1);
+  EXPECT_DOUBLE_EQ(sink.epoch_rows[0].train_loss, 0.5);
+  EXPECT_DOUBLE_EQ(sink.epoch_rows[0].test_accuracy, 0.75);
+  EXPECT_EQ(row.epochs_done, 1);
+  EXPECT_DOUBLE_EQ(row.test_accuracy, 0.75);
+  ASSERT_FALSE(sink.sample_rows.empty());
+  EXPECT_TRUE(std::any_of(sink.sample_rows.begin(), sink.sample_rows.end(),
+                          [](const SampleRow& sample) { return sample.epoch == 1; }))
+      << "samples after the train phase carry epoch 1";
+  // parameters × 3 × 4 B + activations × 2 × batch × 4 B + batch × 784 × 4 B
+  const std::int64_t rule = 1000 * 3 * 4 + 100 * 2 * trial.batch_size * 4 + trial.batch_size * 784 * 4;
+  EXPECT_EQ(row.predicted_bytes, rule);
+  EXPECT_EQ(get_fixed(row.trainer), "tree");
+  EXPECT_EQ(row.bad_event_lines, 0);
+
+  // Its output is kept, by trial and attempt.
+  std::ifstream out(logs_.path() / (trial.id + "-0.out"));
+  std::string line;
+  std::getline(out, line);
+  EXPECT_EQ(line, "tree_program: done");
+}
+
+TEST_F(ProgramTrialTest, ANonZeroExitIsAFailureWithTheEndOfItsStderr) {
+  TrainingRunner runner(options());
+  RecordingSink sink;
+  const TrialRow failed = runner.run(program_trial({"--exit", "3"}), plain_context(), sink);
+  EXPECT_EQ(status_of(failed), "failed");
+  EXPECT_THAT(message_of(failed), HasSubstr("exited with status 3"));
+  EXPECT_THAT(message_of(failed), HasSubstr("something went wrong | boom: exit 3"));
+  EXPECT_EQ(get_fixed(failed.end_cause), "exited");
+
+  const TrialRow next = runner.run(program_trial({}), plain_context(), sink);
+  EXPECT_EQ(status_of(next), "ok") << "the runner goes on: " << message_of(next);
+}
+
+TEST_F(ProgramTrialTest, BadEventLinesAreCountedAndReportedOnceNeverFatal) {
+  TrainingRunner runner(options());
+  RecordingSink sink;
+  const TrialRow row = runner.run(program_trial({"--bad-lines", "3"}), plain_context(), sink);
+  EXPECT_EQ(status_of(row), "ok");
+  EXPECT_EQ(row.bad_event_lines, 3);
+  EXPECT_THAT(message_of(row), HasSubstr("3 events lines not understood; the first: this is not an event"));
+  EXPECT_EQ(sink.epoch_rows.size(), 1U) << "the good lines still count";
+}
+
+TEST_F(ProgramTrialTest, AHangingProgramEndsAtItsTimeLimit) {
+  TrainingRunner runner(options());
+  TrialSpec trial = program_trial({"--hang"});
+  trial.timeout_seconds = 1.0;
+  RecordingSink sink;
+  const auto start = std::chrono::steady_clock::now();
+  const TrialRow row = runner.run(trial, plain_context(), sink);
+  EXPECT_EQ(status_of(row), "timeout") << message_of(row);
+  EXPECT_EQ(row.end_signal, SIGKILL);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+class OrphanedGrandchild : public ProgramTrialTest, public ::testing::WithParamInterface<bool> {};
+
+// A grandchild whose parent exits is reparented away from the tree; one
+// that calls setsid leaves the process group too. Found by the sampler
+// while it lived in the tree, it is killed with the trial either way.
+TEST_P(OrphanedGrandchild, IsKilledWithTheTrial) {
+  const bool own_session = GetParam();
+  const auto report_path = scratch("grandchild.txt");
+  std::vector<std::string> arguments{"--grandchild", "--hold-ms", "300", "--report", report_path.string()};
+  if (own_session) arguments.push_back("--setsid");
+  TrainingRunner runner(options());
+  RecordingSink sink;
+  const TrialRow row = runner.run(program_trial(arguments), plain_context(), sink);
+  EXPECT_EQ(status_of(row), "ok") << message_of(row);
+  const Report report = read_report(report_path);
+  ASSERT_GT(report.grandchild, 0);
+  // SIGKILL is delivered at once, the exit a moment later.
+  bool gone = false;
+  for (int wait = 0; wait < 100 && !gone; ++wait) {
+    gone = is_gone(report.grandchild);
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(gone) << "grandchild " << report.grandchild << " outlived its trial";
+  if (!gone) ::kill(report.grandchild, SIGKILL);
+  EXPECT_GE(row.processes, 3) << "the program, its child and the middle process, at least";
+}
+
+INSTANTIATE_TEST_SUITE_P(Session, OrphanedGrandchild, ::testing::Values(false, true),
+                         [](const auto& param_info) { return param_info.param ? "OwnSession" : "SameSession"; });
+
+TEST_F(ProgramTrialTest, AStopRequestInterruptsTheProgram) {
+  TrainingRunner runner(options());
+  std::atomic<bool> stop{false};
+  TrialContext context = plain_context();
+  context.stop = &stop;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    stop = true;
+  });
+  RecordingSink sink;
+  const TrialRow row = runner.run(program_trial({"--hang"}), context, sink);
+  stopper.join();
+  EXPECT_EQ(status_of(row), "interrupted") << message_of(row);
+  EXPECT_EQ(row.end_signal, SIGTERM) << "asked with SIGTERM, whose default ends it";
+}
+
+TEST_F(ProgramTrialTest, AMissingProgramFailsTheTrialNamingIt) {
+  TrialSpec trial = program_trial({});
+  trial.program->command = {"memsweep-no-such-program"};
+  trial.id = trial_id(trial);
+  TrainingRunner runner(options());
+  RecordingSink sink;
+  const TrialRow row = runner.run(trial, plain_context(), sink);
+  EXPECT_EQ(status_of(row), "failed");
+  EXPECT_THAT(message_of(row), HasSubstr("\"memsweep-no-such-program\" not found on PATH"));
+}
+
+// In a cgroup whose limit is the budget, the kernel's OOM killer ends the
+// program's tree when it passes it: the trial's status, not the runner's end.
+TEST_F(ProgramTrialTest, OverItsBudgetInACgroupTheKernelStopsIt) {
+  TrainingRunnerOptions settings = options();
+  settings.use_cgroups = true;
+  TrainingRunner runner(settings);
+  if (runner.isolation() == "proc") {
+    const std::string why = "no cgroup for trials here: " + runner.isolation_problem();
+    if (std::getenv("CI") != nullptr && std::string(std::getenv("CI")) == "true") FAIL() << why;
+    GTEST_SKIP() << why;
+  }
+  TrialContext context = plain_context();
+  context.mem_budget_bytes = 128 * kMiB;
+  RecordingSink sink;
+  const TrialRow row = runner.run(program_trial({"--touch", "64", "--child-touch", "512"}), context, sink);
+  EXPECT_EQ(status_of(row), "over_budget") << message_of(row);
+  EXPECT_LT(row.cgroup_peak, static_cast<std::int64_t>(160 * kMiB)) << message_of(row);
+  const TrialRow next = runner.run(program_trial({}), plain_context(), sink);
+  EXPECT_EQ(status_of(next), "ok") << "the runner goes on: " << message_of(next);
+}
+
+}  // namespace
+}  // namespace memsweep::testing
