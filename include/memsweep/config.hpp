@@ -54,11 +54,11 @@ struct ParamValue {
 // "Programs"). The texts are templates: {field} placeholders are filled per
 // trial when it starts (program.hpp).
 struct ProgramSpec {
-  std::string name;                                       // the `trainer` column
-  std::vector<std::string> command;                       // argv, argv[0] first; never empty
-  std::vector<std::pair<std::string, std::string>> env;   // sorted by name
-  std::string workdir;                                    // empty: the run's working directory
-  std::string place;                                      // "sweep.toml:4: program", for messages
+  std::string name;                                      // the `trainer` column
+  std::vector<std::string> command;                      // argv, argv[0] first; never empty
+  std::vector<std::pair<std::string, std::string>> env;  // sorted by name
+  std::string workdir;                                   // empty: the run's working directory
+  std::string place;                                     // "sweep.toml:4: program", for messages
 };
 
 // The trainer column's value for memsweep's own trainer.
@@ -77,10 +77,10 @@ struct TrialSpec {
   int batch_size = 32;
   std::vector<int> hidden{128};  // fully connected hidden widths, input side first
   std::uint64_t seed = 0;
-  std::optional<std::uint64_t> mem_budget_bytes;  // not part of the id: a limit, not the trial
-  std::optional<double> timeout_seconds;          // wall time from the start of training; not part of the id
-  std::string origin;                             // where the file defines it, e.g. "sweep.toml:12 grid[3]"
-  std::optional<ProgramSpec> program;             // nullopt: memsweep's own trainer
+  std::optional<std::uint64_t> mem_budget_bytes;           // not part of the id: a limit, not the trial
+  std::optional<double> timeout_seconds;                   // wall time from the start of training; not part of the id
+  std::string origin;                                      // where the file defines it, e.g. "sweep.toml:12 grid[3]"
+  std::optional<ProgramSpec> program;                      // nullopt: memsweep's own trainer
   std::vector<std::pair<std::string, ParamValue>> params;  // sorted by name
 
   // "memsweep", or the program's name.

@@ -14,17 +14,17 @@ namespace memsweep {
 
 // What only the run knows when the trial starts.
 struct ProgramRunValues {
-  std::string data_dir;  // the folder holding the trial's dataset files; synthetic: the first search dir
-  int threads = 1;       // the run's --threads (or its default)
+  std::string data_dir;                // the folder holding the trial's dataset files; synthetic: the first search dir
+  int threads = 1;                     // the run's --threads (or its default)
   std::size_t max_train_examples = 0;  // 0: all
   std::size_t max_test_examples = 0;   // 0: all
   int attempt = 0;
 };
 
 struct ProgramInvocation {
-  std::vector<std::string> argv;                          // argv[0] as written (looked up in PATH when it has no '/')
-  std::vector<std::pair<std::string, std::string>> env;   // set over the rank's environment
-  std::string workdir;                                    // empty: the run's working directory
+  std::vector<std::string> argv;                         // argv[0] as written (looked up in PATH when it has no '/')
+  std::vector<std::pair<std::string, std::string>> env;  // set over the rank's environment
+  std::string workdir;                                   // empty: the run's working directory
 };
 
 // Every placeholder a program's texts may use, sorted: the trial fields

@@ -5,12 +5,14 @@
 #include "common/duration_text.hpp"
 #include "memsweep/byte_size.hpp"
 #include "memsweep/estimate.hpp"
+#include "memsweep/program.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
 #include <map>
+#include <set>
 #include <vector>
 
 namespace memsweep::cli {
@@ -41,6 +43,36 @@ std::string predicted_text(EstimateCache& cache, const TrialSpec& trial) {
     // A shape oneDNN cannot plan fails when the trial runs; plan still lists it.
     fmt::print(stderr, "memsweep plan: note: trial {}: no prediction: {}\n", trial.id, error.what());
     return "?";
+  }
+}
+
+// Every [params] name any trial has, sorted: a column each.
+std::vector<std::string> param_names(const SweepSpec& sweep) {
+  std::set<std::string> names;
+  for (const TrialSpec& trial : sweep.trials)
+    for (const auto& [name, value] : trial.params) names.insert(name);
+  return {names.begin(), names.end()};
+}
+
+std::string param_text(const TrialSpec& trial, const std::string& name) {
+  for (const auto& [param, value] : trial.params)
+    if (param == name) return value.text.empty() ? "\"\"" : value.text;
+  return "-";
+}
+
+// Each distinct program once (a sweep may have 10^6 trials of one
+// program), unless its path depends on the trial: then each trial's.
+void check_programs(const SweepSpec& sweep) {
+  std::set<std::string> checked;
+  for (const TrialSpec& trial : sweep.trials) {
+    if (!trial.program || trial.program->command.empty()) {
+      check_program(trial);  // nothing, or an error for an empty command
+      continue;
+    }
+    const ProgramSpec& program = *trial.program;
+    std::string key = program.command.front() + '\0' + program.workdir + '\0' + program.place;
+    if (key.find('{') != std::string::npos) key += '\0' + trial.id;
+    if (checked.insert(std::move(key)).second) check_program(trial);
   }
 }
 
@@ -80,23 +112,29 @@ std::string format_plan(const SweepSpec& sweep, const std::vector<PlannedPart>& 
                                       [](const TrialSpec& t) { return t.mem_budget_bytes.has_value(); });
   const bool any_timeout = std::any_of(sweep.trials.begin(), sweep.trials.end(),
                                        [](const TrialSpec& t) { return t.timeout_seconds.has_value(); });
+  const bool any_program =
+      std::any_of(sweep.trials.begin(), sweep.trials.end(), [](const TrialSpec& t) { return t.program.has_value(); });
+  const std::vector<std::string> params = param_names(sweep);
   std::map<std::string, std::size_t> part_of_trial;
   for (std::size_t index = 0; index < parts.size(); ++index)
     for (const TrialSpec& trial : parts[index].part.trials) part_of_trial.emplace(trial.id, index);
   const bool split = !parts.empty();
   Row header{"id"};
   if (split) header.push_back("part");
+  if (any_program) header.push_back("trainer");
   for (const char* name : {"repeat", "dataset", "model", "optimizer", "lr", "epochs", "batch", "hidden"})
     header.push_back(name);
   if (any_cnn) header.push_back("channels");
   if (any_budget) header.push_back("budget");
   if (any_timeout) header.push_back("timeout");
+  header.insert(header.end(), params.begin(), params.end());
   header.push_back("predicted");
   EstimateCache estimates;
   std::vector<Row> rows{header};
   for (const TrialSpec& t : sweep.trials) {
     Row row{t.id};
     if (split) row.push_back(std::to_string(part_of_trial.at(t.id)));
+    if (any_program) row.push_back(std::string(t.trainer()));
     for (std::string cell : {std::to_string(t.repeat), dataset_text(t.dataset), std::string(model_name(t.model)),
                              std::string(optimizer_name(t.optimizer.kind)), fmt::format("{:.6g}", t.learning_rate),
                              std::to_string(t.epochs), std::to_string(t.batch_size), hidden_text(t.hidden)})
@@ -104,7 +142,9 @@ std::string format_plan(const SweepSpec& sweep, const std::vector<PlannedPart>& 
     if (any_cnn) row.push_back(t.model == ModelKind::cnn ? hidden_text(t.channels) : "-");
     if (any_budget) row.push_back(t.mem_budget_bytes ? format_byte_size(*t.mem_budget_bytes) : "-");
     if (any_timeout) row.push_back(t.timeout_seconds ? format_duration(*t.timeout_seconds) : "-");
-    row.push_back(predicted_text(estimates, t));
+    for (const std::string& name : params) row.push_back(param_text(t, name));
+    // The estimate is of memsweep's own trainer; another program's memory is its own.
+    row.push_back(t.program ? "-" : predicted_text(estimates, t));
     rows.push_back(std::move(row));
   }
   const std::size_t distinct = sweep.trials.size() / static_cast<std::size_t>(sweep.repeats);
@@ -115,11 +155,13 @@ std::string format_plan(const SweepSpec& sweep, const std::vector<PlannedPart>& 
   if (split) out += format_parts(parts) + "\n";
   return out + render_table(rows) + counted(sweep.trials.size(), "trial") +
          "\npredicted: each trial's own memory, dataset excluded, for the published dataset sizes "
-         "(memsweep estimate shows the parts)\n";
+         "(memsweep estimate shows the parts)" +
+         (any_program ? "; for memsweep's own trainer only\n" : "\n");
 }
 
 int run_plan_command(const PlanOptions& options) {
   const SweepSpec sweep = load_sweep_file(options.sweep_file);
+  check_programs(sweep);
   std::vector<PlannedPart> parts;
   std::vector<std::string> outputs;
   if (options.split_by) {

@@ -1,4 +1,5 @@
 #include "config/expand.hpp"
+#include "config/program_fields.hpp"
 
 #include "memsweep/random.hpp"
 
@@ -15,11 +16,14 @@ namespace {
 constexpr std::string_view kDepth = "depth";
 constexpr std::string_view kWidth = "width";
 
+// A [params] value is whatever its program reads: real and whole numbers both.
 bool is_real_field(std::string_view name) {
-  return name == "learning_rate" || name == "momentum" || name == "beta1" || name == "beta2" || name == "epsilon";
+  return name == "learning_rate" || name == "momentum" || name == "beta1" || name == "beta2" || name == "epsilon" ||
+         name.starts_with("params.");
 }
 bool is_whole_field(std::string_view name) {
-  return name == "epochs" || name == "batch_size" || name == "seed" || name == kDepth || name == kWidth;
+  return name == "epochs" || name == "batch_size" || name == "seed" || name == kDepth || name == kWidth ||
+         name.starts_with("params.");
 }
 
 std::vector<std::string_view> section_keys(std::initializer_list<std::string_view> extra) {
@@ -29,6 +33,39 @@ std::vector<std::string_view> section_keys(std::initializer_list<std::string_vie
 }
 
 std::string dotted(const Place& parent, std::string_view key) { return fmt::format("{}.{}", parent.key, key); }
+
+struct SectionEntry {
+  std::string name;  // a field, or a key of env or params: "params.dropout"
+  const TomlValue* value;
+  Place place;
+};
+
+// The section's keys, with `env` and `params` opened into an entry per key,
+// since each of their keys is a field of its own. `example` shows the
+// section's way of writing one, for the message when they are not tables.
+std::vector<SectionEntry> section_entries(const TomlTable& section, const Place& section_place,
+                                          std::string_view example) {
+  std::vector<SectionEntry> entries;
+  for (const auto& [key, value] : section) {
+    const Place place = place_of(value, dotted(section_place, key));
+    if (!is_keyed_field(key)) {
+      entries.push_back({key, &value, place});
+      continue;
+    }
+    if (!value.is_table())
+      fail(place,
+           fmt::format("expected a table of {}, one key each (e.g. {}), found {}",
+                       key == "env" ? "environment variables" : "parameters",
+                       fmt::format(fmt::runtime(example), key == "env" ? "env.OMP_NUM_THREADS" : "params.dropout",
+                                   key == "env" ? "\"1\"" : "0.1"),
+                       describe(value)));
+    for (const auto& [name, setting] : value.as_table()) {
+      const Place at = place_of(setting, dotted(place, name));
+      entries.push_back({keyed_field_name(key, name, at), &setting, at});
+    }
+  }
+  return entries;
+}
 
 // Checks a value of `name`, where depth and width are checked as the hidden
 // lists they build.
@@ -215,10 +252,10 @@ Rng field_stream(std::uint64_t sweep_seed, std::size_t draw_index, std::string_v
 TrialDraft table_draft(const TomlTable& table, const Place& table_place) {
   reject_unknown_keys(table, table_place, trial_field_names());
   TrialDraft draft;
-  for (const auto& [key, value] : table) {
-    FieldValue field{value, place_of(value, dotted(table_place, key))};
-    check_field_value(key, field);
-    draft.emplace(key, std::move(field));
+  for (const SectionEntry& entry : section_entries(table, table_place, "{} = {}")) {
+    FieldValue field{*entry.value, entry.place};
+    check_field_value(entry.name, field);
+    draft.emplace(entry.name, std::move(field));
   }
   return draft;
 }
@@ -227,8 +264,8 @@ std::vector<DraftWithOrigin> grid_drafts(const TomlTable& grid, const Place& gri
   reject_unknown_keys(grid, grid_place, section_keys({kDepth, kWidth}));
   check_depth_width_pair(grid, grid_place);
   std::vector<GridAxis> axes;
-  for (const auto& [key, list] : grid)
-    if (key != kDepth && key != kWidth) axes.push_back(grid_axis(key, list, grid_place));
+  for (const SectionEntry& entry : section_entries(grid, grid_place, "{} = [{}]"))
+    if (entry.name != kDepth && entry.name != kWidth) axes.push_back(grid_axis(entry.name, *entry.value, grid_place));
   if (grid.count(std::string(kDepth)) > 0) axes.push_back(depth_width_axis(grid, grid_place));
   if (axes.empty()) fail(grid_place, "expected at least one field to vary, e.g. batch_size = [16, 64]");
   // The file's order: the first axis written varies slowest, as nested loops would.
@@ -266,8 +303,8 @@ std::vector<DraftWithOrigin> random_drafts(const TomlTable& random, const Place&
   check_depth_width_pair(random, random_place);
 
   std::vector<RandomField> fields;
-  for (const auto& [key, spec] : random)
-    if (key != "count") fields.push_back(random_field(key, spec, random_place));
+  for (const SectionEntry& entry : section_entries(random, random_place, "{} = {{ choice = [{}] }}"))
+    if (entry.name != "count") fields.push_back(random_field(entry.name, *entry.value, random_place));
   const auto find = [&](std::string_view name) -> const RandomField* {
     for (const RandomField& field : fields)
       if (field.name == name) return &field;

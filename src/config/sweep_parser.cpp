@@ -2,6 +2,7 @@
 // in which trials are put together.
 
 #include "config/expand.hpp"
+#include "config/program_fields.hpp"
 #include "config/toml_access.hpp"
 
 #include <fmt/format.h>
@@ -22,7 +23,7 @@ constexpr std::string_view kHdf5Signature{"\x89HDF\r\n\x1a\n", 8};
 
 using namespace config_detail;
 
-const std::vector<std::string_view> kSections{"sweep", "sampler", "defaults", "trial", "grid", "random"};
+const std::vector<std::string_view> kSections{"sweep", "sampler", "programs", "defaults", "trial", "grid", "random"};
 const std::vector<std::string_view> kSweepKeys{"name", "seed", "repeats"};
 const std::vector<std::string_view> kSamplerKeys{"interval_ms", "events", "counter_source"};
 
@@ -181,6 +182,10 @@ std::size_t invalid_utf8_at(std::string_view text) {
   return std::string_view::npos;
 }
 
+bool has_params(const TrialDraft& draft) {
+  return std::any_of(draft.begin(), draft.end(), [](const auto& entry) { return entry.first.starts_with("params."); });
+}
+
 std::string stem_of(const std::string& file) {
   const std::string stem = std::filesystem::path(file).stem().string();
   return stem.empty() ? "sweep" : stem;
@@ -213,6 +218,7 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
   reject_unknown_keys(top, Place{source_name, 1, ""}, kSections);
   read_sweep_section(top, source_name, spec);
   read_sampler_section(top, source_name, spec.sampler);
+  const ProgramTables programs = read_program_tables(top, source_name);
 
   TrialDraft defaults;
   Place defaults_place;
@@ -220,10 +226,12 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
     defaults = table_draft(*table, defaults_place);
 
   std::vector<TrialSpec> distinct;
+  std::set<std::string> params_left_out;  // origins of built-in trials given [params]
   for (DraftWithOrigin& trial : trial_drafts(top, source_name, spec.seed, spec.repeats)) {
     TrialDraft merged = defaults;
     for (auto& [name, value] : trial.draft) merged.insert_or_assign(name, std::move(value));
-    distinct.push_back(build_trial(merged, spec.seed, trial.origin));
+    distinct.push_back(build_trial(merged, spec.seed, trial.origin, programs));
+    if (!distinct.back().program && has_params(merged)) params_left_out.insert(distinct.back().origin);
   }
 
   // Repeat-major order: a sweep cut short has every trial once before any twice.
@@ -242,7 +250,12 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
       if (first.canonical_text() != trial.canonical_text())
         throw ConfigError(source_name, 1, "",
                           fmt::format("trial id collision between different trials ({})", trial.id));
-      if (repeat == 0)
+      if (repeat == 0 && params_left_out.count(trial.origin) > 0)
+        spec.notes.push_back(
+            fmt::format("{} defines the same trial as {} once its [params] are left out, which memsweep's own "
+                        "trainer does not read; it runs once (id {}).",
+                        trial.origin, first.origin, trial.id));
+      else if (repeat == 0)
         spec.notes.push_back(
             fmt::format("{} defines the same trial as {}; it runs once (id {}). "
                         "Use [sweep] repeats to run trials more than once.",

@@ -1,5 +1,6 @@
 #include "config/trial_fields.hpp"
 #include "common/duration_text.hpp"
+#include "config/program_fields.hpp"
 
 #include "memsweep/byte_size.hpp"
 #include "memsweep/model_spec.hpp"
@@ -185,6 +186,7 @@ const std::vector<std::string_view>& trial_field_names() {
   static const std::vector<std::string_view> kNames = [] {
     std::vector<std::string_view> names;
     for (const auto& [name, apply] : field_table()) names.push_back(name);
+    names.insert(names.end(), std::begin(kProgramFieldNames), std::end(kProgramFieldNames));
     return names;
   }();
   return kNames;
@@ -196,14 +198,17 @@ bool is_trial_field(std::string_view name) {
 }
 
 void check_field_value(std::string_view name, const FieldValue& field) {
+  if (is_program_field(name)) return check_program_field(name, field);
   TrialSpec scratch;
   applier(name)(scratch, field);
 }
 
-TrialSpec build_trial(const TrialDraft& draft, std::uint64_t sweep_seed, const Place& origin) {
+TrialSpec build_trial(const TrialDraft& draft, std::uint64_t sweep_seed, const Place& origin,
+                      const ProgramTables& programs) {
   TrialSpec trial;
   trial.seed = sweep_seed;
-  for (const auto& [name, field] : draft) applier(name)(trial, field);
+  for (const auto& [name, field] : draft)
+    if (!is_program_field(name)) applier(name)(trial, field);
 
   const auto place_for = [&](std::string_view field) {
     const auto it = draft.find(field);
@@ -216,6 +221,7 @@ TrialSpec build_trial(const TrialDraft& draft, std::uint64_t sweep_seed, const P
     fail(place_for("channels"), "a CNN needs at least one convolution block; expected a non-empty list of channels");
   if (trial.model != ModelKind::mlp)
     check_conv_fits_input(trial, place_for(trial.model == ModelKind::cnn ? "channels" : "model"));
+  apply_program_fields(draft, programs, trial);
   trial.origin = fmt::format("{}:{} {}", origin.file, origin.line, origin.key);
   trial.id = trial_id(trial);
   return trial;

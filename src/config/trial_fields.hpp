@@ -17,21 +17,29 @@ struct FieldValue {
 };
 
 // Field name → value. Layers are merged by assignment: a trial's own value
-// replaces the default's whole (a `synthetic` table is not merged key by key).
+// replaces the default's whole (a `synthetic` table is not merged key by
+// key); `env` and `params` are held key by key ("params.dropout",
+// program_fields.hpp), so they merge key by key.
 using TrialDraft = std::map<std::string, FieldValue, std::less<>>;
+
+struct ProgramTable;
+using ProgramTables = std::map<std::string, ProgramTable, std::less<>>;
 
 // Every key a trial may set, in the order tables print them.
 const std::vector<std::string_view>& trial_field_names();
 bool is_trial_field(std::string_view name);
 
-// Checks one value as the named field would use it, so a grid list or a
-// random distribution is rejected where it is written, not at expansion.
+// Checks one value as the named field (or draft key: "params.dropout")
+// would use it, so a grid list or a random distribution is rejected where it
+// is written, not at expansion.
 void check_field_value(std::string_view name, const FieldValue& field);
 
 // Applies every value of `draft` over the built-in defaults, then checks
 // what only the whole trial can tell (an MLP without hidden layers, more
 // pooling blocks than the input has pixels for). `origin` is where the trial
-// was defined, for messages about fields that no layer set.
-TrialSpec build_trial(const TrialDraft& draft, std::uint64_t sweep_seed, const Place& origin);
+// was defined, for messages about fields that no layer set. `programs` are
+// the file's [programs.NAME] tables, which `program = "NAME"` names.
+TrialSpec build_trial(const TrialDraft& draft, std::uint64_t sweep_seed, const Place& origin,
+                      const ProgramTables& programs);
 
 }  // namespace memsweep::config_detail

@@ -1,10 +1,44 @@
+#include "config/json_text.hpp"
+#include "config/placeholders.hpp"
 #include "memsweep/config.hpp"
 #include "memsweep/random.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <vector>
+
 namespace memsweep {
+namespace {
+
+using config_detail::json_quoted;
+
+// A program's template with what the trial knows filled in: the command it
+// runs, whichever fields its placeholders name (an sgd trial's {momentum}
+// too), and whatever way the file spells it. Only {trial_id}, which is this
+// text's hash, and the run's own values stay placeholders.
+std::string known_part(const TrialSpec& trial, const std::string& text) {
+  return config_detail::substitute(
+      text, [&](std::string_view name) { return config_detail::trial_placeholder(trial, name, false); });
+}
+
+std::string program_canonical_text(const TrialSpec& trial) {
+  const ProgramSpec& program = *trial.program;
+  std::vector<std::string> command;
+  for (const std::string& element : program.command) command.push_back(json_quoted(known_part(trial, element)));
+  std::string text = fmt::format(";program={};command=[{}]", program.name, fmt::join(command, ","));
+  if (!program.env.empty()) {
+    std::vector<std::string> env;
+    for (const auto& [name, value] : program.env)
+      env.push_back(fmt::format("{}:{}", json_quoted(name), json_quoted(known_part(trial, value))));
+    text += fmt::format(";env={{{}}}", fmt::join(env, ","));
+  }
+  if (!program.workdir.empty()) text += ";workdir=" + json_quoted(known_part(trial, program.workdir));
+  return text;
+}
+
+}  // namespace
 
 std::string_view model_name(ModelKind kind) {
   switch (kind) {
@@ -29,6 +63,8 @@ std::string TrialSpec::summary_text() const {
       fmt::format("{} {} {} lr={:g} batch={} epochs={} hidden=[{}]", dataset_name(dataset.kind), model_name(model),
                   optimizer_name(optimizer.kind), learning_rate, batch_size, epochs, fmt::join(hidden, ","));
   if (model == ModelKind::cnn) text += fmt::format(" channels=[{}]", fmt::join(channels, ","));
+  if (program) text += fmt::format(" trainer={}", program->name);
+  for (const auto& [name, value] : params) text += fmt::format(" {}={}", name, value.text);
   if (repeat > 0) text += fmt::format(" repeat={}", repeat);
   return text;
 }
@@ -50,7 +86,20 @@ std::string TrialSpec::canonical_text() const {
     text += fmt::format(";beta1={};beta2={};epsilon={}", optimizer.beta1, optimizer.beta2, optimizer.epsilon);
   text += fmt::format(";learning_rate={};epochs={};batch_size={};hidden={};seed={};repeat={}", learning_rate, epochs,
                       batch_size, fmt::join(hidden, "-"), seed, repeat);
+  // Appended, and only when present: a built-in trial's text, and so its
+  // id, is what it was before programs existed.
+  if (program) text += program_canonical_text(*this);
+  if (!params.empty()) text += ";params=" + params_json();
   return text;
+}
+
+std::string TrialSpec::params_json() const {
+  std::vector<std::pair<std::string_view, std::string_view>> sorted;
+  for (const auto& [name, value] : params) sorted.emplace_back(name, value.json);
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<std::string> members;
+  for (const auto& [name, json] : sorted) members.push_back(fmt::format("{}:{}", json_quoted(name), json));
+  return fmt::format("{{{}}}", fmt::join(members, ","));
 }
 
 std::uint64_t TrialSpec::training_seed() const {

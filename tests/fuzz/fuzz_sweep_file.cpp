@@ -1,10 +1,12 @@
 // Fuzz target: the sweep file (TOML), as `memsweep run`, `plan` and
 // `estimate` read it: parse_sweep, then what they do with every trial (its
-// id text, its summary, the sweep's hash, splitting into parts).
+// id text, its summary, its [params] and program command line, the sweep's
+// hash, splitting into parts).
 // ConfigError and the rest of the InputError family are the expected answer
 // to bad input; anything else escaping, or a crash, is a finding.
 
 #include "memsweep/config.hpp"
+#include "memsweep/program.hpp"
 #include "memsweep/results.hpp"
 #include "memsweep/sweep_split.hpp"
 
@@ -24,6 +26,9 @@ void use(const memsweep::SweepSpec& sweep, std::size_t size) {
     (void)trial.canonical_text();
     (void)trial.summary_text();
     (void)memsweep::trial_row_for(trial, 0);
+    (void)trial.params_json();
+    // Not check_program: it looks at the fuzzing machine's files.
+    if (trial.program) (void)memsweep::program_invocation(trial, memsweep::ProgramRunValues{});
   }
   (void)memsweep::sweep_hash(sweep);
   const std::string_view field = kFieldsToSplitBy[size % std::size(kFieldsToSplitBy)];
