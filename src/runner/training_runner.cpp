@@ -404,6 +404,10 @@ void TrainingRunner::Impl::train(Attempt& attempt, const TrialSpec& trial, const
   watch.forward_chunks();
 
   row.rss_peak = std::max(region.peak_rss_bytes, seen.last_peak);
+  // One process, memsweep's own: its peak is the tree's and the largest's.
+  row.processes = 1;
+  row.process_peak_max = row.rss_peak;
+  row.rss_peak_hwm_sum = row.rss_peak;
   row.rss_mean = region.mean_rss_bytes;
   if (row.rss_peak >= 0 && attempt.baseline.rss_bytes >= 0)
     row.rss_footprint = row.rss_peak - attempt.baseline.rss_bytes;
