@@ -63,9 +63,10 @@ run_asan_tests() {
 # keeps 256 MiB of freed blocks in quarantine, so RSS does not fall after a
 # free and a trial's peak is not the estimate's; TSan's shadow doubles the
 # RSS and page faults of memory touched), one that counts the sampler's
-# reads of /proc in a fixed time, and the runner's per-trial start cost (an
-# instrumented process starts slower). The normal build runs them.
-measurement_tests='EstimateVsMeasured\.|SamplerMemory\.|Sampler\.PssIsReadOnItsOwnSlowerCadence$|TrainingRunnerTest\.AFootprintDoesNotDependOnTheTrialsBefore$|TrainingRunnerTest\.PerTrialOverheadIsSmall$'
+# reads of /proc in a fixed time, the runner's per-trial start cost (an
+# instrumented process starts slower), and a program tree's peak against
+# what its (instrumented) processes touched. The normal build runs them.
+measurement_tests='EstimateVsMeasured\.|SamplerMemory\.|Sampler\.PssIsReadOnItsOwnSlowerCadence$|TrainingRunnerTest\.AFootprintDoesNotDependOnTheTrialsBefore$|TrainingRunnerTest\.PerTrialOverheadIsSmall$|ProgramTrialTest\.MeasuresTheWholeTreeWithinTwoPercent$'
 # address-program, not run by CI for its time: the memsweep program and
 # the tests that run it (labels cli, e2e) under ASan; in CI's runs they took
 # about 5 of the ASan step's 14 minutes and found nothing (the program's
@@ -80,7 +81,8 @@ for kind in "${kinds[@]}"; do
     address)
       build build-asan address,undefined memsweep_unit_tests memsweep_sampler_tests memsweep_trainer_tests \
         memsweep_estimate_tests memsweep_store_tests memsweep_watch_tests memsweep_sweep_tests \
-        memsweep_sweep_mpi_tests memsweep_runner_tests memsweep_runner_parts_tests memsweep_shared_dataset_tests \
+        memsweep_sweep_mpi_tests memsweep_runner_tests memsweep_runner_parts_tests memsweep_program_trial_tests \
+        memsweep_shared_dataset_tests \
         memsweep_cgroup_tests fuzz_sweep_file_replay fuzz_idx_replay fuzz_cifar_replay fuzz_results_file_replay
       run_asan_tests '^(unit|sampler|trainer|estimate|store|watch|sweep|runner|dataset|fuzz)$' "^($measurement_tests)"
       ;;

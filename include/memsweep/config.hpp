@@ -61,6 +61,10 @@ struct ProgramSpec {
   std::string place;                                     // "sweep.toml:4: program", for messages
 };
 
+// A trial's [params] as JSON (TrialSpec::params_json()) fit the results
+// file's column of this many bytes.
+inline constexpr std::size_t kMaxParamsJsonBytes = 512;
+
 // The trainer column's value for memsweep's own trainer.
 inline constexpr std::string_view kBuiltinTrainer = "memsweep";
 

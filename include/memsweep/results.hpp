@@ -37,8 +37,8 @@ inline constexpr std::size_t kTrialIdChars = 12;
 inline constexpr std::size_t kNameChars = 16;  // dataset, model, optimizer, status
 inline constexpr std::size_t kHostChars = 64;
 inline constexpr std::size_t kMessageChars = 256;
-inline constexpr std::size_t kDefinitionChars = 512;  // TrialSpec::canonical_text()
-inline constexpr std::size_t kParamsChars = 512;      // TrialSpec::params_json()
+inline constexpr std::size_t kDefinitionChars = 512;              // TrialSpec::canonical_text()
+inline constexpr std::size_t kParamsChars = kMaxParamsJsonBytes;  // TrialSpec::params_json()
 
 template <std::size_t N>
 using FixedString = std::array<char, N>;
@@ -109,12 +109,12 @@ struct TrialRow {
   std::int64_t cgroup_peak = -1;        // the trial's cgroup's peak (memory.peak, max_usage_in_bytes); -1: none
   // Who trained it and what its process tree did (schema 4; rows of older
   // files read the defaults: an empty trainer is memsweep's own).
-  FixedString<kNameChars> trainer{};        // "memsweep", or the program's name
-  FixedString<kParamsChars> params{};       // TrialSpec::params_json()
-  std::int32_t processes = -1;              // processes the trial's tree had, all told; -1: not recorded
-  std::int64_t rss_peak_hwm_sum = -1;       // the sum of each process's own peak (VmHWM): the tree's peak at most
-  std::int64_t process_peak_max = -1;       // the largest single process's peak (VmHWM, wait4's ru_maxrss)
-  std::int32_t bad_event_lines = 0;         // a program's events lines that were not understood
+  FixedString<kNameChars> trainer{};   // "memsweep", or the program's name
+  FixedString<kParamsChars> params{};  // TrialSpec::params_json()
+  std::int32_t processes = -1;         // processes the trial's tree had, all told; -1: not recorded
+  std::int64_t rss_peak_hwm_sum = -1;  // the sum of each process's own peak (VmHWM): the tree's peak at most
+  std::int64_t process_peak_max = -1;  // the largest single process's peak (VmHWM, wait4's ru_maxrss)
+  std::int32_t bad_event_lines = 0;    // a program's events lines that were not understood
 };
 
 // TrialRow::end_cause: why the trial's process ended.

@@ -113,7 +113,8 @@ std::string dataset_table(const std::vector<ShownRow>& shown, bool several_files
   };
   const bool any_program =
       std::any_of(rows.begin(), rows.end(), [&](const TrialRow* r) { return trainer_of(r) != kBuiltinTrainer; });
-  const bool any_params = std::any_of(rows.begin(), rows.end(), [&](const TrialRow* r) { return !params_of(r).empty(); });
+  const bool any_params =
+      std::any_of(rows.begin(), rows.end(), [&](const TrialRow* r) { return !params_of(r).empty(); });
   TableRow header{"trial"};
   if (several_files) header.push_back("file");
   header.push_back("id");

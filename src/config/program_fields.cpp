@@ -346,6 +346,14 @@ void apply_program_fields(const TrialDraft& draft, const ProgramTables& programs
   if (program == nullptr || (program->value.is_string() && program->value.as_string().str == kBuiltinTrainer)) return;
   for (const auto& [key, field] : draft)
     if (key.starts_with("params.")) trial.params.emplace_back(key.substr(7), param_value(field));
+  // The results file keeps them in a fixed-size column: cut, they would be no JSON at all.
+  if (const std::size_t bytes = trial.params_json().size(); bytes > kMaxParamsJsonBytes) {
+    const auto first =
+        std::find_if(draft.begin(), draft.end(), [](const auto& e) { return e.first.starts_with("params."); });
+    fail(first->second.place,
+         fmt::format("the trial's [params] take {} bytes as JSON; the results file keeps at most {}", bytes,
+                     kMaxParamsJsonBytes));
+  }
   ResolvedProgram resolved = program->value.is_string()
                                  ? named_program(program->value.as_string().str, *program, draft, programs)
                                  : inline_program(*program, draft);

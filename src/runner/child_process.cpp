@@ -209,9 +209,9 @@ void ChildProcess::confirm_exec() {
   exec_errors_fd_ = -1;
   if (got == static_cast<ssize_t>(sizeof(failure))) {
     reap();
-    throw std::system_error(failure.error, std::generic_category(),
-                            std::string("the trial process failed ") + step_text(failure.step) + " (" + executable_ +
-                                ")");
+    throw std::system_error(
+        failure.error, std::generic_category(),
+        std::string("the trial process failed ") + step_text(failure.step) + " (" + executable_ + ")");
   }
 }
 

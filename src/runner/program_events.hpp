@@ -23,9 +23,9 @@ inline constexpr int kEventsFd = 3;
 struct ProgramEvent {
   enum class Kind { train, eval, epoch_end, model_size };
   Kind kind = Kind::train;
-  std::int32_t epoch = 0;  // train, epoch_end
-  double loss = 0.0;       // epoch_end
-  double accuracy = -1.0;  // epoch_end; -1: not given
+  std::int32_t epoch = 0;                    // train, epoch_end
+  double loss = 0.0;                         // epoch_end
+  double accuracy = -1.0;                    // epoch_end; -1: not given
   std::int64_t parameters = 0;               // model_size
   std::int64_t activations_per_example = 0;  // model_size; 0: not given
 };
@@ -59,7 +59,7 @@ class EventLineReader final : public ReportSource {
   void take_line(std::string_view line);
   void note_bad_line(std::string_view line);
   int fd_;
-  std::string partial_;  // bytes after the last newline
+  std::string partial_;    // bytes after the last newline
   bool skipping_ = false;  // inside a line longer than the limit
   bool at_end_ = false;
   std::deque<Frame> pending_;

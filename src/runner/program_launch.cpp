@@ -46,8 +46,8 @@ std::vector<std::string> merged_environment(const std::vector<std::string>& base
                                             const std::vector<std::pair<std::string, std::string>>& overrides) {
   std::vector<std::string> merged;
   for (const std::string& entry : base) {
-    const bool replaced = std::any_of(overrides.begin(), overrides.end(),
-                                      [&](const auto& pair) { return pair.first == name_of(entry); });
+    const bool replaced =
+        std::any_of(overrides.begin(), overrides.end(), [&](const auto& pair) { return pair.first == name_of(entry); });
     if (!replaced) merged.push_back(entry);
   }
   for (const auto& [name, value] : overrides) merged.push_back(name + "=" + value);

@@ -28,8 +28,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/stat.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -487,7 +487,8 @@ ProgramOutput open_program_output(const std::filesystem::path& log_dir, const Tr
   ProgramOutput output{OwnedFd(::open((stem + ".out").c_str(), O_WRONLY | kFlags, 0644)),
                        OwnedFd(::open((stem + ".err").c_str(), O_RDWR | kFlags, 0644))};
   if (output.out.get() < 0 || output.err.get() < 0)
-    throw std::system_error(errno, std::generic_category(), "cannot open the program's log files " + stem + ".out/.err");
+    throw std::system_error(errno, std::generic_category(),
+                            "cannot open the program's log files " + stem + ".out/.err");
   return output;
 }
 

@@ -47,8 +47,8 @@ class TrialWatch {
  public:
   // `probe` reads the trial process's files on this thread (the sampler has
   // its own); `reports` is the process's report pipe.
-  TrialWatch(WatchSettings settings, ChildProcess& process, ReportSource& reports, Sampler& sampler,
-             MemoryProbe& probe, TrialSink& sink);
+  TrialWatch(WatchSettings settings, ChildProcess& process, ReportSource& reports, Sampler& sampler, MemoryProbe& probe,
+             TrialSink& sink);
 
   // Watches from the go-ahead until the process has reported its result or
   // failure, or has ended (a program: until it has ended). The sink's exceptions pass through (after the

@@ -20,8 +20,8 @@ std::vector<int> parse_pid_list(std::string_view text);
 
 // What the tree did over its life, for the trial's row.
 struct ProcessTreeStats {
-  int processes_seen = 0;        // every process that was ever part of it
-  std::int64_t peak_sum = -1;    // the sum of each process's largest VmHWM seen: the tree's peak at most
+  int processes_seen = 0;          // every process that was ever part of it
+  std::int64_t peak_sum = -1;      // the sum of each process's largest VmHWM seen: the tree's peak at most
   std::int64_t largest_peak = -1;  // the largest single process's VmHWM seen
 };
 

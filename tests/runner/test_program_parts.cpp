@@ -53,13 +53,12 @@ TEST(ParseEventLine, TheFourKindsOfLine) {
 }
 
 TEST(ParseEventLine, AnythingElseIsNotAnEvent) {
-  for (const char* line : {"", "epoch 1", "[1, 2]", "{\"epoch\": 1}", R"({"phase": "train"})",
-                           R"({"phase": "test"})", R"({"epoch": 0, "phase": "train"})",
-                           R"({"epoch": 1.5, "phase": "train"})", R"({"epoch": "1", "loss": 0.3})",
-                           R"({"loss": 0.3})", R"({"epoch": 1, "loss": "low"})",
-                           R"({"epoch": 1, "loss": 0.3, "accuracy": 1.5})", R"({"epoch": 1, "loss": NaN})",
-                           R"({"parameters": -1})", R"({"parameters": 10, "activations_per_example": 0.5})",
-                           R"({"epoch": 1, "phase": "train")"})
+  for (const char* line :
+       {"", "epoch 1", "[1, 2]", "{\"epoch\": 1}", R"({"phase": "train"})", R"({"phase": "test"})",
+        R"({"epoch": 0, "phase": "train"})", R"({"epoch": 1.5, "phase": "train"})", R"({"epoch": "1", "loss": 0.3})",
+        R"({"loss": 0.3})", R"({"epoch": 1, "loss": "low"})", R"({"epoch": 1, "loss": 0.3, "accuracy": 1.5})",
+        R"({"epoch": 1, "loss": NaN})", R"({"parameters": -1})",
+        R"({"parameters": 10, "activations_per_example": 0.5})", R"({"epoch": 1, "phase": "train")"})
     EXPECT_FALSE(parse_event_line(line)) << line;
 }
 

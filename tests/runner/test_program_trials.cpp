@@ -71,9 +71,7 @@ class ProgramTrialTest : public ::testing::Test {
     return settings;
   }
   std::filesystem::path scratch(const std::string& name) const { return logs_.path() / name; }
-  void TearDown() override {
-    EXPECT_THAT(child_processes(), ::testing::IsEmpty()) << "a program outlived its trial";
-  }
+  void TearDown() override { EXPECT_THAT(child_processes(), ::testing::IsEmpty()) << "a program outlived its trial"; }
   TempDir logs_;
 
  private:
@@ -83,9 +81,9 @@ class ProgramTrialTest : public ::testing::Test {
 TEST_F(ProgramTrialTest, MeasuresTheWholeTreeWithinTwoPercent) {
   constexpr int kParentMiB = 96, kChildMiB = 160;
   const auto report_path = scratch("report.txt");
-  const TrialSpec trial = program_trial({"--touch", std::to_string(kParentMiB), "--child-touch",
-                                         std::to_string(kChildMiB), "--hold-ms", "400", "--report",
-                                         report_path.string()});
+  const TrialSpec trial =
+      program_trial({"--touch", std::to_string(kParentMiB), "--child-touch", std::to_string(kChildMiB), "--hold-ms",
+                     "400", "--report", report_path.string()});
   TrainingRunner runner(options());
   RecordingSink sink;
   const TrialRow row = runner.run(trial, plain_context(), sink);
@@ -95,8 +93,8 @@ TEST_F(ProgramTrialTest, MeasuresTheWholeTreeWithinTwoPercent) {
   ASSERT_GT(report.child_base, 0);
 
   // Both processes at their top at once: each one's start plus its block.
-  const double expected = static_cast<double>(report.parent_base + report.child_base) +
-                          static_cast<double>(kParentMiB + kChildMiB) * kMiB;
+  const double expected =
+      static_cast<double>(report.parent_base + report.child_base) + static_cast<double>(kParentMiB + kChildMiB) * kMiB;
   EXPECT_NEAR(static_cast<double>(row.rss_peak), expected, 0.02 * expected)
       << "tree peak " << row.rss_peak << " against " << expected;
   EXPECT_EQ(row.processes, 2);
@@ -121,9 +119,9 @@ TEST_F(ProgramTrialTest, MeasuresTheWholeTreeWithinTwoPercent) {
   EXPECT_EQ(row.epochs_done, 1);
   EXPECT_DOUBLE_EQ(row.test_accuracy, 0.75);
   ASSERT_FALSE(sink.sample_rows.empty());
-  EXPECT_TRUE(std::any_of(sink.sample_rows.begin(), sink.sample_rows.end(),
-                          [](const SampleRow& sample) { return sample.epoch == 1; }))
-      << "samples after the train phase carry epoch 1";
+  EXPECT_TRUE(std::any_of(sink.sample_rows.begin(), sink.sample_rows.end(), [](const SampleRow& sample) {
+    return sample.epoch == 1;
+  })) << "samples after the train phase carry epoch 1";
   // parameters × 3 × 4 B + activations × 2 × batch × 4 B + batch × 784 × 4 B
   const std::int64_t rule = 1000 * 3 * 4 + 100 * 2 * trial.batch_size * 4 + trial.batch_size * 784 * 4;
   EXPECT_EQ(row.predicted_bytes, rule);

@@ -62,15 +62,24 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const char* value = i + 1 < argc ? argv[i + 1] : "0";
-    if (arg == "--touch") touch_mib = std::atoll(value), ++i;
-    else if (arg == "--child-touch") child_mib = std::atoll(value), ++i;
-    else if (arg == "--hold-ms") hold_ms = std::atoi(value), ++i;
-    else if (arg == "--report") report = value, ++i;
-    else if (arg == "--exit") exit_code = std::atoi(value), ++i;
-    else if (arg == "--bad-lines") bad_lines = std::atoi(value), ++i;
-    else if (arg == "--hang") hang = true;
-    else if (arg == "--grandchild") grandchild = true;
-    else if (arg == "--setsid") new_session = true;
+    if (arg == "--touch")
+      touch_mib = std::atoll(value), ++i;
+    else if (arg == "--child-touch")
+      child_mib = std::atoll(value), ++i;
+    else if (arg == "--hold-ms")
+      hold_ms = std::atoi(value), ++i;
+    else if (arg == "--report")
+      report = value, ++i;
+    else if (arg == "--exit")
+      exit_code = std::atoi(value), ++i;
+    else if (arg == "--bad-lines")
+      bad_lines = std::atoi(value), ++i;
+    else if (arg == "--hang")
+      hang = true;
+    else if (arg == "--grandchild")
+      grandchild = true;
+    else if (arg == "--setsid")
+      new_session = true;
     else {
       std::fprintf(stderr, "tree_program: unknown option %s\n", arg.c_str());
       return 2;

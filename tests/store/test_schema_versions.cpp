@@ -84,11 +84,20 @@ TEST(CurrentSchemaVersion, WritesHowEachTrialProcessEndedAndWhatTrainedItWithUni
     EXPECT_EQ(get_fixed(trials[1].trainer), "pytorch");
   }
   const std::vector<std::pair<std::string, std::string>> units{
-      {"pid", "1"},          {"end_signal", "1"},    {"oom_killed", "1"},      {"end_cause", "text"},
-      {"isolation", "text"}, {"start_seconds", "s"}, {"cgroup_peak", "bytes"},
+      {"pid", "1"},
+      {"end_signal", "1"},
+      {"oom_killed", "1"},
+      {"end_cause", "text"},
+      {"isolation", "text"},
+      {"start_seconds", "s"},
+      {"cgroup_peak", "bytes"},
       // Schema 4: programs as trials.
-      {"trainer", "text"}, {"params", "text"}, {"processes", "1"}, {"rss_peak_hwm_sum", "bytes"},
-      {"process_peak_max", "bytes"}, {"bad_event_lines", "1"},
+      {"trainer", "text"},
+      {"params", "text"},
+      {"processes", "1"},
+      {"rss_peak_hwm_sum", "bytes"},
+      {"process_peak_max", "bytes"},
+      {"bad_event_lines", "1"},
   };
   for (const auto& [column, unit] : units) EXPECT_EQ(unit_of(path, "trials", column), unit) << column;
 }
