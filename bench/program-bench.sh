@@ -47,6 +47,7 @@ batch_size = $batch
 epochs = 1
 seed = 5
 program = ["$python", "$script", $(for f in $(flags "$model" "$hidden" "$channels" "$batch" "$train"); do printf '"%s", ' "$f"; done | sed 's/, $//')]
+[[trial]]
 TOML
 }
 

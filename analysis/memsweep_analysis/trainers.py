@@ -40,7 +40,7 @@ MIB = float(2 ** 20)
 # (trials column, name in the pairs table): the figures compared.
 FIGURES = (("rss_peak", "peak"), ("rss_footprint", "footprint"))
 # Definition fields that are not hyperparameters (or are the trainer's own, when the definition holds them).
-NOT_HYPERPARAMETERS = ("seed", "repeat", "trainer", "program", "params")
+NOT_HYPERPARAMETERS = ("seed", "repeat", "trainer", "program", "command", "env", "workdir", "params")
 # What identifies a configuration to a reader, beside its free parameters.
 DESCRIPTION = ("dataset", "model", "optimizer", "learning_rate", "epochs", "batch_size", "hidden", "channels")
 NOISE = "about constant"

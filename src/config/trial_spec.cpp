@@ -16,11 +16,16 @@ using config_detail::json_quoted;
 
 // A program's template with what the trial knows filled in: the command it
 // runs, whichever fields its placeholders name (an sgd trial's {momentum}
-// too), and whatever way the file spells it. Only {trial_id}, which is this
-// text's hash, and the run's own values stay placeholders.
+// too), and whatever way the file spells it. {trial_id}, which is this
+// text's hash, and the run's own values stay placeholders; so do {seed} and
+// {repeat}: the text has the trial's seed and repeat already, and filled in
+// they would make a trial's repeats differ in their command as well, which
+// a reader would take for different configurations.
 std::string known_part(const TrialSpec& trial, const std::string& text) {
-  return config_detail::substitute(
-      text, [&](std::string_view name) { return config_detail::trial_placeholder(trial, name, false); });
+  return config_detail::substitute(text, [&](std::string_view name) -> std::optional<std::string> {
+    if (name == "seed" || name == "repeat") return std::nullopt;
+    return config_detail::trial_placeholder(trial, name, false);
+  });
 }
 
 std::string program_canonical_text(const TrialSpec& trial) {

@@ -454,6 +454,21 @@ TEST(ProgramIdentity, TheCommandAsFilledCountsNotHowItIsWritten) {
   EXPECT_NE(id_of("program = [\"./t\", \"{threads}\"]"), id_of("program = [\"./t\", \"1\"]"));
 }
 
+// A trial's repeats differ in their repeat and seed fields only, not in
+// their command too: readers group repeats by the text without those two.
+TEST(ProgramIdentity, RepeatsKeepOneCommandInTheirDefinition) {
+  const SweepSpec sweep = parse_sweep(
+      "[sweep]\nseed = 9\nrepeats = 2\n[[trial]]\nprogram = [\"./t\", \"--seed={seed}\", \"{repeat}\"]\n", "p.toml");
+  ASSERT_EQ(sweep.trials.size(), 2u);
+  const auto command_of = [](const TrialSpec& trial) {
+    const std::string text = trial.canonical_text();
+    return text.substr(text.find(";command="));
+  };
+  EXPECT_EQ(command_of(sweep.trials[0]), command_of(sweep.trials[1]));
+  EXPECT_THAT(command_of(sweep.trials[0]), HasSubstr("--seed={seed}"));
+  EXPECT_NE(sweep.trials[0].id, sweep.trials[1].id);
+}
+
 TEST(ProgramIdentity, AProgramsTableAndTheSameInlineCommandAreOneTrial) {
   const std::string table = "[programs.t]\ncommand = [\"./t\", \"{epochs}\"]\n";
   EXPECT_EQ(id_of("program = \"t\"", table), id_of("program = [\"./t\", \"{epochs}\"]"));
