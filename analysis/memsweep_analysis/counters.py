@@ -30,7 +30,7 @@ require("numpy", "pandas")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .load import PUBLISHED_TRAIN_EXAMPLES, option_value, synthetic_spec  # noqa: E402
+from .load import PUBLISHED_TRAIN_EXAMPLES, option_value, synthetic_spec, trainer_name  # noqa: E402
 from .tables import ok_rows, trials_of  # noqa: E402
 
 PER_STEP = " per step"
@@ -87,7 +87,7 @@ def counter_provenance(results):
 def counters_per_step(results, train_examples=None):
     """One row per ok trial: its counters' final values and per-step values.
 
-    Columns: file, sweep, dataset, trial_id, attempt, config, batch_size,
+    Columns: file, sweep, dataset, trainer, trial_id, attempt, config, batch_size,
     epochs_done, train_examples, train_examples_source, steps, then for each
     counter `<counter>` (the count) and `<counter> per step`. A counter the
     trial's file did not record, or that was never counted (-1), is NaN.
@@ -101,6 +101,7 @@ def counters_per_step(results, train_examples=None):
         steps = trial["epochs_done"] * math.ceil(examples / trial["batch_size"]) if np.isfinite(examples) \
             else math.nan
         row = {"file": trial["file"], "sweep": trial["sweep"], "dataset": trial["dataset"],
+               "trainer": trainer_name(trial.get("trainer")),
                "trial_id": trial["trial_id"], "attempt": trial["attempt"], "config": trial["config"],
                "batch_size": trial["batch_size"], "epochs_done": trial["epochs_done"], "train_examples": examples,
                "train_examples_source": source, "steps": steps}
@@ -110,8 +111,8 @@ def counters_per_step(results, train_examples=None):
             row[name] = value
             row[name + PER_STEP] = value / steps if steps and np.isfinite(steps) else math.nan
         rows.append(row)
-    columns = ["file", "sweep", "dataset", "trial_id", "attempt", "config", "batch_size", "epochs_done",
-               "train_examples", "train_examples_source", "steps"]
+    columns = ["file", "sweep", "dataset", "trainer", "trial_id", "attempt", "config", "batch_size",
+               "epochs_done", "train_examples", "train_examples_source", "steps"]
     for name in names:
         columns += [name, name + PER_STEP]
     return pd.DataFrame(rows, columns=columns)
@@ -135,14 +136,20 @@ def _final_counts(results, trials, names):
 
 
 def counters_vs_batch(per_step):
-    """Per (dataset, counter, batch size): mean, SD (ddof 1) and n of the counter per step over trials."""
+    """Per (dataset, counter, batch size): mean, SD (ddof 1) and n of the counter per step over trials; per
+    trainer as well (a `trainer` column) when the trials have more than one: a framework's own faults are
+    not the model's."""
     names = [c[:-len(PER_STEP)] for c in per_step.columns if str(c).endswith(PER_STEP)]
+    by_trainer = "trainer" in per_step.columns and per_step["trainer"].nunique() > 1
+    keys = ["dataset", "trainer", "batch_size"] if by_trainer else ["dataset", "batch_size"]
     rows = []
-    for (dataset, batch), group in per_step.groupby(["dataset", "batch_size"], sort=True):
+    for key, group in per_step.groupby(keys, sort=True):
+        fields = dict(zip(keys, key))
         for name in names:
             values = group[name + PER_STEP].dropna()
-            rows.append({"dataset": dataset, "counter": name, "batch_size": batch, "n": len(values),
+            rows.append({**fields, "counter": name, "n": len(values),
                          "per_step_mean": values.mean() if len(values) else math.nan,
                          "per_step_std": values.std(ddof=1) if len(values) > 1 else math.nan})
-    table = pd.DataFrame(rows, columns=["dataset", "counter", "batch_size", "n", "per_step_mean", "per_step_std"])
-    return table.sort_values(["dataset", "counter", "batch_size"], kind="stable").reset_index(drop=True)
+    columns = keys[:-1] + ["counter", "batch_size", "n", "per_step_mean", "per_step_std"]
+    table = pd.DataFrame(rows, columns=columns)
+    return table.sort_values(keys[:-1] + ["counter", "batch_size"], kind="stable").reset_index(drop=True)

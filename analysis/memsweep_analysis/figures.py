@@ -219,7 +219,8 @@ def estimate_vs_measured(trials, fits, out):
 
 
 def counters_vs_batch(table, out):
-    """Each counter per training step against batch size, one panel per counter, one line per dataset.
+    """Each counter per training step against batch size, one panel per counter, one line per dataset (and
+    per trainer, when the table has more than one).
 
     `table` is the counters table: one row per trial with `dataset`, `batch_size` and one `<counter> per
     step` column per recorded counter (see counters.per_step_columns); several rows at one batch size
@@ -232,14 +233,16 @@ def counters_vs_batch(table, out):
     across = min(3, len(shown))
     down = (len(shown) + across - 1) // across
     figure, axes = _new_figure(down, across)
-    colours = dict(zip(sorted(table["dataset"].unique()), _colours()))
+    by_trainer = "trainer" in table.columns and table["trainer"].nunique() > 1
+    line_of = table["dataset"] + (" " + table["trainer"].astype(str) if by_trainer else "")
+    colours = dict(zip(sorted(line_of.unique()), _colours()))
     for index, column in enumerate(shown):
         ax = axes[index // across][index % across]
-        for dataset, mine in table.groupby("dataset", sort=True):
+        for line, mine in table.groupby(line_of, sort=True):
             values = mine[mine[column] >= 0].groupby("batch_size")[column]
             mean, std = values.mean(), values.std(ddof=1).fillna(0)
             ax.errorbar(mean.index, mean.to_numpy(), yerr=std.to_numpy(), fmt="o-", markersize=3, capsize=2,
-                        linewidth=1, color=colours[dataset], label=dataset)
+                        linewidth=1, color=colours[line], label=line)
         ax.set_title(column, fontsize=8)
         ax.set_xlabel("batch size", fontsize=8)
         ax.set_xscale("log", base=2)

@@ -188,11 +188,20 @@ def _chosen_trials(trials, asked):
 
 
 def _estimate_section(doc, results, trials, out_dir, chosen):
+    # memsweep's estimate is of its own trainer's footprint; a program's predicted_bytes is the Q&A rule on
+    # the counts it reported, beside a footprint that is its whole peak: not the same question.
+    programs = trials[trials["trainer"].map(trainers.trainer_name) != trainers.BUILTIN_TRAINER] \
+        if "trainer" in trials.columns else trials.iloc[0:0]
+    trials = trials.drop(programs.index)
     ok = tables.ok_rows(trials)
     errors = estimate.estimate_errors(ok)
     doc.heading("The estimate against the measurement")
     doc.paragraph("ratio = measured footprint (peak − baseline) / estimate; error = estimate − footprint. "
                   "The estimate is memsweep's own (docs/estimate.md): the trial's oneDNN plans, dry.")
+    if not programs.empty:
+        doc.paragraph(f"{len(programs)} trial(s) of programs ({', '.join(trainers.trainers(programs))}) are left "
+                      "out here and of `calibration.json`: their `predicted_bytes` is the Q&A rule on the model "
+                      "size they reported, and their footprint is their whole process tree's peak.", note=True)
     if not errors.empty:
         summary = errors.groupby("dataset").agg(
             trials=("ratio", "size"), ratio_median=("ratio", "median"),
@@ -323,7 +332,8 @@ def _counters_section(doc, results, out_dir, train_examples):
     summary = counters.counters_vs_batch(per_step)
     if not summary.empty:
         # One column per counter: the table stays as long as the batch sizes, not batch sizes x counters.
-        wide = summary.pivot_table(index=["dataset", "batch_size", "n"], columns="counter",
+        keys = [k for k in ("dataset", "trainer") if k in summary.columns] + ["batch_size", "n"]
+        wide = summary.pivot_table(index=keys, columns="counter",
                                    values="per_step_mean").reset_index()
         wide.columns = [str(c) for c in wide.columns]
         doc.table(wide)

@@ -97,3 +97,9 @@ def test_report_compares_the_trainers(study):
     assert (report / "trainers-peak-vs-batch.png").stat().st_size > 1000
     section = text.split("Trainers compared", 1)[1]
     assert "pytorch" in section and "memsweep" in section
+    # A framework's own page faults are not the model's: counters per step are told apart by trainer, and
+    # memsweep's estimate is compared with its own trainer's trials only.
+    counters = text.split("## Counters against batch size", 1)[1]
+    assert "| dataset | trainer | batch_size | n |" in counters
+    estimate = text.split("## The estimate against the measurement", 1)[1].split("\n## ", 1)[0]
+    assert "4 trial(s) of programs (pytorch) are left out here" in estimate

@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <map>
+#include <mutex>
 
 namespace memsweep {
 namespace {
@@ -60,7 +62,7 @@ struct Member {
   OpenFile status;
   OpenFile smaps_rollup;
   std::int64_t peak = -1;  // its largest VmHWM seen
-  bool alive = true;
+  std::atomic<bool> alive{true};  // read by the PSS thread too
 };
 
 class ProcTreeProbe final : public ProcessTreeProbe {
@@ -69,7 +71,9 @@ class ProcTreeProbe final : public ProcessTreeProbe {
       : root_(root_pid),
         cgroup_procs_(std::move(cgroup_procs)),
         page_bytes_(::sysconf(_SC_PAGESIZE)),
-        meminfo_("/proc/meminfo") {}
+        meminfo_("/proc/meminfo") {
+    add(root_);  // before any thread reads: the PSS thread may read first
+  }
 
   bool read_process(ProcessMemory& out) noexcept override {
     refresh();
@@ -99,12 +103,22 @@ class ProcTreeProbe final : public ProcessTreeProbe {
     return true;
   }
 
+  // On the sampler's PSS thread, while the sampling thread may find new
+  // members: the members are taken under the lock, read without it (a
+  // member is never removed, and its files never change).
   bool read_pss(std::int64_t& pss_bytes) noexcept override {
+    std::vector<const Member*> alive;
+    try {
+      const std::lock_guard lock(members_mutex_);
+      for (const auto& [pid, member] : members_)
+        if (member.alive) alive.push_back(&member);
+    } catch (...) {
+      return false;
+    }
     std::int64_t sum = 0;
     bool any = false;
-    for (auto& [pid, member] : members_) {
-      if (!member.alive) continue;
-      const auto rollup = detail::parse_smaps_rollup(member.smaps_rollup.read(buffer_));
+    for (const Member* member : alive) {
+      const auto rollup = detail::parse_smaps_rollup(member->smaps_rollup.read(pss_buffer_));
       if (!rollup) continue;
       sum += rollup->pss_bytes;
       any = true;
@@ -151,11 +165,10 @@ class ProcTreeProbe final : public ProcessTreeProbe {
   }
 
  private:
-  // New processes: the root, the children of every member's threads, and
+  // New processes: the children of every member's threads, and
   // the trial cgroup's processes. Never throws: a read that fails finds none.
   void refresh() noexcept {
     try {
-      if (members_.empty()) add(root_);
       if (!cgroup_procs_.empty())
         for (const int pid : parse_pid_list(read_once(cgroup_procs_, buffer_))) add(pid);
       // Breadth-first over the members as they are found.
@@ -170,6 +183,7 @@ class ProcTreeProbe final : public ProcessTreeProbe {
 
   bool add(int pid) {
     if (pid <= 0 || members_.count(pid) > 0) return false;
+    const std::lock_guard lock(members_mutex_);
     auto [it, inserted] = members_.try_emplace(pid, pid);
     if (!it->second.statm.is_open()) it->second.alive = false;  // gone before it was found
     return inserted;
@@ -195,8 +209,12 @@ class ProcTreeProbe final : public ProcessTreeProbe {
   std::string cgroup_procs_;
   std::int64_t page_bytes_;
   OpenFile meminfo_;
+  // Inserted into by the sampling thread only, which reads it without the
+  // lock; the PSS thread reads it under the lock.
   std::map<int, Member> members_;
+  std::mutex members_mutex_;
   std::array<char, kBufferBytes> buffer_{};
+  std::array<char, kBufferBytes> pss_buffer_{};
 };
 
 }  // namespace
