@@ -61,7 +61,7 @@ struct Member {
   OpenFile statm;
   OpenFile status;
   OpenFile smaps_rollup;
-  std::int64_t peak = -1;  // its largest VmHWM seen
+  std::int64_t peak = -1;         // its largest VmHWM seen
   std::atomic<bool> alive{true};  // read by the PSS thread too
 };
 
