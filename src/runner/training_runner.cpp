@@ -552,7 +552,8 @@ void TrainingRunner::Impl::run_program(Attempt& attempt, const TrialSpec& trial,
       return finish(attempt, TrialStatus::failed,
                     fmt::format("program \"{}\" not found{} or not executable", invocation.argv.at(0),
                                 invocation.argv.at(0).find('/') == std::string::npos ? " on PATH" : ""));
-    executable = *found;
+    // Absolute: the child enters its workdir before it execs.
+    executable = std::filesystem::absolute(*found).string();
     output = open_program_output(options.log_dir, trial, context.attempt);
   } catch (const std::exception& error) {
     return finish(attempt, TrialStatus::failed, one_line(error.what()));

@@ -216,6 +216,23 @@ TEST_F(ProgramTrialTest, AStopRequestInterruptsTheProgram) {
   EXPECT_EQ(row.end_signal, SIGTERM) << "asked with SIGTERM, whose default ends it";
 }
 
+// A workdir given relative to the run's folder, and a program relative to
+// the workdir: the program runs there, found there.
+TEST_F(ProgramTrialTest, ARelativeProgramRunsInItsRelativeWorkdir) {
+  const std::filesystem::path program = MEMSWEEP_TREE_PROGRAM;
+  TrialSpec trial = program_trial({"--report", "report-here.txt"});
+  trial.program->command.front() = "./" + program.filename().string();
+  trial.program->workdir = std::filesystem::relative(program.parent_path()).string();
+  trial.id = trial_id(trial);
+  TrainingRunner runner(options());
+  RecordingSink sink;
+  const TrialRow row = runner.run(trial, plain_context(), sink);
+  EXPECT_EQ(status_of(row), "ok") << message_of(row);
+  const auto report = program.parent_path() / "report-here.txt";
+  EXPECT_TRUE(std::filesystem::exists(report)) << "written in the workdir";
+  std::filesystem::remove(report);
+}
+
 TEST_F(ProgramTrialTest, AMissingProgramFailsTheTrialNamingIt) {
   TrialSpec trial = program_trial({});
   trial.program->command = {"memsweep-no-such-program"};
