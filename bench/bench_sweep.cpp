@@ -76,8 +76,8 @@ double cpu_seconds() {
 class SleepingRunner final : public memsweep::TrialRunner {
  public:
   explicit SleepingRunner(std::vector<milliseconds> durations) : durations_(std::move(durations)) {}
-  memsweep::TrialRow run(const memsweep::TrialSpec& trial, const memsweep::TrialContext& context,
-                         memsweep::TrialSink& /*sink*/) override {
+  memsweep::TrialRecord run(const memsweep::TrialSpec& trial, const memsweep::TrialContext& context,
+                            memsweep::TrialSink& /*sink*/) override {
     const auto start = Clock::now();
     const milliseconds duration = durations_.at(static_cast<std::size_t>(trial.seed));
     while (Clock::now() - start < duration && !(context.stop && context.stop->load())) {
@@ -86,7 +86,7 @@ class SleepingRunner final : public memsweep::TrialRunner {
     memsweep::TrialRow row = memsweep::trial_row_for(trial, context.attempt);
     memsweep::set_fixed(row.status, memsweep::status_name(memsweep::TrialStatus::ok));
     row.wall_seconds = seconds_since(start);
-    return row;
+    return memsweep::TrialRecord{row, {}};
   }
 
  private:
@@ -97,7 +97,9 @@ class SummingSink final : public memsweep::ResultSink {
  public:
   void samples(std::span<const memsweep::SampleRow>) override {}
   void epoch(const memsweep::EpochRow&) override {}
-  void trial(const memsweep::TrialRow& row) override { trial_seconds += row.wall_seconds; }
+  void trial(const memsweep::TrialRow& row, const std::string& /*message*/) override {
+    trial_seconds += row.wall_seconds;
+  }
   double trial_seconds = 0.0;
 };
 

@@ -4,8 +4,8 @@
 // bytes are a row of the results file's tables (store.hpp), an MPI message
 // from a worker to rank 0 (sweep.hpp), and a struct a test can build by hand.
 // The schema (DESIGN.md; version 3 since each trial runs in a process of
-// its own, 4 since a trial may be a program's process tree) is documented
-// in docs/results-file.md.
+// its own, 4 since a trial may be a program's process tree, 5 since
+// messages are stored whole) is documented in docs/results-file.md.
 //
 // Also here, as pure functions: which trials a sweep still has to run, given
 // what a results file already holds (resume), and the sweep's identity hash.
@@ -16,6 +16,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -25,7 +26,7 @@
 
 namespace memsweep {
 
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 // The oldest version readers still read (columns added later read as their
 // "not measured" value); only the current one is written or resumed.
 inline constexpr int kOldestReadableSchemaVersion = 1;
@@ -36,7 +37,8 @@ inline constexpr std::string_view kFormatName = "memsweep";
 inline constexpr std::size_t kTrialIdChars = 12;
 inline constexpr std::size_t kNameChars = 16;  // dataset, model, optimizer, status
 inline constexpr std::size_t kHostChars = 64;
-inline constexpr std::size_t kMessageChars = 256;
+inline constexpr std::size_t kMessageChars = 256;       // TrialRow::message: a message's first bytes
+inline constexpr std::size_t kMessagePieceChars = 256;  // MessageRow::text
 inline constexpr std::size_t kDefinitionChars = 512;              // TrialSpec::canonical_text()
 inline constexpr std::size_t kParamsChars = kMaxParamsJsonBytes;  // TrialSpec::params_json()
 
@@ -82,6 +84,8 @@ struct TrialRow {
   std::int32_t rank = -1;
   FixedString<kHostChars> host{};
   FixedString<kNameChars> status{};
+  // The message's first kMessageChars bytes (cut on a UTF-8 boundary); the
+  // whole of it goes to /messages (schema 5, MessageRow).
   FixedString<kMessageChars> message{};
   double start_time = 0.0;
   double end_time = 0.0;
@@ -160,9 +164,69 @@ struct EpochRow {
   std::int64_t sys_used = -1;
 };
 
+// One row of /messages (schema 5): a piece of a trial attempt's whole
+// message. A message of any length is stored as pieces of at most
+// kMessagePieceChars bytes, each cut on a UTF-8 boundary (so each is text of
+// its own), numbered from 0; the whole message is their concatenation in
+// piece order. Fixed-size pieces rather than one variable-length string:
+// HDF5 1.10's SWMR does not support variable-length data (its global heap),
+// and a reader following the writer fails on it (docs/results-file.md).
+struct MessageRow {
+  FixedString<kTrialIdChars> trial_id{};
+  std::int32_t attempt = 0;
+  std::int32_t run = 0;
+  std::int32_t piece = 0;
+  FixedString<kMessagePieceChars> text{};
+};
+
 static_assert(std::is_trivially_copyable_v<TrialRow>);
 static_assert(std::is_trivially_copyable_v<SampleRow>);
 static_assert(std::is_trivially_copyable_v<EpochRow>);
+static_assert(std::is_trivially_copyable_v<MessageRow>);
+
+// ---- messages -------------------------------------------------------------
+
+// A trial attempt's row and its whole message: what a TrialRunner returns, a
+// worker sends to rank 0, and the results file stores (/trials, /messages).
+struct TrialRecord {
+  TrialRow row;
+  std::string message;  // any length; row.message holds its first bytes (set_message)
+};
+
+// Sets the record's whole message and the row's cut copy of it.
+void set_message(TrialRecord& record, std::string_view message);
+
+// `text` as valid UTF-8: each invalid sequence (a stray continuation byte, a
+// truncated or overlong sequence, a surrogate, a code point past U+10FFFF)
+// replaced by U+FFFD, one per maximal invalid subpart (as Unicode advises),
+// and so is NUL, which the file's NUL-padded text columns cannot hold.
+// Program output can hold any bytes; the results file holds text.
+std::string valid_utf8(std::string_view text);
+
+// The message for one console line: valid UTF-8, line breaks and other
+// control characters as spaces, and at most `max_bytes` bytes, cut on a
+// character and ending in "…" when shortened.
+std::string one_line_message(std::string_view message, std::size_t max_bytes);
+
+// The /messages rows of `row`'s whole `message` (valid UTF-8): none for an
+// empty message.
+std::vector<MessageRow> message_rows(const TrialRow& row, std::string_view message);
+
+// Which trial attempt a message belongs to.
+struct MessageKey {
+  std::string trial_id;
+  std::int32_t attempt = 0;
+  std::int32_t run = 0;
+  auto operator<=>(const MessageKey&) const = default;
+};
+using TrialMessages = std::map<MessageKey, std::string>;
+
+// The whole messages that /messages' rows hold, pieces joined in piece order.
+TrialMessages join_message_rows(std::span<const MessageRow> rows);
+
+// `row`'s whole message: from `messages` when there (schema 5), otherwise
+// the row's own message column (older files: cut at kMessageChars bytes).
+std::string whole_message(const TrialRow& row, const TrialMessages& messages);
 
 // A row with the trial's identity and hyperparameters filled in, and
 // everything else at its "not measured" value.
@@ -218,7 +282,7 @@ struct ResumePlan {
   // reached: `killed` when its rank died (the trial's process with it),
   // `interrupted` when rank 0 died while the attempt's process was healthy
   // (it runs again like any interrupted trial).
-  std::vector<TrialRow> lost_rows;
+  std::vector<TrialRecord> lost_rows;
   std::vector<PendingTrial> pending;   // in the sweep's order
   std::size_t already_final = 0;       // trials with a final status in the file
   std::size_t killed_not_retried = 0;  // killed more than retry_killed times: not run again

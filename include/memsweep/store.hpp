@@ -1,7 +1,7 @@
 #pragma once
 // The results file: HDF5 1.10, one file per sweep, written by one process
 // (rank 0) and readable while it is written (SWMR). Tables /trials, /samples,
-// /epochs and /runs are chunked, deflate-compressed, extendable 1-D datasets
+// /epochs, /runs and /messages (schema 5) are chunked, deflate-compressed, extendable 1-D datasets
 // of the compound rows of results.hpp; root attributes describe the sweep and
 // the machine. Layout and units: docs/results-file.md.
 //
@@ -102,6 +102,9 @@ struct StoreContents {
   std::vector<RunRow> runs;
   std::vector<TrialRow> trials;
   std::vector<EpochRow> epochs;
+  // Whole messages (/messages); empty for files before schema 5. A row's
+  // message: whole_message(row, messages).
+  TrialMessages messages;
 };
 
 // The writer (rank 0). Every method throws StoreError (an I/O or HDF5
@@ -133,6 +136,11 @@ class ResultStore {
   // the file a whole chunk of /samples at a time (with SWMR, also once they
   // have waited a few seconds); close() writes the rest
   // (docs/results-file.md, Storage).
+  // The trial's row and its whole `message`, of any length: stored as valid
+  // UTF-8 (invalid sequences replaced, valid_utf8()) in /messages, and its
+  // first kMessageChars bytes in the row's message column.
+  void append_trial(const TrialRow& row, std::string_view message);
+  // A row whose message is its own message column.
   void append_trial(const TrialRow& row);
   void append_samples(std::span<const SampleRow> rows);
   void append_epoch(const EpochRow& row);
@@ -170,6 +178,9 @@ class ResultReader {
   // Rows [first, first + count) of /trials (clamped to the end).
   std::vector<TrialRow> trials(std::uint64_t first, std::uint64_t count) const;
   std::vector<EpochRow> epochs() const;
+  // The whole messages of /messages; empty for a file before schema 5.
+  // whole_message(row, messages()) gives a row's.
+  TrialMessages messages() const;
   std::uint64_t sample_count() const;
   // Rows [first, first + count) of /samples (clamped to the end).
   std::vector<SampleRow> samples(std::uint64_t first, std::uint64_t count) const;

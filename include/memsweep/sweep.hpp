@@ -86,10 +86,10 @@ class TrialRunner {
  public:
   virtual ~TrialRunner() = default;
   // Runs `trial` to its end and returns its row: trial_row_for() plus the
-  // result. A trial's own failure (an exception, bad_alloc included,
-  // divergence, the budget, a missing dataset) is a status and a message,
-  // never an exception out of run().
-  virtual TrialRow run(const TrialSpec& trial, const TrialContext& context, TrialSink& sink) = 0;
+  // result, and its whole message (set_message). A trial's own failure (an
+  // exception, bad_alloc included, divergence, the budget, a missing
+  // dataset) is a status and a message, never an exception out of run().
+  virtual TrialRecord run(const TrialSpec& trial, const TrialContext& context, TrialSink& sink) = 0;
 };
 
 // ---- rank 0's output ----------------------------------------------------------
@@ -99,8 +99,9 @@ class ResultSink {
   virtual ~ResultSink() = default;
   virtual void samples(std::span<const SampleRow> rows) = 0;
   virtual void epoch(const EpochRow& row) = 0;
-  // Durable (flushed) when it returns.
-  virtual void trial(const TrialRow& row) = 0;
+  // The trial's row and its whole message (the row's message column holds
+  // its first bytes). Durable (flushed) when it returns.
+  virtual void trial(const TrialRow& row, const std::string& message) = 0;
   // The sweep begins to stop (a signal reached rank 0 or a worker), written
   // at once and durable when it returns: a resume then knows that rank 0
   // outlived whatever ended the run (plan_resume's LostAttempts).

@@ -83,7 +83,7 @@ class TrainingRunner final : public TrialRunner {
   // scheduler's, not the trial's problem) throws, after the trial process
   // was ended. Call from one thread, the same for every trial: a trial
   // process dies with the thread that started it.
-  TrialRow run(const TrialSpec& trial, const TrialContext& context, TrialSink& sink) override;
+  TrialRecord run(const TrialSpec& trial, const TrialContext& context, TrialSink& sink) override;
 
   // Each requested counter column: opened, or why not (for the run's notes).
   const std::vector<EventStatus>& counter_events() const;

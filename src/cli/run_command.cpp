@@ -178,7 +178,7 @@ class StoreSink final : public ResultSink {
   explicit StoreSink(ResultStore& store) : store_(store) {}
   void samples(std::span<const SampleRow> rows) override { store_.append_samples(rows); }
   void epoch(const EpochRow& row) override { store_.append_epoch(row); }
-  void trial(const TrialRow& row) override { store_.append_trial(row); }
+  void trial(const TrialRow& row, const std::string& message) override { store_.append_trial(row, message); }
   void stopping() override { store_.mark_run(run_end_state::kStopping); }
 
  private:
@@ -240,10 +240,10 @@ Prepared prepare_results_file(const RunOptions& options, const RunSettings& sett
     const FileHeader& header = store.header();
     const ResumePlan plan = plan_resume(sweep.trials, store.read_trials(), store.scan_series(), options.retry_killed,
                                         store.run_index(), lost_attempts(store));
-    for (const TrialRow& row : plan.lost_rows) {
-      store.append_trial(row);
-      progress.note(
-          fmt::format("trial {} attempt {}: {}", get_fixed(row.trial_id), row.attempt, get_fixed(row.message)));
+    for (const TrialRecord& lost : plan.lost_rows) {
+      store.append_trial(lost.row, lost.message);
+      progress.note(fmt::format("trial {} attempt {}: {}", get_fixed(lost.row.trial_id), lost.row.attempt,
+                                one_line_message(lost.message, kMessageChars)));
     }
     progress.note(fmt::format("resuming {} (run {}): {} of {} trials done, {} to run{}", settings.output.string(),
                               store.run_index(), plan.already_final, sweep.trials.size(), plan.pending.size(),

@@ -31,21 +31,22 @@ std::string series_text(const SeriesSummary& series) {
                      series.last_epoch, series.samples, peak);
 }
 
-TrialRow lost_row(const TrialSpec& trial, const SeriesSummary& series, int run, LostAttempts lost) {
-  TrialRow row = trial_row_for(trial, series.attempt);
+TrialRecord lost_row(const TrialSpec& trial, const SeriesSummary& series, int run, LostAttempts lost) {
+  TrialRecord record{trial_row_for(trial, series.attempt), {}};
+  TrialRow& row = record.row;
   row.run = run;
   row.rank = series.rank;
   if (lost == LostAttempts::rank_died) {
     set_fixed(row.status, status_name(TrialStatus::killed));
-    set_fixed(row.message,
-              fmt::format("rank {} died during the trial, its trial process with it (no result was received); {}",
-                          series.rank, series_text(series)));
+    set_message(record,
+                fmt::format("rank {} died during the trial, its trial process with it (no result was received); {}",
+                            series.rank, series_text(series)));
   } else {
     set_fixed(row.status, status_name(TrialStatus::interrupted));
-    set_fixed(row.message,
-              fmt::format("interrupted: rank 0 died while rank {} ran the trial, whose process was not seen to fail; "
-                          "{}",
-                          series.rank, series_text(series)));
+    set_message(record,
+                fmt::format("interrupted: rank 0 died while rank {} ran the trial, whose process was not seen to fail; "
+                            "{}",
+                            series.rank, series_text(series)));
   }
   set_fixed(row.end_cause, end_cause::kRankLost);
   // The samples are all that is left: the first one follows the baseline
@@ -58,7 +59,7 @@ TrialRow lost_row(const TrialSpec& trial, const SeriesSummary& series, int run, 
   if (series.first_rss >= 0 && series.peak_rss >= 0) row.rss_footprint = series.peak_rss - series.first_rss;
   row.sys_used_mean = series.sys_used_mean;
   row.samples = series.samples;
-  return row;
+  return record;
 }
 
 }  // namespace

@@ -133,6 +133,7 @@ namespace {
 struct Attempt {
   Clock::time_point entry;
   TrialRow row;
+  std::string message;  // whole; row.message holds its first bytes
   const SharedDataset* data = nullptr;
   std::optional<std::uint64_t> predicted;
   std::optional<std::uint64_t> budget;
@@ -148,12 +149,17 @@ struct Attempt {
   bool ended = false;  // the row has its status
 };
 
+void set_message(Attempt& attempt, std::string_view message) {
+  attempt.message = std::string(message);
+  set_fixed(attempt.row.message, message);
+}
+
 }  // namespace
 
 struct TrainingRunner::Impl {
   explicit Impl(const TrainingRunnerOptions& runner_options);
 
-  TrialRow run(const TrialSpec& trial, const TrialContext& context, TrialSink& sink);
+  TrialRecord run(const TrialSpec& trial, const TrialContext& context, TrialSink& sink);
 
   void open_dataset(Attempt& attempt, const TrialSpec& trial);
   void place_in_cgroup(Attempt& attempt);
@@ -203,7 +209,7 @@ TrainingRunner::Impl::Impl(const TrainingRunnerOptions& runner_options)
 void TrainingRunner::Impl::finish(Attempt& attempt, TrialStatus status, std::string_view message) const {
   TrialRow& row = attempt.row;
   set_fixed(row.status, status_name(status));
-  set_fixed(row.message, message);
+  set_message(attempt, message);
   row.end_time = unix_seconds_now();
   row.wall_seconds = seconds_between(attempt.entry, Clock::now());
   attempt.ended = true;
@@ -229,7 +235,7 @@ std::optional<std::chrono::milliseconds> TrainingRunner::Impl::time_limit(const 
   return limit;
 }
 
-TrialRow TrainingRunner::Impl::run(const TrialSpec& trial, const TrialContext& context, TrialSink& sink) {
+TrialRecord TrainingRunner::Impl::run(const TrialSpec& trial, const TrialContext& context, TrialSink& sink) {
   Attempt attempt;
   attempt.entry = Clock::now();
   timings = {};
@@ -243,12 +249,12 @@ TrialRow TrainingRunner::Impl::run(const TrialSpec& trial, const TrialContext& c
 
   if (trial.program) {
     run_program(attempt, trial, context, sink);
-    return row;
+    return TrialRecord{row, std::move(attempt.message)};
   }
   open_dataset(attempt, trial);
   if (!attempt.ended) start_process(attempt, trial);
   if (!attempt.ended) train(attempt, trial, context, sink);
-  return row;
+  return TrialRecord{row, std::move(attempt.message)};
 }
 
 // The shared dataset (decoded once per node, mapped by the process) and
@@ -442,9 +448,11 @@ void TrainingRunner::Impl::record_end(Attempt& attempt, ProcessOutcome outcome, 
 
 namespace {
 
-// How much of a failed program's stderr its message keeps.
+// How much of a failed program's stderr its message keeps: the message is
+// stored whole (/messages), so this bounds only what a console line or a
+// table cell has to hold of a long traceback.
 constexpr int kTailLines = 3;
-constexpr std::size_t kTailBytes = 200;
+constexpr std::size_t kTailBytes = 1000;
 constexpr std::size_t kTailReadBytes = 8192;
 
 // A descriptor closed when it goes out of scope.
@@ -678,8 +686,8 @@ void TrainingRunner::Impl::run_program(Attempt& attempt, const TrialSpec& trial,
   seen.outcome.output_tail = output_tail(read_file_end(output.err.get(), kTailReadBytes), kTailLines, kTailBytes);
   record_end(attempt, std::move(seen.outcome));
   if (progress.bad_lines > 0 && get_fixed(row.status) == status_name(TrialStatus::ok))
-    set_fixed(row.message, fmt::format("{} events line{} not understood; the first: {}", progress.bad_lines,
-                                       progress.bad_lines == 1 ? "" : "s", progress.first_bad_line));
+    set_message(attempt, fmt::format("{} events line{} not understood; the first: {}", progress.bad_lines,
+                                     progress.bad_lines == 1 ? "" : "s", progress.first_bad_line));
   timings.teardown_seconds = seconds_between(training_end, Clock::now());
 }
 
@@ -687,7 +695,7 @@ TrainingRunner::TrainingRunner(const TrainingRunnerOptions& options) : impl_(std
 
 TrainingRunner::~TrainingRunner() = default;
 
-TrialRow TrainingRunner::run(const TrialSpec& trial, const TrialContext& context, TrialSink& sink) {
+TrialRecord TrainingRunner::run(const TrialSpec& trial, const TrialContext& context, TrialSink& sink) {
   return impl_->run(trial, context, sink);
 }
 

@@ -23,11 +23,13 @@ struct ResultReader::Impl {
   std::optional<store::Table> samples;
   std::optional<store::Table> epochs;
   std::optional<store::Table> runs;
+  std::optional<store::Table> messages;  // schema 5 on
 
   // Rows without a trial id at the end of a table were never written
   // (store::trial_id_schema()): not part of what this reader shows.
   void hide_unwritten_rows() {
     for (auto* table : {&trials, &samples, &epochs}) (*table)->hide_unwritten_tail();
+    if (messages) messages->hide_unwritten_tail();
   }
 
   template <typename Row>
@@ -63,6 +65,10 @@ ResultReader::ResultReader(const std::filesystem::path& path) : impl_(std::make_
       store::Table::open(file, store::samples_schema(impl_->header.counter_columns, errors), version, errors));
   impl_->epochs.emplace(store::Table::open(file, store::epochs_schema(), version, errors));
   impl_->runs.emplace(store::Table::open(file, store::runs_schema(), version, errors));
+  // Older files keep their messages in /trials' message column only.
+  constexpr int kFirstVersionWithMessages = 5;
+  if (version >= kFirstVersionWithMessages)
+    impl_->messages.emplace(store::Table::open(file, store::messages_schema(), version, errors));
   impl_->hide_unwritten_rows();
 }
 
@@ -76,6 +82,7 @@ void ResultReader::refresh() {
   store::silence_hdf5_errors();
   store::address_whole_file(impl_->file.get(), impl_->errors);
   for (auto* table : {&impl_->trials, &impl_->samples, &impl_->epochs, &impl_->runs}) (*table)->refresh(impl_->swmr);
+  if (impl_->messages) impl_->messages->refresh(impl_->swmr);
   impl_->hide_unwritten_rows();
 }
 
@@ -99,6 +106,12 @@ std::vector<TrialRow> ResultReader::trials(std::uint64_t first, std::uint64_t co
 std::vector<EpochRow> ResultReader::epochs() const {
   store::silence_hdf5_errors();
   return impl_->read_all<EpochRow>(*impl_->epochs);
+}
+
+TrialMessages ResultReader::messages() const {
+  store::silence_hdf5_errors();
+  if (!impl_->messages) return {};
+  return join_message_rows(impl_->read_all<MessageRow>(*impl_->messages));
 }
 
 std::uint64_t ResultReader::sample_count() const { return impl_->samples->rows(); }

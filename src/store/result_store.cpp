@@ -29,7 +29,10 @@ ResultStore ResultStore::open_for_resume(const std::filesystem::path& path, cons
 
 const FileHeader& ResultStore::header() const { return impl_->writer->header(); }
 int ResultStore::run_index() const { return impl_->writer->run_index(); }
-void ResultStore::append_trial(const TrialRow& row) { impl_->writer->append_trial(row); }
+void ResultStore::append_trial(const TrialRow& row, std::string_view message) {
+  impl_->writer->append_trial(row, message);
+}
+void ResultStore::append_trial(const TrialRow& row) { impl_->writer->append_trial(row, get_fixed(row.message)); }
 void ResultStore::append_samples(std::span<const SampleRow> rows) { impl_->writer->append_samples(rows); }
 void ResultStore::append_epoch(const EpochRow& row) { impl_->writer->append_epoch(row); }
 void ResultStore::flush() { impl_->writer->flush(); }

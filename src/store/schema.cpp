@@ -210,6 +210,23 @@ TableSchema runs_schema() {
   };
 }
 
+TableSchema messages_schema() {
+  return TableSchema{
+      kMessagesTable,
+      "Trial messages whole: the pieces of each trial attempt's message, in order, of at most 256 bytes each, "
+      "cut on UTF-8 character boundaries; /trials' message column holds only a message's first 256 bytes.",
+      sizeof(MessageRow),
+      {
+          text("trial_id", offsetof(MessageRow, trial_id), kTrialIdChars),
+          int32("attempt", offsetof(MessageRow, attempt), kOne),
+          int32("run", offsetof(MessageRow, run), kOne),
+          int32("piece", offsetof(MessageRow, piece), kOne),
+          text("text", offsetof(MessageRow, text), kMessagePieceChars),
+      },
+      {},  // the whole table is schema 5's: older files have none
+  };
+}
+
 TableSchema series_schema() {
   return TableSchema{
       kSamplesTable,

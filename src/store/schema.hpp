@@ -22,6 +22,7 @@ inline constexpr char kTrialsTable[] = "trials";
 inline constexpr char kSamplesTable[] = "samples";
 inline constexpr char kEpochsTable[] = "epochs";
 inline constexpr char kRunsTable[] = "runs";
+inline constexpr char kMessagesTable[] = "messages";  // schema 5
 
 // Attribute names on each table: "unit:<column>" per column, and one
 // description.
@@ -61,6 +62,7 @@ TableSchema trials_schema();
 TableSchema samples_schema(std::span<const std::string> counter_columns, const Hdf5Errors& errors);
 TableSchema epochs_schema();
 TableSchema runs_schema();
+TableSchema messages_schema();
 
 // The /samples columns a scan of the series needs, read through a partial
 // compound type so that HDF5 converts only these.
@@ -104,7 +106,8 @@ struct TableStorage {
 // without SWMR it frees it, the next allocation can take that space before
 // the next flush, and a writer killed in between leaves a flushed index
 // pointing at other data. So compressed chunks are written once, whole:
-// - /trials and /runs: one row per chunk, each row its own chunk;
+// - /trials, /runs and /messages: one row per chunk, each row its own chunk
+//   (a message's rows are written with its trial's row, and as durably);
 // - /samples: rows wait in the writer until they fill a chunk (with SWMR,
 //   a partial chunk is written too once its first row is samples_max_age
 //   old, so that a live reader, and a resume after rank 0's death, lose
@@ -123,6 +126,7 @@ struct StoreLayout {
   TableStorage samples{0, 1, true};
   TableStorage epochs{1024, 0, false};
   TableStorage runs{1, 1, false};
+  TableStorage messages{1, 1, false};
   std::chrono::milliseconds samples_max_age{1000};
 };
 

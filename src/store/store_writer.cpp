@@ -119,6 +119,7 @@ std::unique_ptr<StoreWriter> StoreWriter::create(const std::filesystem::path& pa
         Table::create(file, samples_schema(header.counter_columns, errors), samples_storage(layout, header), errors),
         Table::create(file, epochs_schema(), layout.epochs, errors),
         Table::create(file, runs_schema(), layout.runs, errors),
+        Table::create(file, messages_schema(), layout.messages, errors),
     });
     writer->append_run(first_run(writer->header_));
     writer->start_writing();
@@ -157,7 +158,8 @@ std::unique_ptr<StoreWriter> StoreWriter::open_for_resume(const std::filesystem:
   writer->open_tables();
   // A writer without SWMR killed during a flush can leave a table's size
   // ahead of its data: the last rows read as zeros. They were never written.
-  for (Table* table : {&writer->tables_->trials, &writer->tables_->samples, &writer->tables_->epochs})
+  for (Table* table :
+       {&writer->tables_->trials, &writer->tables_->samples, &writer->tables_->epochs, &writer->tables_->messages})
     table->drop_unwritten_tail();
   writer->append_run(run);
   writer->start_writing();
@@ -173,6 +175,7 @@ void StoreWriter::open_tables() {
       Table::open(file, samples_schema(header_.counter_columns, errors_), kSchemaVersion, errors_),
       Table::open(file, epochs_schema(), kSchemaVersion, errors_),
       Table::open(file, runs_schema(), kSchemaVersion, errors_),
+      Table::open(file, messages_schema(), kSchemaVersion, errors_),
   });
 }
 
@@ -219,11 +222,20 @@ void StoreWriter::check_open() const {
   if (!file_.valid() || !tables_) errors_.fail_plain("the results file is already closed");
 }
 
-void StoreWriter::append_trial(const TrialRow& row) {
+void StoreWriter::append_trial(const TrialRow& row, std::string_view message) {
   silence_hdf5_errors();
   check_open();
   write_samples(false);
-  tables_->trials.append(&row, 1);
+  // The one place a message is made fit for the file: valid UTF-8 (program
+  // output can hold any bytes), whole in /messages, its first bytes in the
+  // row. The message's rows go first, so the flush that makes the trial's
+  // row durable makes its message durable too.
+  const std::string text = valid_utf8(message);
+  TrialRow stored = row;
+  set_fixed(stored.message, text);
+  const std::vector<MessageRow> pieces = message_rows(stored, text);
+  tables_->messages.append(pieces.data(), pieces.size());
+  tables_->trials.append(&stored, 1);
   flush();
 }
 

@@ -39,7 +39,8 @@ class StoreWriter {
   void mark_run(std::string_view end_state);
   std::vector<RunRow> read_runs() const;
 
-  void append_trial(const TrialRow& row);
+  // `message` whole; the row's message column gets its first bytes.
+  void append_trial(const TrialRow& row, std::string_view message);
   // Sample rows wait here until they fill a chunk of /samples (StoreLayout
   // says why); close() writes the rest.
   void append_samples(std::span<const SampleRow> rows);
@@ -59,6 +60,7 @@ class StoreWriter {
     Table samples;
     Table epochs;
     Table runs;
+    Table messages;
   };
 
   StoreWriter(const std::filesystem::path& path, const StoreOptions& options, const StoreLayout& layout);

@@ -76,7 +76,7 @@ class Coordinator {
           for (const EpochRow& epoch : epochs_) sink_.epoch(epoch);
         });
         break;
-      case tag::kRecord: record(worker, payload_as<TrialRow>(message)); break;
+      case tag::kRecord: record(worker, record_from_payload(message)); break;
       case tag::kLeaving:
         // A signal reached that worker (mpirun forwards SIGUSR1 and SIGTERM
         // to every rank, but maybe not yet this one): the whole sweep stops.
@@ -104,7 +104,8 @@ class Coordinator {
     if (options_.progress != nullptr) options_.progress->trial_started(trials_[job.index], job.attempt, worker);
   }
 
-  void record(int worker, const TrialRow& row) {
+  void record(int worker, const TrialRecord& record) {
+    const TrialRow& row = record.row;
     std::optional<PendingTrial>& job = busy_[static_cast<std::size_t>(worker)];
     if (!job || get_fixed(row.trial_id) != trials_[job->index].id) {
       throw std::runtime_error("sweep protocol: rank " + std::to_string(worker) + " sent a row for trial " +
@@ -112,7 +113,7 @@ class Coordinator {
                                (job ? "trial " + trials_[job->index].id : std::string("none")));
     }
     job.reset();
-    write([&] { sink_.trial(row); });
+    write([&] { sink_.trial(row, record.message); });
     if (sink_failure_) return;
     count_row(result_, row);
     if (options_.progress != nullptr) options_.progress->trial_finished(row);

@@ -42,7 +42,8 @@ void ProgressReporter::trial_finished(const TrialRow& row) {
     line += " ETA " + format_duration(static_cast<double>(left->count()));
   }
   if (!ok) {
-    const std::string message = get_fixed(row.message);
+    // The row's message column: the message's first bytes, enough for a line.
+    const std::string message = one_line_message(get_fixed(row.message), kMessageChars);
     if (!message.empty()) line += ": " + message;
   }
   out_ << line << '\n' << std::flush;

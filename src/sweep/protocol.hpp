@@ -23,7 +23,7 @@ namespace tag {
 inline constexpr int kRequest = 1;  // empty: "give me a trial"
 inline constexpr int kSamples = 2;  // SampleRow[]: a running trial's samples
 inline constexpr int kEpochs = 3;   // EpochRow[]: a running trial's finished epochs
-inline constexpr int kRecord = 4;   // TrialRow: the trial's final row; the worker is free again
+inline constexpr int kRecord = 4;   // TrialRecord: the final row, then the whole message; the worker is free again
 inline constexpr int kLeaving = 5;  // empty: the worker saw the stop signal and takes no more trials
 // rank 0 -> worker
 inline constexpr int kAssign = 11;  // Assignment
@@ -77,6 +77,12 @@ void payload_rows(const Message& message, std::vector<T>& rows) {
   rows.resize(message.bytes.size() / sizeof(T));
   if (!rows.empty()) std::memcpy(rows.data(), message.bytes.data(), message.bytes.size());
 }
+
+// RECORD's payload: the TrialRow's bytes, then the message's bytes (any
+// length: a message is not cut to fit a fixed size on its way to rank 0).
+std::vector<std::byte> record_payload(const TrialRecord& record);
+// Throws (a protocol error) for a payload shorter than a TrialRow.
+TrialRecord record_from_payload(const Message& message);
 
 inline void send_empty(Communicator& comm, int destination, int message_tag) {
   comm.send(destination, message_tag, std::span<const std::byte>());

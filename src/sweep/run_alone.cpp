@@ -56,10 +56,11 @@ SweepResult run_alone(Communicator& comm, std::span<const TrialSpec> trials, std
     context.rank = comm.rank();
     context.host = host;
     context.mem_budget_bytes = options.mem_budget_bytes;
-    const TrialRow row = run_streamed_trial(trial_thread, runner, trial, context, options.flush_interval, hooks);
-    sink.trial(row);
-    count_row(result, row);
-    if (options.progress != nullptr) options.progress->trial_finished(row);
+    const TrialRecord record =
+        run_streamed_trial(trial_thread, runner, trial, context, options.flush_interval, hooks);
+    sink.trial(record.row, record.message);
+    count_row(result, record.row);
+    if (options.progress != nullptr) options.progress->trial_finished(record.row);
   }
   result.not_started = pending.size() - next;
   result.stopped = stop_seen;

@@ -73,7 +73,7 @@ class StreamQueue final : public TrialSink {
   bool dropping_ = false;
 };
 
-TrialRow run_guarded(TrialRunner& runner, const TrialSpec& trial, const TrialContext& context, TrialSink& sink) {
+TrialRecord run_guarded(TrialRunner& runner, const TrialSpec& trial, const TrialContext& context, TrialSink& sink) {
   const double start = unix_seconds();
   try {
     return runner.run(trial, context, sink);
@@ -89,15 +89,16 @@ TrialRow run_guarded(TrialRunner& runner, const TrialSpec& trial, const TrialCon
 
 }  // namespace
 
-TrialRow failed_row(const TrialSpec& trial, int attempt, const std::string& message, double start_time,
-                    double end_time) {
-  TrialRow row = trial_row_for(trial, attempt);
+TrialRecord failed_row(const TrialSpec& trial, int attempt, const std::string& message, double start_time,
+                       double end_time) {
+  TrialRecord record{trial_row_for(trial, attempt), {}};
+  TrialRow& row = record.row;
   set_fixed(row.status, status_name(TrialStatus::failed));
-  set_fixed(row.message, message);
+  set_message(record, message);
   row.start_time = start_time;
   row.end_time = end_time;
   row.wall_seconds = end_time - start_time;
-  return row;
+  return record;
 }
 
 TrialThread::TrialThread() : thread_([this] { loop(); }) {}
@@ -139,14 +140,15 @@ void TrialThread::loop() {
   }
 }
 
-TrialRow run_streamed_trial(TrialThread& thread, TrialRunner& runner, const TrialSpec& trial, TrialContext context,
-                            std::chrono::milliseconds flush_interval, const StreamHooks& hooks) {
+TrialRecord run_streamed_trial(TrialThread& thread, TrialRunner& runner, const TrialSpec& trial,
+                               TrialContext context, std::chrono::milliseconds flush_interval,
+                               const StreamHooks& hooks) {
   std::atomic<bool> stop{false};
   context.stop = &stop;
   StreamQueue queue;
-  TrialRow row;
+  TrialRecord record;
   thread.run([&] {
-    row = run_guarded(runner, trial, context, queue);
+    record = run_guarded(runner, trial, context, queue);
     queue.trial_ended();
   });
 
@@ -174,16 +176,18 @@ TrialRow run_streamed_trial(TrialThread& thread, TrialRunner& runner, const Tria
 
   // Rank 0 matches the row to the trial it handed out; a runner's slip must
   // not end the sweep, so it becomes this trial's failure.
-  if (get_fixed(row.trial_id) != trial.id) {
-    const std::string message = "the trial runner returned a row for trial \"" + get_fixed(row.trial_id) + "\"";
-    row = failed_row(trial, context.attempt, message, row.start_time, row.end_time);
+  if (get_fixed(record.row.trial_id) != trial.id) {
+    const std::string message =
+        "the trial runner returned a row for trial \"" + get_fixed(record.row.trial_id) + "\"";
+    record = failed_row(trial, context.attempt, message, record.row.start_time, record.row.end_time);
   }
 
+  TrialRow& row = record.row;
   row.attempt = context.attempt;
   row.run = context.run;
   row.rank = context.rank;
   set_fixed(row.host, context.host);
-  return row;
+  return record;
 }
 
 }  // namespace memsweep::detail

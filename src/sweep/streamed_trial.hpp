@@ -64,14 +64,15 @@ class TrialThread {
   std::thread thread_;
 };
 
-// Runs `trial` with `runner` on `thread` and returns its row, with rank, host, run and
-// attempt from `context` (context.stop is replaced by the trial's own flag).
-// The runner's exceptions become a `failed` row: a trial is never lost.
-TrialRow run_streamed_trial(TrialThread& thread, TrialRunner& runner, const TrialSpec& trial, TrialContext context,
+// Runs `trial` with `runner` on `thread` and returns its row and message,
+// with rank, host, run and attempt from `context` (context.stop is replaced
+// by the trial's own flag). The runner's exceptions become a `failed` row: a
+// trial is never lost.
+TrialRecord run_streamed_trial(TrialThread& thread, TrialRunner& runner, const TrialSpec& trial, TrialContext context,
                             std::chrono::milliseconds flush_interval, const StreamHooks& hooks);
 
-// The `failed` row of a trial whose runner threw `message`.
-TrialRow failed_row(const TrialSpec& trial, int attempt, const std::string& message, double start_time,
+// The `failed` record of a trial whose runner threw `message`.
+TrialRecord failed_row(const TrialSpec& trial, int attempt, const std::string& message, double start_time,
                     double end_time);
 
 }  // namespace memsweep::detail

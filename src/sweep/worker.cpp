@@ -95,10 +95,10 @@ SweepResult run_worker(Communicator& comm, std::span<const TrialSpec> trials, Tr
     context.rank = comm.rank();
     context.host = host;
     context.mem_budget_bytes = options.mem_budget_bytes;
-    const TrialRow row =
+    const TrialRecord record =
         run_streamed_trial(trial_thread, runner, trials[job.index], context, options.flush_interval, hooks);
-    comm.send(0, tag::kRecord, payload_of(row));
-    count_row(result, row);
+    comm.send(0, tag::kRecord, record_payload(record));
+    count_row(result, record.row);
   }
 }
 

@@ -86,7 +86,7 @@ TEST_F(ProgramTrialTest, MeasuresTheWholeTreeWithinTwoPercent) {
                      "400", "--report", report_path.string()});
   TrainingRunner runner(options());
   RecordingSink sink;
-  const TrialRow row = runner.run(trial, plain_context(), sink);
+  const TrialRow row = runner.run(trial, plain_context(), sink).row;
   ASSERT_EQ(status_of(row), "ok") << message_of(row);
   const Report report = read_report(report_path);
   ASSERT_GT(report.parent_base, 0);
@@ -138,20 +138,20 @@ TEST_F(ProgramTrialTest, MeasuresTheWholeTreeWithinTwoPercent) {
 TEST_F(ProgramTrialTest, ANonZeroExitIsAFailureWithTheEndOfItsStderr) {
   TrainingRunner runner(options());
   RecordingSink sink;
-  const TrialRow failed = runner.run(program_trial({"--exit", "3"}), plain_context(), sink);
+  const TrialRow failed = runner.run(program_trial({"--exit", "3"}), plain_context(), sink).row;
   EXPECT_EQ(status_of(failed), "failed");
   EXPECT_THAT(message_of(failed), HasSubstr("exited with status 3"));
   EXPECT_THAT(message_of(failed), HasSubstr("something went wrong | boom: exit 3"));
   EXPECT_EQ(get_fixed(failed.end_cause), "exited");
 
-  const TrialRow next = runner.run(program_trial({}), plain_context(), sink);
+  const TrialRow next = runner.run(program_trial({}), plain_context(), sink).row;
   EXPECT_EQ(status_of(next), "ok") << "the runner goes on: " << message_of(next);
 }
 
 TEST_F(ProgramTrialTest, BadEventLinesAreCountedAndReportedOnceNeverFatal) {
   TrainingRunner runner(options());
   RecordingSink sink;
-  const TrialRow row = runner.run(program_trial({"--bad-lines", "3"}), plain_context(), sink);
+  const TrialRow row = runner.run(program_trial({"--bad-lines", "3"}), plain_context(), sink).row;
   EXPECT_EQ(status_of(row), "ok");
   EXPECT_EQ(row.bad_event_lines, 3);
   EXPECT_THAT(message_of(row), HasSubstr("3 events lines not understood; the first: this is not an event"));
@@ -164,7 +164,7 @@ TEST_F(ProgramTrialTest, AHangingProgramEndsAtItsTimeLimit) {
   trial.timeout_seconds = 1.0;
   RecordingSink sink;
   const auto start = std::chrono::steady_clock::now();
-  const TrialRow row = runner.run(trial, plain_context(), sink);
+  const TrialRow row = runner.run(trial, plain_context(), sink).row;
   EXPECT_EQ(status_of(row), "timeout") << message_of(row);
   EXPECT_EQ(row.end_signal, SIGKILL);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
@@ -182,7 +182,7 @@ TEST_P(OrphanedGrandchild, IsKilledWithTheTrial) {
   if (own_session) arguments.push_back("--setsid");
   TrainingRunner runner(options());
   RecordingSink sink;
-  const TrialRow row = runner.run(program_trial(arguments), plain_context(), sink);
+  const TrialRow row = runner.run(program_trial(arguments), plain_context(), sink).row;
   EXPECT_EQ(status_of(row), "ok") << message_of(row);
   const Report report = read_report(report_path);
   ASSERT_GT(report.grandchild, 0);
@@ -210,7 +210,7 @@ TEST_F(ProgramTrialTest, AStopRequestInterruptsTheProgram) {
     stop = true;
   });
   RecordingSink sink;
-  const TrialRow row = runner.run(program_trial({"--hang"}), context, sink);
+  const TrialRow row = runner.run(program_trial({"--hang"}), context, sink).row;
   stopper.join();
   EXPECT_EQ(status_of(row), "interrupted") << message_of(row);
   EXPECT_EQ(row.end_signal, SIGTERM) << "asked with SIGTERM, whose default ends it";
@@ -226,7 +226,7 @@ TEST_F(ProgramTrialTest, ARelativeProgramRunsInItsRelativeWorkdir) {
   trial.id = trial_id(trial);
   TrainingRunner runner(options());
   RecordingSink sink;
-  const TrialRow row = runner.run(trial, plain_context(), sink);
+  const TrialRow row = runner.run(trial, plain_context(), sink).row;
   EXPECT_EQ(status_of(row), "ok") << message_of(row);
   const auto report = program.parent_path() / "report-here.txt";
   EXPECT_TRUE(std::filesystem::exists(report)) << "written in the workdir";
@@ -239,7 +239,7 @@ TEST_F(ProgramTrialTest, AMissingProgramFailsTheTrialNamingIt) {
   trial.id = trial_id(trial);
   TrainingRunner runner(options());
   RecordingSink sink;
-  const TrialRow row = runner.run(trial, plain_context(), sink);
+  const TrialRow row = runner.run(trial, plain_context(), sink).row;
   EXPECT_EQ(status_of(row), "failed");
   EXPECT_THAT(message_of(row), HasSubstr("\"memsweep-no-such-program\" not found on PATH"));
 }
@@ -258,10 +258,10 @@ TEST_F(ProgramTrialTest, OverItsBudgetInACgroupTheKernelStopsIt) {
   TrialContext context = plain_context();
   context.mem_budget_bytes = 128 * kMiB;
   RecordingSink sink;
-  const TrialRow row = runner.run(program_trial({"--touch", "64", "--child-touch", "512"}), context, sink);
+  const TrialRow row = runner.run(program_trial({"--touch", "64", "--child-touch", "512"}), context, sink).row;
   EXPECT_EQ(status_of(row), "over_budget") << message_of(row);
   EXPECT_LT(row.cgroup_peak, static_cast<std::int64_t>(160 * kMiB)) << message_of(row);
-  const TrialRow next = runner.run(program_trial({}), plain_context(), sink);
+  const TrialRow next = runner.run(program_trial({}), plain_context(), sink).row;
   EXPECT_EQ(status_of(next), "ok") << "the runner goes on: " << message_of(next);
 }
 

@@ -36,6 +36,7 @@ using Clock = std::chrono::steady_clock;
 TrialSpec long_trial(int epochs) { return synthetic_trial({256, 256}, epochs, 16, small_data(1, 3000, 200)); }
 
 std::string status_of(const TrialRow& row) { return get_fixed(row.status); }
+std::string status_of(const TrialRecord& record) { return status_of(record.row); }
 std::string message_of(const TrialRow& row) { return get_fixed(row.message); }
 std::string cause_of(const TrialRow& row) { return get_fixed(row.end_cause); }
 
@@ -69,7 +70,7 @@ TEST_F(TrainingRunnerTest, OkTrialRecordsSamplesEpochsAndItsFigures) {
   context.attempt = 1;
   context.run = 2;
   context.rank = 3;
-  const TrialRow row = runner.run(trial, context, sink);
+  const TrialRow row = runner.run(trial, context, sink).row;
 
   EXPECT_EQ(status_of(row), "ok") << message_of(row);
   EXPECT_EQ(message_of(row), "");
@@ -145,7 +146,7 @@ TEST_F(TrainingRunnerTest, StreamsSamplesWhileTheTrialRuns) {
   TrainingRunner runner(settings);
   RecordingSink sink;
   const Clock::time_point start = Clock::now();
-  const TrialRow row = runner.run(long_trial(20), plain_context(), sink);
+  const TrialRow row = runner.run(long_trial(20), plain_context(), sink).row;
   const Clock::time_point end = Clock::now();
   ASSERT_EQ(status_of(row), "ok") << message_of(row);
   ASSERT_GT(row.wall_seconds, 1.0) << "the trial must last long enough to see streaming";
@@ -193,7 +194,7 @@ TEST_P(BudgetBeforeStart, SkipsATrialWhosePredictionDoesNotFit) {
   trial.mem_budget_bytes = param.trial_budget;
   TrialContext context = plain_context();
   context.mem_budget_bytes = param.rank_budget;
-  const TrialRow row = runner.run(trial, context, sink);
+  const TrialRow row = runner.run(trial, context, sink).row;
   EXPECT_EQ(status_of(row), param.status) << message_of(row);
   EXPECT_GT(row.predicted_bytes, 0);
   if (std::string(param.status) == "ok") return;
@@ -225,7 +226,7 @@ TEST_P(BudgetWhileRunning, StopsATrialWhoseMemoryPassesTheBudget) {
   }
   const TrialSpec trial = synthetic_trial({64}, 4);
   RecordingSink warm_up;
-  const TrialRow first = runner.run(trial, plain_context(), warm_up);
+  const TrialRow first = runner.run(trial, plain_context(), warm_up).row;
   ASSERT_EQ(status_of(first), "ok") << message_of(first);
 
   // Room for the trial as it ran, not for 512 MiB more.
@@ -234,7 +235,7 @@ TEST_P(BudgetWhileRunning, StopsATrialWhoseMemoryPassesTheBudget) {
   RecordingSink sink;
   TrialContext context = plain_context();
   context.mem_budget_bytes = budget;
-  const TrialRow row = runner.run(trial, context, sink);
+  const TrialRow row = runner.run(trial, context, sink).row;
 
   EXPECT_EQ(status_of(row), "over_budget") << message_of(row);
   EXPECT_EQ(cause_of(row), "budget") << message_of(row);
@@ -255,7 +256,7 @@ TEST_P(BudgetWhileRunning, StopsATrialWhoseMemoryPassesTheBudget) {
               format_byte_size(static_cast<std::uint64_t>(std::max<std::int64_t>(row.cgroup_peak, 0))).c_str(),
               format_byte_size(budget).c_str());
 
-  const TrialRow next = runner.run(trial, plain_context(), warm_up);
+  const TrialRow next = runner.run(trial, plain_context(), warm_up).row;
   EXPECT_EQ(status_of(next), "ok") << "the runner goes on: " << message_of(next);
 }
 
@@ -273,7 +274,7 @@ TEST_F(TrainingRunnerTest, StopRequestInterruptsTheTrialAtItsNextStep) {
     stop = true;
   });
   const TrialSpec trial = long_trial(60);
-  const TrialRow row = runner.run(trial, context, sink);
+  const TrialRow row = runner.run(trial, context, sink).row;
   signaller.join();
   EXPECT_EQ(status_of(row), "interrupted") << message_of(row);
   EXPECT_THAT(message_of(row), HasSubstr("interrupted: stopped at epoch"));
@@ -298,8 +299,8 @@ TEST_F(TrainingRunnerTest, AHangingTrialEndsAtItsTimeLimit) {
   TrialRow own_limit;
   {
     const ScopedHook hook("*:hang");
-    row = runner.run(hangs, plain_context(), sink);
-    own_limit = runner.run(shorter, plain_context(), sink);
+    row = runner.run(hangs, plain_context(), sink).row;
+    own_limit = runner.run(shorter, plain_context(), sink).row;
   }
   EXPECT_EQ(status_of(row), "timeout") << message_of(row);
   EXPECT_EQ(cause_of(row), "timeout");
@@ -311,7 +312,7 @@ TEST_F(TrainingRunnerTest, AHangingTrialEndsAtItsTimeLimit) {
   EXPECT_THAT(message_of(own_limit), HasSubstr("time limit of 0.8 s"));
   EXPECT_LT(own_limit.wall_seconds, 1.5);
 
-  const TrialRow next = runner.run(synthetic_trial({32}, 2), plain_context(), sink);
+  const TrialRow next = runner.run(synthetic_trial({32}, 2), plain_context(), sink).row;
   EXPECT_EQ(status_of(next), "ok") << message_of(next);
 }
 
@@ -326,7 +327,7 @@ TEST_F(TrainingRunnerTest, AStopRequestNotAnsweredEndsInAKillAfterTheGrace) {
   context.stop = &stop;
   RecordingSink sink;
   const ScopedHook hook("*:hang");
-  const TrialRow row = runner.run(synthetic_trial({32}, 2), context, sink);
+  const TrialRow row = runner.run(synthetic_trial({32}, 2), context, sink).row;
   EXPECT_EQ(status_of(row), "interrupted") << message_of(row);
   EXPECT_EQ(cause_of(row), "stopped");
   EXPECT_EQ(row.end_signal, SIGKILL);
@@ -360,7 +361,7 @@ TEST_P(KilledFromOutside, IsTheTrialsStatusAndTheRunnerGoesOn) {
     signalled = child_processes();
     for (const pid_t pid : signalled) ::kill(pid, param.signal_number);
   };
-  const TrialRow row = runner.run(long_trial(30), plain_context(), sink);
+  const TrialRow row = runner.run(long_trial(30), plain_context(), sink).row;
   ASSERT_EQ(signalled.size(), 1U) << "one trial process, the runner's child";
   EXPECT_EQ(row.pid, signalled.front());
   EXPECT_EQ(status_of(row), param.status) << message_of(row);
@@ -373,7 +374,7 @@ TEST_P(KilledFromOutside, IsTheTrialsStatusAndTheRunnerGoesOn) {
   EXPECT_EQ(row.epochs_done, 0) << "no result came";
 
   sink.on_epoch = nullptr;
-  const TrialRow next = runner.run(synthetic_trial({32}, 1), plain_context(), sink);
+  const TrialRow next = runner.run(synthetic_trial({32}, 1), plain_context(), sink).row;
   EXPECT_EQ(status_of(next), "ok") << message_of(next);
 }
 
@@ -394,7 +395,7 @@ TEST_F(TrainingRunnerTest, MissingDatasetFailsTheTrialAndTheNextOneRuns) {
   RecordingSink sink;
   TrialSpec mnist = synthetic_trial();
   mnist.dataset.kind = DatasetKind::mnist;
-  const TrialRow failed = runner.run(mnist, plain_context(), sink);
+  const TrialRow failed = runner.run(mnist, plain_context(), sink).row;
   EXPECT_EQ(status_of(failed), "failed");
   EXPECT_THAT(message_of(failed), HasSubstr("mnist not found"));
   EXPECT_THAT(message_of(failed), HasSubstr(empty.path().string()));
@@ -405,7 +406,7 @@ TEST_F(TrainingRunnerTest, MissingDatasetFailsTheTrialAndTheNextOneRuns) {
   EXPECT_TRUE(sink.sample_rows.empty());
   EXPECT_EQ(runner.dataset_opens(), 0U);
 
-  const TrialRow next = runner.run(synthetic_trial(), plain_context(), sink);
+  const TrialRow next = runner.run(synthetic_trial(), plain_context(), sink).row;
   EXPECT_EQ(status_of(next), "ok") << message_of(next);
   EXPECT_EQ(runner.dataset_opens(), 1U);
 }
@@ -421,7 +422,7 @@ TEST_F(TrainingRunnerTest, MalformedDatasetFilesFailTheTrialNamingTheFile) {
   RecordingSink sink;
   TrialSpec mnist = synthetic_trial();
   mnist.dataset.kind = DatasetKind::mnist;
-  const TrialRow row = runner.run(mnist, plain_context(), sink);
+  const TrialRow row = runner.run(mnist, plain_context(), sink).row;
   EXPECT_EQ(status_of(row), "failed");
   EXPECT_THAT(message_of(row), HasSubstr("-idx"));
   EXPECT_THAT(message_of(row), Not(HasSubstr("\n")));
@@ -433,7 +434,7 @@ TEST_F(TrainingRunnerTest, HugeLearningRateDiverges) {
   TrialSpec trial = synthetic_trial({32}, 2, 16);
   trial.learning_rate = 1e30;
   trial.id = trial_id(trial);
-  const TrialRow row = runner.run(trial, plain_context(), sink);
+  const TrialRow row = runner.run(trial, plain_context(), sink).row;
   EXPECT_EQ(status_of(row), "diverged");
   EXPECT_THAT(message_of(row), HasSubstr("the training loss became"));
   EXPECT_EQ(cause_of(row), "exited");
@@ -448,13 +449,13 @@ TEST_F(TrainingRunnerTest, AllocationFailureFailsTheTrialWithAnOutOfMemoryMessag
   TrainingRunner runner(options());
   RecordingSink sink;
   const TrialSpec impossible = synthetic_trial({kMaxLayerWidth, kMaxLayerWidth}, 1, 8);
-  const TrialRow row = runner.run(impossible, plain_context(), sink);
+  const TrialRow row = runner.run(impossible, plain_context(), sink).row;
   EXPECT_EQ(status_of(row), "failed");
   EXPECT_THAT(message_of(row), HasSubstr("out of memory (std::bad_alloc) while training (predicted "));
   EXPECT_GT(row.predicted_bytes, static_cast<std::int64_t>(kTiB));
   EXPECT_LT(row.rss_footprint, static_cast<std::int64_t>(1024 * kMiB)) << "nothing large was touched";
 
-  const TrialRow next = runner.run(synthetic_trial(), plain_context(), sink);
+  const TrialRow next = runner.run(synthetic_trial(), plain_context(), sink).row;
   EXPECT_EQ(status_of(next), "ok") << message_of(next);
 }
 
@@ -485,7 +486,7 @@ TEST_F(TrainingRunnerTest, LimitsTheExamplesOfEachSplit) {
   TrainingRunner runner(settings);
   RecordingSink sink;
   const TrialSpec trial = synthetic_trial({32}, 1, 32);
-  const TrialRow row = runner.run(trial, plain_context(), sink);
+  const TrialRow row = runner.run(trial, plain_context(), sink).row;
   ASSERT_EQ(status_of(row), "ok") << message_of(row);
   // The prediction is for the batches the trainer really prepares.
   EXPECT_EQ(row.predicted_bytes, static_cast<std::int64_t>(estimate_trial(trial, {100, 50}).total()));
@@ -507,7 +508,7 @@ TEST_F(TrainingRunnerTest, CountsTheTrialProcessInTheFilesColumnOrder) {
   EXPECT_EQ(runner.counter_events()[1].source, EventSource::kernel);
   RecordingSink sink;
   // Large enough that its weights fault in thousands of pages while it trains.
-  const TrialRow row = runner.run(synthetic_trial({1024, 1024}, 1), plain_context(), sink);
+  const TrialRow row = runner.run(synthetic_trial({1024, 1024}, 1), plain_context(), sink).row;
   ASSERT_EQ(status_of(row), "ok") << message_of(row);
   ASSERT_FALSE(sink.sample_rows.empty());
   for (const SampleRow& sample : sink.sample_rows) {
@@ -535,7 +536,7 @@ TEST_F(TrainingRunnerTest, AFailingSinkThrowsAndTheRunnerRecovers) {
   EXPECT_THAT(child_processes(), ::testing::IsEmpty()) << "the trial's process ended with the error";
   RecordingSink sink;
   const TrialSpec trial = synthetic_trial({48});
-  const TrialRow row = runner.run(trial, plain_context(), sink);
+  const TrialRow row = runner.run(trial, plain_context(), sink).row;
   EXPECT_EQ(status_of(row), "ok") << message_of(row);
   ASSERT_FALSE(sink.sample_rows.empty());
   for (const SampleRow& sample : sink.sample_rows) EXPECT_EQ(get_fixed(sample.trial_id), trial.id);
@@ -547,7 +548,7 @@ TEST_F(TrainingRunnerTest, AMissingTrialExecutableFailsTheTrialNamingIt) {
   settings.trial_executable = "/nonexistent/memsweep";
   TrainingRunner runner(settings);
   RecordingSink sink;
-  const TrialRow row = runner.run(synthetic_trial(), plain_context(), sink);
+  const TrialRow row = runner.run(synthetic_trial(), plain_context(), sink).row;
   EXPECT_EQ(status_of(row), "failed");
   EXPECT_THAT(message_of(row), HasSubstr("exec"));
   EXPECT_THAT(message_of(row), HasSubstr("/nonexistent/memsweep"));
@@ -569,7 +570,7 @@ TEST_F(TrainingRunnerTest, AFootprintDoesNotDependOnTheTrialsBefore) {
   RecordingSink sink;
   const TrialSpec probe = synthetic_trial({128, 64}, 1);
   const auto footprint = [&] {
-    const TrialRow row = runner.run(probe, plain_context(), sink);
+    const TrialRow row = runner.run(probe, plain_context(), sink).row;
     EXPECT_EQ(status_of(row), "ok") << message_of(row);
     return row.rss_footprint;
   };

@@ -354,12 +354,14 @@ void drop_columns(hid_t file, const std::string& name, const std::vector<std::st
 }  // namespace
 
 void rewrite_as_schema_version(const std::filesystem::path& path, int version) {
-  ASSERT_TRUE(version >= 1 && version <= 3) << "no such older version: " << version;
+  ASSERT_TRUE(version >= 1 && version <= 4) << "no such older version: " << version;
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   ASSERT_GE(file, 0) << path;
-  std::vector<std::string> dropped = kTrialColumnsOfVersion4;
+  EXPECT_GE(H5Ldelete(file, "messages", H5P_DEFAULT), 0) << "schema 5's /messages";
+  std::vector<std::string> dropped;
+  if (version < 4) dropped = kTrialColumnsOfVersion4;
   if (version < 3) dropped.insert(dropped.end(), kTrialColumnsOfVersion3.begin(), kTrialColumnsOfVersion3.end());
-  drop_columns(file, "trials", dropped);
+  if (!dropped.empty()) drop_columns(file, "trials", dropped);
   if (version < 2) drop_columns(file, "samples", {"sys_total"});
   const hid_t attribute = H5Aopen(file, "schema_version", H5P_DEFAULT);
   const std::int32_t value = version;

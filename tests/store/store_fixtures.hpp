@@ -37,11 +37,12 @@ std::string read_bytes(const std::filesystem::path& path);
 std::string store_error(const std::function<void()>& action);
 
 // Turns a closed results file written by this memsweep into one of an older
-// schema `version` (1, 2 or 3), as that version's memsweep wrote it: the
+// schema `version` (1 to 4), as that version's memsweep wrote it: the
 // columns added since are dropped from their tables (which are rewritten,
-// keeping their storage and unit attributes), and schema_version is set.
-// Schema 2 added /samples' sys_total; schema 3 the /trials columns of
-// kTrialColumnsOfVersion3; schema 4 those of kTrialColumnsOfVersion4.
+// keeping their storage and unit attributes), tables added since are
+// deleted, and schema_version is set. Schema 2 added /samples' sys_total;
+// schema 3 the /trials columns of kTrialColumnsOfVersion3; schema 4 those of
+// kTrialColumnsOfVersion4; schema 5 the /messages table.
 void rewrite_as_schema_version(const std::filesystem::path& path, int version);
 inline const std::vector<std::string> kTrialColumnsOfVersion3{"pid",       "end_signal",    "oom_killed", "end_cause",
                                                               "isolation", "start_seconds", "cgroup_peak"};

@@ -91,7 +91,7 @@ TEST_P(ResumePlans, PendingTrialsAndCounts) {
   EXPECT_EQ(plan.killed_not_retried, c.killed_not_retried);
   EXPECT_EQ(plan.lost_rows.size(), c.killed_rows);
   EXPECT_EQ(plan.unknown_rows, c.unknown_rows);
-  for (const TrialRow& row : plan.lost_rows) EXPECT_EQ(get_fixed(row.status), "killed");
+  for (const TrialRecord& lost : plan.lost_rows) EXPECT_EQ(get_fixed(lost.row.status), "killed");
 }
 
 std::vector<PendingTrial> all_first_attempts() { return {{0, 0}, {1, 0}, {2, 0}, {3, 0}}; }
@@ -168,7 +168,7 @@ TEST(ResumeKilledRow, CarriesTheSeriesFiguresAndTheTrialsHyperparameters) {
   const SeriesSummary series = series_of(trials[1].id, 2);
   const ResumePlan plan = plan_resume(trials, {}, {series}, 0, 7, LostAttempts::rank_died);
   ASSERT_EQ(plan.lost_rows.size(), 1u);
-  const TrialRow& row = plan.lost_rows[0];
+  const TrialRow& row = plan.lost_rows[0].row;
   EXPECT_EQ(get_fixed(row.trial_id), trials[1].id);
   EXPECT_EQ(row.attempt, 2);
   EXPECT_EQ(row.run, 7);
@@ -183,7 +183,8 @@ TEST(ResumeKilledRow, CarriesTheSeriesFiguresAndTheTrialsHyperparameters) {
   EXPECT_EQ(row.sys_used_mean, 5e9);
   EXPECT_EQ(row.samples, 250u);
   EXPECT_EQ(row.wall_seconds, 2.5);
-  const std::string message = get_fixed(row.message);
+  const std::string message = plan.lost_rows[0].message;
+  EXPECT_EQ(get_fixed(row.message), message) << "short enough for the row's column";
   EXPECT_THAT(message, HasSubstr("rank 3 died"));
   EXPECT_THAT(message, HasSubstr("2.500 s"));
   EXPECT_THAT(message, HasSubstr("250 samples"));
@@ -205,10 +206,10 @@ TEST(ResumeLostRow, AttemptsLostWithRankZeroAreInterruptedAndRunAgain) {
   const ResumePlan plan = plan_resume(trials, rows, {series_of(trials[1].id, 0), series_of(trials[2].id, 1)}, 0, 4,
                                       LostAttempts::writer_died);
   ASSERT_EQ(plan.lost_rows.size(), 2u);
-  for (const TrialRow& row : plan.lost_rows) {
+  for (const auto& [row, message] : plan.lost_rows) {
     EXPECT_EQ(get_fixed(row.status), "interrupted");
     EXPECT_EQ(get_fixed(row.end_cause), "rank_lost");
-    EXPECT_THAT(get_fixed(row.message), HasSubstr("interrupted: rank 0 died while rank 3 ran the trial"));
+    EXPECT_THAT(message, HasSubstr("interrupted: rank 0 died while rank 3 ran the trial"));
     EXPECT_EQ(row.rss_peak, 300 << 20) << "what the samples reached is kept";
   }
   EXPECT_EQ(plan.pending, (std::vector<PendingTrial>{{0, 0}, {1, 1}, {3, 0}}))
@@ -222,10 +223,10 @@ TEST(ResumeKilledRow, RowsComeInTheSweepsOrderWhateverTheSamplesOrder) {
       plan_resume(trials, {}, {series_of(trials[3].id, 0), series_of(trials[0].id, 1), series_of(trials[0].id, 0)}, 0,
                   1, LostAttempts::rank_died);
   ASSERT_EQ(plan.lost_rows.size(), 3u);
-  EXPECT_EQ(get_fixed(plan.lost_rows[0].trial_id), trials[0].id);
-  EXPECT_EQ(plan.lost_rows[0].attempt, 0);
-  EXPECT_EQ(plan.lost_rows[1].attempt, 1);
-  EXPECT_EQ(get_fixed(plan.lost_rows[2].trial_id), trials[3].id);
+  EXPECT_EQ(get_fixed(plan.lost_rows[0].row.trial_id), trials[0].id);
+  EXPECT_EQ(plan.lost_rows[0].row.attempt, 0);
+  EXPECT_EQ(plan.lost_rows[1].row.attempt, 1);
+  EXPECT_EQ(get_fixed(plan.lost_rows[2].row.trial_id), trials[3].id);
 }
 
 }  // namespace

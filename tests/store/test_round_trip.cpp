@@ -194,13 +194,13 @@ TEST_P(RoundTrip, ResumePlanFromWhatTheFileHolds) {
   EXPECT_EQ(plan.already_final, 1u);
   EXPECT_EQ(plan.pending, (std::vector<PendingTrial>{{1, 1}, {2, 0}}));
   ASSERT_EQ(plan.lost_rows.size(), 1u);
-  const TrialRow& killed = plan.lost_rows[0];
+  const TrialRow& killed = plan.lost_rows[0].row;
   EXPECT_EQ(killed.rank, 2);
   EXPECT_EQ(killed.run, 1);
   EXPECT_EQ(killed.rss_peak, 7'000'000 + 4096 * 119);
   EXPECT_EQ(killed.rss_baseline, 7'000'000);
   EXPECT_EQ(killed.samples, 120u);
-  store.append_trial(killed);
+  store.append_trial(killed, plan.lost_rows[0].message);
   store.close();
 
   // The next resume sees the killed row and does not add it again.

@@ -1,7 +1,7 @@
-// Schema versions: this memsweep writes version 4 and reads 1 to 4, by
+// Schema versions: this memsweep writes version 5 and reads 1 to 5, by
 // column name (a column a file's version lacks reads as its "not measured"
-// value); it resumes only version 4, and leaves an older file as it was;
-// versions it does not know are refused.
+// value, a table it lacks as empty); it resumes only version 5, and leaves an
+// older file as it was; versions it does not know are refused.
 
 #include "memsweep/store.hpp"
 #include "store/attributes.hpp"
@@ -100,6 +100,9 @@ TEST(CurrentSchemaVersion, WritesHowEachTrialProcessEndedAndWhatTrainedItWithUni
       {"bad_event_lines", "1"},
   };
   for (const auto& [column, unit] : units) EXPECT_EQ(unit_of(path, "trials", column), unit) << column;
+  // Schema 5: messages whole.
+  for (const char* column : {"attempt", "run", "piece"}) EXPECT_EQ(unit_of(path, "messages", column), "1") << column;
+  EXPECT_EQ(unit_of(path, "messages", "text"), "text");
 }
 
 TEST(CurrentSchemaVersion, AHeaderAskingForAnotherVersionIsWrittenAsTheCurrentOne) {
@@ -128,7 +131,8 @@ class OlderVersion : public ::testing::TestWithParam<int> {
     const hid_t sample_type = H5Dget_type(samples);
     EXPECT_EQ(H5Tget_member_index(trial_type, "pid") >= 0, version() >= 3);
     EXPECT_EQ(H5Tget_member_index(trial_type, "cgroup_peak") >= 0, version() >= 3);
-    EXPECT_LT(H5Tget_member_index(trial_type, "trainer"), 0);
+    EXPECT_EQ(H5Tget_member_index(trial_type, "trainer") >= 0, version() >= 4);
+    EXPECT_EQ(H5Lexists(file, "messages", H5P_DEFAULT), 0);
     EXPECT_EQ(H5Tget_member_index(sample_type, "sys_total") >= 0, version() >= 2);
     H5Tclose(sample_type);
     H5Tclose(trial_type);
@@ -143,6 +147,7 @@ class OlderVersion : public ::testing::TestWithParam<int> {
 // What an old file's trial row reads as: its own columns, and "not
 // measured" for those added after its version.
 TrialRow as_read_from_an_older_file(TrialRow row, int version) {
+  if (version >= 4) return row;
   set_fixed(row.trainer, "");
   set_fixed(row.params, "");
   row.processes = -1;
@@ -187,6 +192,10 @@ TEST_P(OlderVersion, ReadsItsColumnsAndDefaultsForTheNewOnes) {
 
     ASSERT_EQ(reader.epochs().size(), static_cast<std::size_t>(kTrials));
     expect_same(example_epoch(1), reader.epochs()[1]);
+    // No /messages: a row's message is its own message column.
+    const TrialMessages messages = reader.messages();
+    EXPECT_TRUE(messages.empty());
+    EXPECT_EQ(whole_message(trials[1], messages), get_fixed(example_trial(1).message));
     ASSERT_EQ(reader.runs().size(), 1u);
     EXPECT_EQ(get_fixed(reader.runs()[0].command_line), example_header().command_line);
     const std::vector<SeriesSummary> series = reader.scan_series();
@@ -238,7 +247,7 @@ TEST_P(OlderVersion, ATableReadsTheDefaultsWhateverTheBufferHeld) {
     expect_same(as_read_from_an_older_file(example_trial(i), version()), rows[static_cast<std::size_t>(i)]);
 }
 
-INSTANTIATE_TEST_SUITE_P(Versions1To3, OlderVersion, ::testing::Values(1, 2, 3),
+INSTANTIATE_TEST_SUITE_P(Versions1To4, OlderVersion, ::testing::Values(1, 2, 3, 4),
                          [](const ::testing::TestParamInfo<int>& case_info) {
                            return fmt::format("Version{}", case_info.param);
                          });
@@ -259,6 +268,20 @@ TEST(SchemaVersion, AVersion3FileWithoutAVersion3ColumnIsDamaged) {
   const std::string message = store_error([&] { ResultReader reader(path); });
   EXPECT_THAT(message, HasSubstr(path.string()));
   EXPECT_THAT(message, HasSubstr("damaged memsweep results file: table /trials has no column pid"));
+}
+
+TEST(SchemaVersion, AVersion5FileWithoutMessagesIsDamaged) {
+  const testing::TempDir dir;
+  const auto path = dir.path() / "results.h5";
+  write_file(path);
+  {
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    EXPECT_GE(H5Ldelete(file, "messages", H5P_DEFAULT), 0);
+    H5Fclose(file);
+  }
+  const std::string message = store_error([&] { ResultReader reader(path); });
+  EXPECT_THAT(message, HasSubstr(path.string()));
+  EXPECT_THAT(message, HasSubstr("damaged memsweep results file: table /messages is missing"));
 }
 
 TEST(SchemaVersion, AVersion2FileWithoutSysTotalIsDamaged) {

@@ -77,7 +77,7 @@ TEST(WritePolicy, SampleRowsWaitForAWholeChunkAndCloseWritesTheRest) {
   EXPECT_EQ(writer->unwritten_samples(), 100u);
   ASSERT_EQ(writer->scan_series().size(), 1u);
   EXPECT_EQ(writer->scan_series()[0].samples, 100u) << "scan_series counts the waiting rows";
-  writer->append_trial(example_trial(0));  // a flush does not write them
+  writer->append_trial(example_trial(0), "");  // a flush does not write them
   EXPECT_EQ(writer->unwritten_samples(), 100u);
   writer->append_samples(numbered(100, 2 * chunk + 50));
   EXPECT_EQ(writer->unwritten_samples(), 150u) << "two whole chunks written";

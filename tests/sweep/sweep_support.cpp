@@ -46,7 +46,7 @@ std::vector<PendingTrial> all_pending(std::size_t count, std::int32_t attempt) {
   return pending;
 }
 
-TrialRow FakeRunner::run(const TrialSpec& trial, const TrialContext& context, TrialSink& sink) {
+TrialRecord FakeRunner::run(const TrialSpec& trial, const TrialContext& context, TrialSink& sink) {
   {
     const std::lock_guard lock(mutex_);
     contexts_.push_back(context);
@@ -56,7 +56,8 @@ TrialRow FakeRunner::run(const TrialSpec& trial, const TrialContext& context, Tr
   if (script.throws == Throws::runtime_error) throw std::runtime_error("scripted throw");
   if (script.throws == Throws::bad_alloc) throw std::bad_alloc();
 
-  TrialRow row = trial_row_for(trial, context.attempt);
+  TrialRecord record{trial_row_for(trial, context.attempt), {}};
+  TrialRow& row = record.row;
   row.start_time = unix_seconds();
   std::uint64_t sent = 0;
   const std::int64_t peak = script.baseline + script.footprint;
@@ -97,7 +98,7 @@ TrialRow FakeRunner::run(const TrialSpec& trial, const TrialContext& context, Tr
   }
 
   set_fixed(row.status, status_name(interrupted ? TrialStatus::interrupted : script.status));
-  set_fixed(row.message, interrupted ? std::string("stopped by a signal") : script.message);
+  set_message(record, interrupted ? std::string("stopped by a signal") : script.message);
   row.end_time = unix_seconds();
   row.wall_seconds = elapsed();
   row.rss_baseline = script.baseline;
@@ -108,7 +109,7 @@ TrialRow FakeRunner::run(const TrialSpec& trial, const TrialContext& context, Tr
     const std::lock_guard lock(mutex_);
     samples_sent_ += sent;
   }
-  return row;
+  return record;
 }
 
 std::vector<TrialContext> FakeRunner::contexts() const {
@@ -133,10 +134,11 @@ void MemorySink::epoch(const EpochRow& row) {
   arrivals.push_back({Arrival::Kind::epoch, get_fixed(row.trial_id), row.attempt, Clock::now()});
 }
 
-void MemorySink::trial(const TrialRow& row) {
+void MemorySink::trial(const TrialRow& row, const std::string& message) {
   ++trial_calls_;
   if (fail_from_ && trial_calls_ >= *fail_from_) throw std::runtime_error("disk full");
   trials.push_back(row);
+  messages.push_back(message);
   arrivals.push_back({Arrival::Kind::trial, get_fixed(row.trial_id), row.attempt, Clock::now()});
 }
 

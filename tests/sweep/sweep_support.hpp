@@ -46,7 +46,7 @@ class FakeRunner final : public TrialRunner {
   explicit FakeRunner(Script default_script = {}) : default_(std::move(default_script)) {}
   void script(const std::string& trial_id, Script script) { scripts_[trial_id] = std::move(script); }
 
-  TrialRow run(const TrialSpec& trial, const TrialContext& context, TrialSink& sink) override;
+  TrialRecord run(const TrialSpec& trial, const TrialContext& context, TrialSink& sink) override;
 
   // What this rank's runner saw.
   std::vector<TrialContext> contexts() const;
@@ -72,12 +72,13 @@ class MemorySink final : public ResultSink {
 
   void samples(std::span<const SampleRow> rows) override;
   void epoch(const EpochRow& row) override;
-  void trial(const TrialRow& row) override;
+  void trial(const TrialRow& row, const std::string& message) override;
 
   // trial() throws std::runtime_error("disk full") from its `n`th call on.
   void fail_from_trial(std::size_t n) { fail_from_ = n; }
 
   std::vector<TrialRow> trials;
+  std::vector<std::string> messages;  // each trial row's whole message
   std::vector<SampleRow> sample_rows;
   std::vector<EpochRow> epochs;
   std::vector<Arrival> arrivals;

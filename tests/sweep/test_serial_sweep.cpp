@@ -67,7 +67,7 @@ TEST(SerialSweep, ASinkFailureStopsTheTrialAndIsRethrown) {
   struct FailingSink final : ResultSink {
     void samples(std::span<const SampleRow>) override { throw std::runtime_error("disk full"); }
     void epoch(const EpochRow&) override {}
-    void trial(const TrialRow&) override { ADD_FAILURE() << "no row after the sink failed"; }
+    void trial(const TrialRow&, const std::string&) override { ADD_FAILURE() << "no row after the sink failed"; }
   } sink;
   SweepOptions options;
   options.flush_interval = milliseconds(50);
@@ -103,8 +103,8 @@ TEST(SerialSweep, ARunnerReturningAnotherTrialsRowIsThatTrialsFailure) {
   const std::vector<TrialSpec> trials = make_trials(2);
   struct WrongRunner final : TrialRunner {
     std::vector<TrialSpec> all;
-    TrialRow run(const TrialSpec&, const TrialContext& context, TrialSink&) override {
-      return trial_row_for(all[0], context.attempt);
+    TrialRecord run(const TrialSpec&, const TrialContext& context, TrialSink&) override {
+      return TrialRecord{trial_row_for(all[0], context.attempt), {}};
     }
   } runner;
   runner.all = trials;
@@ -114,6 +114,7 @@ TEST(SerialSweep, ARunnerReturningAnotherTrialsRowIsThatTrialsFailure) {
   EXPECT_EQ(get_fixed(sink.trials[0].trial_id), trials[1].id);
   EXPECT_EQ(status_of(sink.trials[0]), "failed");
   EXPECT_THAT(get_fixed(sink.trials[0].message), ::testing::HasSubstr(trials[0].id));
+  EXPECT_THAT(sink.messages[0], ::testing::HasSubstr(trials[0].id));
 }
 
 TEST(SerialSweep, MissingRunnerOrSinkIsAProgrammingError) {
