@@ -1,7 +1,7 @@
-"""Read memsweep results files (docs/results-file.md, schemas 1 to 4) into pandas DataFrames.
+"""Read memsweep results files (docs/results-file.md, schemas 1 to 5) into pandas DataFrames.
 
 `load(*paths)` checks every file at once (an HDF5 file, `format` = "memsweep",
-`schema_version` 1 to 4, the four tables present) and reads only its root
+`schema_version` 1 to 5, the four tables present, and /messages from schema 5) and reads only its root
 attributes; each table is read from every file the first time its property
 is used, then kept. `load(big).trials` never touches /samples, and
 `samples_for(ids)` reads the samples of a few trials without converting the
@@ -15,6 +15,8 @@ not be measured") is NaN in the columns of unit bytes or events and in
 among them one per key of the trials' free parameters (`params`, schema 4).
 Columns a file's schema version does not have read as their "not measured"
 value (TRIAL_COLUMNS_OF_SCHEMA_3 and _4), so files of every version concatenate.
+/trials' `message` is the whole message: from /messages (schema 5), where
+/trials' own column holds only its first 256 bytes; older files have only that.
 """
 
 import json
@@ -34,10 +36,14 @@ import pandas as pd  # noqa: E402
 
 FORMAT = "memsweep"
 # Schema 2 added /samples' sys_total column, which nothing here needs (a schema 1 file's samples lack it);
-# schema 3 added the /trials columns of TRIAL_COLUMNS_OF_SCHEMA_3, schema 4 those of TRIAL_COLUMNS_OF_SCHEMA_4.
-SCHEMA_VERSIONS = (1, 2, 3, 4)
+# schema 3 added the /trials columns of TRIAL_COLUMNS_OF_SCHEMA_3, schema 4 those of TRIAL_COLUMNS_OF_SCHEMA_4;
+# schema 5 the /messages table (messages whole).
+SCHEMA_VERSIONS = (1, 2, 3, 4, 5)
 SCHEMA_VERSION = SCHEMA_VERSIONS[-1]
 TABLES = ("trials", "samples", "epochs", "runs")
+MESSAGES_TABLE = "messages"
+FIRST_SCHEMA_WITH_MESSAGES = 5
+MESSAGE_COLUMNS = ("trial_id", "attempt", "run", "piece", "text")
 
 # Statuses whose row is the trial's result; `interrupted` is the only one a
 # resume always runs again (a killed row keeps the peak at which it died).
@@ -81,7 +87,7 @@ PARAM_PREFIX = "param_"
 
 
 class MemsweepFileError(ValueError):
-    """A file that is not a readable memsweep results file (schema 1 to 4); the message names it."""
+    """A file that is not a readable memsweep results file (schema 1 to 5); the message names it."""
 
 
 def load(*paths):
@@ -156,6 +162,9 @@ def _check(path, file):
     if missing:
         raise MemsweepFileError(f"{path}: a memsweep file without the table(s) {', '.join('/' + t for t in missing)}"
                                 f" (schema {SCHEMA_VERSION} has /trials, /samples, /epochs and /runs)")
+    if version >= FIRST_SCHEMA_WITH_MESSAGES and MESSAGES_TABLE not in file:
+        raise MemsweepFileError(f"{path}: a schema {version} memsweep file without the table /{MESSAGES_TABLE} "
+                                f"(its trials' whole messages)")
 
 
 def _file_row(path, file):
@@ -230,7 +239,10 @@ class Results:
         frames = []
         for path in self.paths:
             with _open(path) as file:
-                frames.append(_table_frame(path, self._sweeps[path], file[table], columns))
+                frame = _table_frame(path, self._sweeps[path], file[table], columns)
+                if table == "trials" and MESSAGES_TABLE in file and "message" in frame:
+                    frame["message"] = whole_messages(frame, file[MESSAGES_TABLE])
+                frames.append(frame)
         return _concat(frames)
 
     def samples_for(self, trial_ids, attempt=None, columns=None, file=None):
@@ -347,6 +359,31 @@ def _decoded(column):
             known[value] = value.decode("utf-8", errors="replace")
         texts.append(known[value])
     return np.repeat(np.array(texts, dtype=object), np.diff(np.append(starts, len(column))))
+
+
+def whole_messages(trials, messages):
+    """Each trial row's whole message, from /messages (`messages`, an h5py dataset of schema 5).
+
+    /messages holds each message as pieces (trial_id, attempt, run, piece,
+    text); the whole message is its pieces' text joined in piece order. A row
+    without pieces keeps its own `message` (empty, or a file's own cut copy).
+    """
+    missing = [name for name in MESSAGE_COLUMNS if name not in (messages.dtype.names or ())]
+    if missing:
+        raise MemsweepFileError(f"{messages.file.filename}: damaged memsweep results file: /{MESSAGES_TABLE} has no "
+                                f"column(s) {', '.join(missing)}")
+    rows = messages[()]
+    pieces = {}
+    for trial_id, attempt, run, piece, text in zip(rows["trial_id"], rows["attempt"], rows["run"], rows["piece"],
+                                                   rows["text"]):
+        if trial_id == b"":  # never written (a killed non-SWMR writer), like the other tables' such rows
+            continue
+        pieces.setdefault((_text(trial_id), int(attempt), int(run)), []).append((int(piece), bytes(text)))
+    whole = {key: b"".join(text for _, text in sorted(parts, key=lambda p: p[0])).decode("utf-8", errors="replace")
+             for key, parts in pieces.items()}
+    return [whole.get((trial_id, int(attempt), int(run)), message)
+            for trial_id, attempt, run, message in zip(trials["trial_id"], trials["attempt"], trials["run"],
+                                                        trials["message"])]
 
 
 def _concat(frames):

@@ -15,9 +15,13 @@ FNV-1a hash), so ids are those of a real sweep with the same trials.
 `len(hidden)`, `epochs_done` to `epochs`. Sample rows default to the first
 trial's id; a counter value is given under the counter's name.
 
-Files are of the current schema (4) unless `schema_version` asks for an
-older one (1, 2 or 3): then the columns added since are left out, as that
+Files are of the current schema (5) unless `schema_version` asks for an
+older one (1 to 4): then the columns added since are left out, as that
 version's memsweep wrote them (ADDED_IN), and a row naming one is refused.
+Schema 5's /messages holds each trial's whole message in pieces of at most
+256 bytes cut on characters: `messages` maps a trial's index to its whole
+message (its /trials column then gets the first bytes), otherwise a trial's
+own `message` is stored there.
 
 Schema 4's trial columns default to a built-in trial's: `trainer`
 "memsweep", `params` "{}", `processes` 1, `rss_peak_hwm_sum` and
@@ -46,7 +50,8 @@ EVENTS = "events"
 MAX_HIDDEN = 16
 MAX_CHANNELS = 8
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
+MESSAGE_PIECE_BYTES = 256
 
 
 def _text(width):
@@ -129,6 +134,31 @@ EPOCH_COLUMNS = [
     ("sys_used", "<i8", BYTES),
 ]
 
+MESSAGE_COLUMNS = [
+    ("trial_id", _text(12), TEXT),
+    ("attempt", "<i4", ONE),
+    ("run", "<i4", ONE),
+    ("piece", "<i4", ONE),
+    ("text", _text(MESSAGE_PIECE_BYTES), TEXT),
+]
+
+
+def utf8_prefix(text, max_bytes):
+    """The longest prefix of `text` of at most `max_bytes` UTF-8 bytes (cut on a character)."""
+    data = text.encode("utf-8")[:max_bytes]
+    return data.decode("utf-8", errors="ignore")
+
+
+def message_pieces(text):
+    """`text` as /messages' pieces: at most MESSAGE_PIECE_BYTES bytes each, cut on characters."""
+    pieces = []
+    while text:
+        piece = utf8_prefix(text, MESSAGE_PIECE_BYTES)
+        pieces.append(piece)
+        text = text[len(piece):]
+    return pieces
+
+
 # The schema version that added each column after version 1 (docs/results-file.md, Versions).
 ADDED_IN = {
     "trials": {**{name: 3 for name in ("pid", "end_signal", "oom_killed", "end_cause", "isolation",
@@ -156,6 +186,9 @@ DESCRIPTIONS = {
                "the trial's start; the root attribute counter_columns lists them).",
     "epochs": "One row per finished epoch of a trial attempt.",
     "runs": "One row per invocation of `memsweep run` on this file: 0 created it, each resume adds one.",
+    "messages": "Trial messages whole: the pieces of each trial attempt's message, in order, of at most 256 bytes "
+                "each, cut on UTF-8 character boundaries; /trials' message column holds only a message's first "
+                "256 bytes.",
 }
 
 # (chunk rows, compression, shuffle) as docs/results-file.md "Storage" says;
@@ -165,6 +198,7 @@ STORAGE = {
     "samples": (None, 1, True),
     "epochs": (1024, None, False),
     "runs": (1, 1, False),
+    "messages": (1, 1, False),
 }
 
 
@@ -365,12 +399,13 @@ def _write_attribute(file, name, value):
 
 
 def write_results_file(path, trials, samples=(), epochs=(), attrs=None, counter_columns=("perf::PAGE-FAULTS",),
-                       runs=None, schema_version=SCHEMA_VERSION):
+                       runs=None, schema_version=SCHEMA_VERSION, messages=None):
     """Write a results file; return the completed trial rows (dicts) so tests can use the ids.
 
     `attrs` overrides or adds root attributes (a value of None leaves one out);
     `counter_columns` names /samples' counter columns (int64, unit `events`);
-    `schema_version` 1, 2 or 3 writes the tables as those versions had them.
+    `schema_version` 1 to 4 writes the tables as those versions had them;
+    `messages`: {trial index: whole message} (schema 5).
     """
     trial_columns = columns_of("trials", TRIAL_COLUMNS, schema_version)
     later = set(_column_names(TRIAL_COLUMNS)) - set(_column_names(trial_columns))
@@ -378,6 +413,9 @@ def write_results_file(path, trials, samples=(), epochs=(), attrs=None, counter_
         if later & set(given):
             raise KeyError(f"not columns of schema {schema_version}'s /trials: {sorted(later & set(given))}")
     trial_rows = [complete_trial(t) for t in trials]
+    whole = {i: messages.get(i, row["message"]) if messages else row["message"] for i, row in enumerate(trial_rows)}
+    for i, text in whole.items():
+        trial_rows[i]["message"] = utf8_prefix(text, MESSAGE_PIECE_BYTES)
     first_id = trial_rows[0]["trial_id"] if trial_rows else ""
     counter_columns = list(counter_columns)
     sample_columns = (columns_of("samples", SAMPLE_COLUMNS, schema_version) +
@@ -401,4 +439,9 @@ def write_results_file(path, trials, samples=(), epochs=(), attrs=None, counter_
         _write_table(file, "epochs", EPOCH_COLUMNS, _records(list(epochs), EPOCH_COLUMNS, epoch_defaults))
         run_columns = columns_of("runs", RUN_COLUMNS, schema_version)
         _write_table(file, "runs", run_columns, _records(list(runs), run_columns, {"end_time": -1.0, "end_state": ""}))
+        if schema_version >= 5:
+            pieces = [{"trial_id": row["trial_id"], "attempt": row["attempt"], "run": row["run"], "piece": n,
+                       "text": piece}
+                      for i, row in enumerate(trial_rows) for n, piece in enumerate(message_pieces(whole[i]))]
+            _write_table(file, "messages", MESSAGE_COLUMNS, _records(pieces, MESSAGE_COLUMNS, {}))
     return trial_rows

@@ -79,7 +79,7 @@ def test_files_frame_one_row_per_file(tmp_path):
     assert files["counter_columns"].tolist() == [["PAPI_L1_DCM", "perf::PAGE-FAULTS"], ["perf::PAGE-FAULTS"]]
     assert files["trials_rows"].tolist() == [1, 2]
     assert files["samples_rows"].tolist() == [0, 1]
-    assert (files["format"] == "memsweep").all() and (files["schema_version"] == 4).all()
+    assert (files["format"] == "memsweep").all() and (files["schema_version"] == 5).all()
 
 
 def test_schema_1_files_without_sys_total_still_read(tmp_path):
@@ -180,7 +180,7 @@ def test_files_before_schema_4_read_as_memsweep_trials_without_parameters(tmp_pa
 
 def test_schema_4_columns_as_written(tmp_path):
     path = str(tmp_path / "v4.h5")
-    write_results_file(path, [
+    write_results_file(path, schema_version=4, trials=[
         dict(),
         dict(trainer="pytorch", processes=5, rss_baseline=0, rss_peak=300 * MIB, rss_peak_hwm_sum=420 * MIB,
              process_peak_max=250 * MIB, bad_event_lines=2, predicted_bytes=-1),
@@ -418,10 +418,10 @@ def test_a_file_a_swmr_writer_left_open_is_read(tmp_path):
     (lambda p: write_results_file(p, [{}], attrs={"format": "other"}), "format attribute is 'other'"),
     (lambda p: write_results_file(p, [{}], attrs={"schema_version": None}),
      "a memsweep file without a schema_version attribute"),
-    (lambda p: write_results_file(p, [{}], attrs={"schema_version": 5}),
-     "schema version 5, written by a newer memsweep? this package reads schemas 1, 2, 3, 4"),
+    (lambda p: write_results_file(p, [{}], attrs={"schema_version": 6}),
+     "schema version 6, written by a newer memsweep? this package reads schemas 1, 2, 3, 4, 5"),
     (lambda p: write_results_file(p, [{}], attrs={"schema_version": 0}),
-     "schema version 0, unknown: this package reads schemas 1, 2, 3, 4"),
+     "schema version 0, unknown: this package reads schemas 1, 2, 3, 4, 5"),
 ])
 def test_refusals_name_the_file_and_what_was_expected(tmp_path, make, expected):
     path = str(tmp_path / "bad.h5")
@@ -444,8 +444,8 @@ def test_refuses_a_memsweep_file_without_a_table(tmp_path):
 def test_one_bad_file_among_good_ones_is_named(tmp_path):
     good, bad = str(tmp_path / "good.h5"), str(tmp_path / "bad.h5")
     write_results_file(good, [{}])
-    write_results_file(bad, [{}], attrs={"schema_version": 5})
-    with pytest.raises(MemsweepFileError, match="bad.h5: schema version 5"):
+    write_results_file(bad, [{}], attrs={"schema_version": 6})
+    with pytest.raises(MemsweepFileError, match="bad.h5: schema version 6"):
         load(good, bad)
 
 
@@ -469,3 +469,35 @@ def test_config_key_keeps_trainer_and_params_a_definition_does_not_name():
     # a definition that names them already is left as it is
     named = definition + ";trainer=pytorch"
     assert key({"definition": named, "trainer": "pytorch", "params": "{}"}) == base + ";trainer=pytorch"
+
+
+# 255 ASCII bytes, then "é" across byte 256, more, a 4-byte character across byte 512.
+LONG_MESSAGE = "a" * 255 + "é" + "b" * 254 + "😀 and the end of a long traceback"
+
+
+def test_the_message_column_is_the_whole_message_from_schema_5s_messages_table(tmp_path):
+    path = str(tmp_path / "v5.h5")
+    write_results_file(path, [dict(status="failed"), dict(seed=2), dict(seed=3, status="diverged", message="nan")],
+                       messages={0: LONG_MESSAGE})
+    with h5py.File(path, "r") as raw:
+        assert raw["trials"]["message"][0].decode("utf-8") == "a" * 255  # the column: the first bytes only
+        assert len(raw["messages"]) == 4  # three pieces, one
+    trials = load(path).trials
+    assert trials["message"].tolist() == [LONG_MESSAGE, "", "nan"]
+
+
+def test_a_schema_4_files_message_is_its_column(tmp_path):
+    path = str(tmp_path / "v4.h5")
+    write_results_file(path, [dict(status="failed", message="short and cut")], schema_version=4)
+    with h5py.File(path, "r") as raw:
+        assert "messages" not in raw
+    assert load(path).trials["message"].tolist() == ["short and cut"]
+
+
+def test_a_schema_5_file_without_messages_is_refused_by_name(tmp_path):
+    path = str(tmp_path / "v5.h5")
+    write_results_file(path, [dict()])
+    with h5py.File(path, "a") as raw:
+        del raw["messages"]
+    with pytest.raises(MemsweepFileError, match=r"v5\.h5: a schema 5 memsweep file without the table /messages"):
+        load(path)
