@@ -208,6 +208,25 @@ TEST_F(SweepOverMpi, FailuresAreRowsAndTheSweepGoesOn) {
   EXPECT_EQ(result.finished, trials.size());
 }
 
+TEST_F(SweepOverMpi, AMessageLongerThanTheRowsColumnReachesRankZeroWhole) {
+  const std::vector<TrialSpec> trials = make_trials(3);
+  // Multi-byte characters across bytes 256 and 512, and a few kilobytes.
+  const std::string whole = std::string(255, 'a') + "é" + std::string(254, 'b') + "😀" + std::string(3000, 'c');
+  FakeRunner runner;
+  runner.script(trials[1].id, Script{.status = TrialStatus::failed, .message = whole});
+  MemorySink sink;
+  run(trials, all_pending(trials.size()), runner, sink, {});
+  if (!is_rank_zero()) return;
+
+  ASSERT_EQ(sink.trials.size(), trials.size());
+  ASSERT_EQ(sink.messages.size(), trials.size());
+  for (std::size_t i = 0; i < sink.trials.size(); ++i) {
+    const bool long_one = get_fixed(sink.trials[i].trial_id) == trials[1].id;
+    EXPECT_EQ(sink.messages[i], long_one ? whole : "") << get_fixed(sink.trials[i].trial_id);
+    if (long_one) EXPECT_EQ(get_fixed(sink.trials[i].message), std::string(255, 'a'));
+  }
+}
+
 // A trial longer than the flush interval: rank 0 sees its samples while it
 // runs, all of them, in order, and before its row. The burst at the start
 // is more than one message holds.
