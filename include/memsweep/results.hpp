@@ -37,8 +37,8 @@ inline constexpr std::string_view kFormatName = "memsweep";
 inline constexpr std::size_t kTrialIdChars = 12;
 inline constexpr std::size_t kNameChars = 16;  // dataset, model, optimizer, status
 inline constexpr std::size_t kHostChars = 64;
-inline constexpr std::size_t kMessageChars = 256;       // TrialRow::message: a message's first bytes
-inline constexpr std::size_t kMessagePieceChars = 256;  // MessageRow::text
+inline constexpr std::size_t kMessageChars = 256;                 // TrialRow::message: a message's first bytes
+inline constexpr std::size_t kMessagePieceChars = 256;            // MessageRow::text
 inline constexpr std::size_t kDefinitionChars = 512;              // TrialSpec::canonical_text()
 inline constexpr std::size_t kParamsChars = kMaxParamsJsonBytes;  // TrialSpec::params_json()
 

@@ -73,7 +73,8 @@ std::string valid_utf8(std::string_view text) {
 std::string one_line_message(std::string_view message, std::size_t max_bytes) {
   std::string line = valid_utf8(message);
   // UTF-8 never uses bytes below 0x20 inside a multi-byte character.
-  std::replace_if(line.begin(), line.end(), [](char c) { return c >= 0 && c < 0x20; }, ' ');
+  std::replace_if(
+      line.begin(), line.end(), [](char c) { return c >= 0 && c < 0x20; }, ' ');
   if (line.size() <= max_bytes) return line;
   const std::size_t room = max_bytes > kEllipsis.size() ? max_bytes - kEllipsis.size() : 0;
   line.resize(detail::utf8_cut(line, room));

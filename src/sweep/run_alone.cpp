@@ -56,8 +56,7 @@ SweepResult run_alone(Communicator& comm, std::span<const TrialSpec> trials, std
     context.rank = comm.rank();
     context.host = host;
     context.mem_budget_bytes = options.mem_budget_bytes;
-    const TrialRecord record =
-        run_streamed_trial(trial_thread, runner, trial, context, options.flush_interval, hooks);
+    const TrialRecord record = run_streamed_trial(trial_thread, runner, trial, context, options.flush_interval, hooks);
     sink.trial(record.row, record.message);
     count_row(result, record.row);
     if (options.progress != nullptr) options.progress->trial_finished(record.row);

@@ -140,9 +140,8 @@ void TrialThread::loop() {
   }
 }
 
-TrialRecord run_streamed_trial(TrialThread& thread, TrialRunner& runner, const TrialSpec& trial,
-                               TrialContext context, std::chrono::milliseconds flush_interval,
-                               const StreamHooks& hooks) {
+TrialRecord run_streamed_trial(TrialThread& thread, TrialRunner& runner, const TrialSpec& trial, TrialContext context,
+                               std::chrono::milliseconds flush_interval, const StreamHooks& hooks) {
   std::atomic<bool> stop{false};
   context.stop = &stop;
   StreamQueue queue;
@@ -177,8 +176,7 @@ TrialRecord run_streamed_trial(TrialThread& thread, TrialRunner& runner, const T
   // Rank 0 matches the row to the trial it handed out; a runner's slip must
   // not end the sweep, so it becomes this trial's failure.
   if (get_fixed(record.row.trial_id) != trial.id) {
-    const std::string message =
-        "the trial runner returned a row for trial \"" + get_fixed(record.row.trial_id) + "\"";
+    const std::string message = "the trial runner returned a row for trial \"" + get_fixed(record.row.trial_id) + "\"";
     record = failed_row(trial, context.attempt, message, record.row.start_time, record.row.end_time);
   }
 

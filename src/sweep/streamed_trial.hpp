@@ -69,10 +69,10 @@ class TrialThread {
 // by the trial's own flag). The runner's exceptions become a `failed` row: a
 // trial is never lost.
 TrialRecord run_streamed_trial(TrialThread& thread, TrialRunner& runner, const TrialSpec& trial, TrialContext context,
-                            std::chrono::milliseconds flush_interval, const StreamHooks& hooks);
+                               std::chrono::milliseconds flush_interval, const StreamHooks& hooks);
 
 // The `failed` record of a trial whose runner threw `message`.
 TrialRecord failed_row(const TrialSpec& trial, int attempt, const std::string& message, double start_time,
-                    double end_time);
+                       double end_time);
 
 }  // namespace memsweep::detail

@@ -2,7 +2,7 @@
 // `run --resume` read it. The input is written to a file of this process's
 // own ($TMPDIR, else /dev/shm), then read:
 //   1. ResultReader: the header, /runs, /trials (whole and in blocks),
-//      /epochs, /samples in blocks, scan_series(); the sweep text in the
+//      /epochs, /messages, /samples in blocks, scan_series(); the sweep text in the
 //      header parsed and planned against the rows (plan_resume), as a
 //      resume does;
 //   2. SweepFollower (watch): two update()s and the followed trial;
@@ -84,6 +84,7 @@ std::string read_all(const std::filesystem::path& path) {
   for (std::uint64_t first = 0; first < reader.trial_count(); first += kBlockRows)
     (void)reader.trials(first, kBlockRows);
   (void)reader.epochs();
+  (void)reader.messages();
   for (std::uint64_t first = 0; first < reader.sample_count(); first += kBlockRows)
     (void)reader.samples(first, kBlockRows);
   const std::vector<memsweep::SeriesSummary> series = reader.scan_series();

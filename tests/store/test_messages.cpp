@@ -45,8 +45,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Utf8Case{"InvalidLeadBytes", "\xC0\xC1\xF5\xFF", R + R + R + R},
                       Utf8Case{"TruncatedThenAscii", "\xE2\x82(", R + "("},
                       Utf8Case{"TruncatedAtTheEnd", "ok\xF0\x9F\x98", "ok" + R},
-                      Utf8Case{"Overlong", "\xE0\x80\xAF", R + R + R},
-                      Utf8Case{"Surrogate", "\xED\xA0\x80", R + R + R},
+                      Utf8Case{"Overlong", "\xE0\x80\xAF", R + R + R}, Utf8Case{"Surrogate", "\xED\xA0\x80", R + R + R},
                       Utf8Case{"PastU10FFFF", "\xF4\x90\x80\x80", R + R + R + R},
                       Utf8Case{"Nul", std::string("a\0b", 3), "a" + R + "b"}),
     [](const ::testing::TestParamInfo<Utf8Case>& case_info) { return std::string(case_info.param.name); });
@@ -55,9 +54,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 // 255 ASCII bytes, then "é" across byte 256, 254 more, then a 4-byte
 // character across byte 512, then an invalid byte and a truncated sequence.
-std::string long_message() {
-  return std::string(255, 'a') + "é" + std::string(254, 'b') + "😀 tail \xFF and \xC3( end";
-}
+std::string long_message() { return std::string(255, 'a') + "é" + std::string(254, 'b') + "😀 tail \xFF and \xC3( end"; }
 std::string long_message_stored() {
   return std::string(255, 'a') + "é" + std::string(254, 'b') + "😀 tail " + R + " and " + R + "( end";
 }
@@ -173,10 +170,9 @@ TEST_P(StoredMessages, AResumedFileAddsItsMessages) {
   EXPECT_EQ(whole_message(trials[1], messages), "second run: " + long_message_stored());
 }
 
-INSTANTIATE_TEST_SUITE_P(Swmr, StoredMessages, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& case_info) {
-                           return case_info.param ? "Swmr" : "NoSwmr";
-                         });
+INSTANTIATE_TEST_SUITE_P(Swmr, StoredMessages, ::testing::Bool(), [](const ::testing::TestParamInfo<bool>& case_info) {
+  return case_info.param ? "Swmr" : "NoSwmr";
+});
 
 }  // namespace
 }  // namespace memsweep
