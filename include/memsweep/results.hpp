@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -228,6 +229,12 @@ TrialMessages join_message_rows(std::span<const MessageRow> rows);
 // the row's own message column (older files: cut at kMessageChars bytes).
 std::string whole_message(const TrialRow& row, const TrialMessages& messages);
 
+// Whether `later`, a row of the same trial, stands for the trial in place of
+// `standing`: the trial's result is its latest attempt with a final status
+// (a retried `failed` gives way to the retry's `ok`), else its latest
+// attempt. summary and watch show that row.
+bool stands_for_trial(const TrialRow& later, const TrialRow& standing);
+
 // A row with the trial's identity and hyperparameters filled in, and
 // everything else at its "not measured" value.
 TrialRow trial_row_for(const TrialSpec& trial, int attempt);
@@ -283,11 +290,28 @@ struct ResumePlan {
   // `interrupted` when rank 0 died while the attempt's process was healthy
   // (it runs again like any interrupted trial).
   std::vector<TrialRecord> lost_rows;
-  std::vector<PendingTrial> pending;   // in the sweep's order
-  std::size_t already_final = 0;       // trials with a final status in the file
-  std::size_t killed_not_retried = 0;  // killed more than retry_killed times: not run again
-  std::size_t unknown_rows = 0;        // rows whose trial id is not in this sweep (kept, ignored)
+  std::vector<PendingTrial> pending;           // in the sweep's order
+  std::size_t already_final = 0;               // trials with a final status in the file
+  std::size_t killed_not_retried = 0;          // killed more than retry_killed times: not run again
+  std::size_t unknown_rows = 0;                // rows whose trial id is not in this sweep (kept, ignored)
+  std::map<std::string, std::size_t> retried;  // by status: trials run again because of RetryPolicy::statuses
 };
+
+// Which ended trials a resume runs again. `killed`: a trial killed (the OOM
+// killer, a signal, its rank dying) at most that many times runs again by
+// itself (--retry-killed N). `statuses`: a trial whose latest attempt ended
+// with one of these runs once more, final or not (--retry, --retry-failed).
+struct RetryPolicy {
+  RetryPolicy(int killed_limit = 0, std::set<TrialStatus> retried_statuses = {})  // NOLINT: an int is --retry-killed
+      : killed(killed_limit), statuses(std::move(retried_statuses)) {}
+  int killed = 0;
+  std::set<TrialStatus> statuses;
+};
+
+// "failed,killed" (--retry's value) as statuses; nullopt for a name that is
+// not one, or `interrupted` (always run again anyway).
+std::optional<std::set<TrialStatus>> parse_retry_statuses(std::string_view list);
+inline constexpr std::string_view kRetryStatusNames = "failed, killed, diverged, over_budget, timeout";
 
 // Who died when the last run left attempts without rows. Rank 0 marks its
 // run when it sees a stop begin (a signal; under mpirun, the one every rank
@@ -296,11 +320,12 @@ struct ResumePlan {
 enum class LostAttempts { rank_died, writer_died };
 
 // Which trials still need to run. A trial is done when one of its rows has a
-// final status, or when it was killed more than `retry_killed` times; its
-// next attempt number is one past the largest attempt seen in rows or
-// series. `run` is written into the lost attempts' rows.
+// final status, or when it was killed more than `retry.killed` times, unless
+// its latest attempt's status is one `retry` runs again; its next attempt
+// number is one past the largest attempt seen in rows or series. `run` is
+// written into the lost attempts' rows.
 ResumePlan plan_resume(const std::vector<TrialSpec>& trials, const std::vector<TrialRow>& rows,
-                       const std::vector<SeriesSummary>& series, int retry_killed, int run, LostAttempts lost);
+                       const std::vector<SeriesSummary>& series, const RetryPolicy& retry, int run, LostAttempts lost);
 
 // ---- template definitions ---------------------------------------------------
 

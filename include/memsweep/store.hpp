@@ -71,6 +71,9 @@ struct FileHeader {
   bool swmr = true;
 };
 
+// Paths in /runs: long enough for a cluster's scratch paths.
+inline constexpr std::size_t kPathChars = 1024;
+
 // One row of /runs: each invocation of `memsweep run` on the file.
 struct RunRow {
   std::int32_t run = 0;
@@ -83,6 +86,25 @@ struct RunRow {
   // rewrites its run's row when a stop begins and when it closes the file.
   double end_time = -1.0;               // seconds since the Unix epoch; -1: not (yet) ended
   FixedString<kNameChars> end_state{};  // a run_end_state name; empty: running, or rank 0 died unaware
+  // What the run measured with, and how it was started (schema 5; older
+  // files read the defaults). A resume reuses them (run_record.hpp).
+  FixedString<kPathChars> data_dirs{};        // the dataset search folders, absolute, ':'-separated
+  std::int64_t max_train_examples = 0;        // 0: all
+  std::int64_t max_test_examples = 0;         // 0: all
+  std::int32_t threads = 0;                   // training threads per rank as asked; 0: the CPUs the rank may use
+  FixedString<kNameChars> counter_source{};   // auto, papi or kernel: the sweep file's, or --counter-source
+  std::int64_t mem_budget = -1;               // bytes; -1: none
+  double trial_timeout = -1.0;                // seconds; -1: none
+  double flush_interval = 2.0;                // seconds
+  std::int32_t no_swmr = 0;                   // 1: --no-swmr
+  FixedString<kNameChars> launcher{};         // mpirun, srun, or empty: alone (ranks 1) or not known
+  FixedString<kPathChars> executable{};       // memsweep as it was invoked
+  FixedString<kPathChars> sweep_file{};       // as given
+  FixedString<kPathChars> output_option{};    // -o as given; empty: the default
+  FixedString<kNameChars> split_by{};         // --split-by; empty: the whole sweep
+  std::int32_t part = -1;                     // --part; -1: the whole sweep
+  FixedString<kMessageChars> retried{};       // the statuses this run ran again (--retry), comma-separated
+  FixedString<kPathChars> changed_options{};  // what --allow-changed-options let differ from the run before
 };
 
 // RunRow::end_state.
@@ -114,8 +136,10 @@ class ResultStore {
   // A new file. Refuses (StoreExistsError) when `path` exists unless
   // `replace`; with `replace`, the new file is written beside it and renamed
   // over it only once it is complete, so a failure keeps the old one.
+  // `run`: the first row of /runs, with the options the run measures with
+  // (run_record.hpp); without it, one from the header.
   static ResultStore create(const std::filesystem::path& path, const FileHeader& header, bool replace,
-                            const StoreOptions& options);
+                            const StoreOptions& options, const std::optional<RunRow>& run = std::nullopt);
   // An existing file, to continue it (--resume): checks format and schema
   // version, and clears the "open for writing" mark an HDF5 writer that was
   // killed leaves in the superblock. Appends `run` to /runs.

@@ -9,6 +9,7 @@
 #include "memsweep/mpi_communicator.hpp"
 #include "memsweep/program.hpp"
 #include "memsweep/results.hpp"
+#include "memsweep/run_record.hpp"
 #include "memsweep/sampler.hpp"
 #include "memsweep/stop_signals.hpp"
 #include "memsweep/store.hpp"
@@ -20,14 +21,20 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 namespace memsweep::cli {
@@ -51,11 +58,15 @@ class SetupFailure : public std::runtime_error {
 struct Setup {
   int status = exit_status::kOk;
   std::string message;  // why, when status is not ok
+  int run_index = 0;    // this invocation's row of /runs: every row it writes says so
   std::vector<CounterRequest> counter_columns;
 
-  // One field per line; event names and messages have no newlines.
+  // One field per line; event names have no newlines, and a message's
+  // newlines become spaces (rank 0 prints the message itself).
   std::string encode() const {
-    std::string text = fmt::format("{}\n{}\n", status, message);
+    std::string one_line = message;
+    std::replace(one_line.begin(), one_line.end(), '\n', ' ');
+    std::string text = fmt::format("{}\n{}\n{}\n", status, run_index, one_line);
     for (const CounterRequest& column : counter_columns)
       text += fmt::format("{}\n{}\n", column.name, counter_source_name(column.source));
     return text;
@@ -66,6 +77,8 @@ struct Setup {
     std::string line;
     std::getline(lines, line);
     setup.status = std::stoi(line);
+    std::getline(lines, line);
+    setup.run_index = std::stoi(line);
     std::getline(lines, setup.message);
     std::string source;
     while (std::getline(lines, line) && std::getline(lines, source))
@@ -74,21 +87,54 @@ struct Setup {
   }
 };
 
-// The checked form of the options.
+// The checked form of the options. `given` holds the options that decide
+// what the run measures (each given, or its default); a resume may replace
+// those not given with what the file's last run used (decide_run_row).
 struct RunSettings {
   fs::path output;  // set once the sweep (and the part's label) is known
-  std::optional<std::uint64_t> mem_budget_bytes;
-  std::optional<std::chrono::milliseconds> trial_timeout;
+  RunRow given;
+  GivenOptions which;
+  RetryPolicy retry;
   std::optional<CounterSourceChoice> counter_source;  // overrides the sweep file's [sampler] counter_source
-  std::chrono::milliseconds flush_interval{2000};
   Verbosity verbosity = Verbosity::normal;
 };
+
+constexpr double kDefaultFlushSeconds = 2.0;
+
+std::string join(const std::vector<std::string>& parts, std::string_view separator) {
+  return fmt::format("{}", fmt::join(parts, separator));
+}
+
+std::vector<std::string> path_texts(const std::vector<fs::path>& paths) {
+  std::vector<std::string> texts;
+  for (const fs::path& path : paths) texts.push_back(path.string());
+  return texts;
+}
+
+// RunRow::data_dirs back into the search list.
+std::vector<fs::path> data_dirs_of(const RunRow& run) {
+  std::vector<fs::path> dirs;
+  std::string_view rest = get_fixed(run.data_dirs);
+  const std::string text(rest);
+  rest = text;
+  while (!rest.empty()) {
+    const std::size_t end = rest.find(':');
+    if (end != 0) dirs.emplace_back(rest.substr(0, end));
+    rest = end == std::string_view::npos ? std::string_view{} : rest.substr(end + 1);
+  }
+  return dirs;
+}
 
 RunSettings check_options(const RunOptions& options) {
   RunSettings settings;
   if (options.resume && options.force)
     throw InputError("--resume and --force contradict each other: --resume continues the file, --force replaces it");
   if (options.quiet && options.verbose) throw InputError("--quiet and --verbose contradict each other");
+  if ((options.retry || options.retry_failed) && !options.resume)
+    throw InputError(fmt::format("--{} runs ended trials again: it needs --resume and a results file to resume",
+                                 options.retry ? "retry" : "retry-failed"));
+  if (options.allow_changed_options && !options.resume)
+    throw InputError("--allow-changed-options lets a resume measure differently: it needs --resume");
   if (options.part && !options.split_by)
     throw InputError(fmt::format(
         "--part {} needs --split-by FIELD: the field the sweep is split by (memsweep plan SWEEP --split-by FIELD "
@@ -98,23 +144,58 @@ RunSettings check_options(const RunOptions& options) {
     throw InputError(
         fmt::format("--split-by {} needs --part K: which part this run is, from 0 (e.g. --part $SLURM_ARRAY_TASK_ID)",
                     *options.split_by));
-  if (!options.mem_budget.empty()) {
-    settings.mem_budget_bytes = parse_byte_size(options.mem_budget);
-    if (!settings.mem_budget_bytes)
-      throw InputError(fmt::format("--mem-budget: expected {}, got \"{}\"", kByteSizeHelp, options.mem_budget));
+
+  RunRow& given = settings.given;
+  GivenOptions& which = settings.which;
+  which.mem_budget = options.mem_budget.has_value();
+  if (options.mem_budget && *options.mem_budget != "none") {
+    const std::optional<std::uint64_t> bytes = parse_byte_size(*options.mem_budget);
+    if (!bytes)
+      throw InputError(
+          fmt::format("--mem-budget: expected {}, or none, got \"{}\"", kByteSizeHelp, *options.mem_budget));
+    given.mem_budget = static_cast<std::int64_t>(*bytes);
   }
-  if (!options.trial_timeout.empty()) {
-    const std::optional<double> seconds = parse_duration(options.trial_timeout);
+  which.trial_timeout = options.trial_timeout.has_value();
+  if (options.trial_timeout && *options.trial_timeout != "none") {
+    const std::optional<double> seconds = parse_duration(*options.trial_timeout);
     if (!seconds || *seconds < 0.001)
-      throw InputError(fmt::format("--trial-timeout: expected {}, got \"{}\"", kDurationHelp, options.trial_timeout));
-    settings.trial_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(*seconds * 1000.0)));
+      throw InputError(
+          fmt::format("--trial-timeout: expected {}, or none, got \"{}\"", kDurationHelp, *options.trial_timeout));
+    given.trial_timeout = *seconds;
   }
   if (options.counter_source) settings.counter_source = parse_counter_source(*options.counter_source);
-  if (!(options.flush_seconds > 0.0) || options.flush_seconds > 3600.0)
-    throw InputError(fmt::format("--flush-interval: expected seconds in (0, 3600], got {}", options.flush_seconds));
-  settings.flush_interval =
-      std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(options.flush_seconds * 1000.0)));
-  if (settings.flush_interval.count() < 1) settings.flush_interval = std::chrono::milliseconds(1);
+  which.counter_source = options.counter_source.has_value();
+  which.flush_interval = options.flush_seconds.has_value();
+  const double flush_seconds = options.flush_seconds.value_or(kDefaultFlushSeconds);
+  if (!(flush_seconds > 0.0) || flush_seconds > 3600.0)
+    throw InputError(fmt::format("--flush-interval: expected seconds in (0, 3600], got {}", flush_seconds));
+  given.flush_interval = std::max(flush_seconds, 0.001);
+  which.data_dir = options.data_dir.has_value();
+  set_fixed(given.data_dirs, join(path_texts(dataset_search_dirs_from_environment(
+                                      options.data_dir ? std::optional<fs::path>(*options.data_dir) : std::nullopt)),
+                                  ":"));
+  which.threads = options.threads.has_value();
+  given.threads = options.threads.value_or(0);
+  which.max_train_examples = options.max_train_examples.has_value();
+  given.max_train_examples = static_cast<std::int64_t>(options.max_train_examples.value_or(0));
+  which.max_test_examples = options.max_test_examples.has_value();
+  given.max_test_examples = static_cast<std::int64_t>(options.max_test_examples.value_or(0));
+  given.no_swmr = options.no_swmr ? 1 : 0;
+
+  std::set<TrialStatus> retried;
+  if (options.retry) {
+    const std::optional<std::set<TrialStatus>> statuses = parse_retry_statuses(*options.retry);
+    if (!statuses)
+      throw InputError(fmt::format("--retry: expected statuses separated by commas, each one of {}; got \"{}\"",
+                                   kRetryStatusNames, *options.retry));
+    retried = *statuses;
+  }
+  if (options.retry_failed) retried.insert(TrialStatus::failed);
+  std::vector<std::string> retried_names;
+  for (const TrialStatus status : retried) retried_names.emplace_back(status_name(status));
+  set_fixed(given.retried, join(retried_names, ","));
+  settings.retry = RetryPolicy(options.retry_killed, retried);
+
   settings.verbosity = options.quiet ? Verbosity::quiet : options.verbose ? Verbosity::verbose : Verbosity::normal;
   return settings;
 }
@@ -122,10 +203,6 @@ RunSettings check_options(const RunOptions& options) {
 double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 std::string utc_now_text() { return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr))); }
-
-std::string join(const std::vector<std::string>& parts, std::string_view separator) {
-  return fmt::format("{}", fmt::join(parts, separator));
-}
 
 // The sampler's counters are rank 0's choice, so that every rank writes the
 // same columns: the events asked for (or the defaults) that this machine
@@ -207,46 +284,132 @@ LostAttempts lost_attempts(const ResultStore& store) {
 // "part dataset=mnist", or "the whole sweep" for a file without a part.
 std::string part_text(const std::string& part) { return part.empty() ? "the whole sweep" : "part " + part; }
 
+// Refuses a file that holds other trials than this run's (InputError).
 // `part`: SweepPart::name() when the run is one part of the sweep, else empty.
-Prepared prepare_results_file(const RunOptions& options, const RunSettings& settings, const SweepSpec& sweep,
-                              const std::string& part, const std::string& hash, Communicator& comm,
-                              const std::vector<std::string>& hosts, ProgressReporter& progress) {
-  Prepared prepared;
-  const StoreOptions store_options{.swmr = !options.no_swmr};
-  RunRow run;
+void check_same_sweep_in_file(const FileHeader& found, const RunOptions& options, const fs::path& output,
+                              const SweepSpec& sweep, const std::string& part, const std::string& hash) {
+  // The hash covers the trials, so another part's file (or the whole
+  // sweep's) never matches; the message then says which part it holds.
+  if (found.sweep_hash != hash && found.part != part)
+    throw InputError(fmt::format(
+        "{}: holds {} of sweep \"{}\" (hash {}), but this run is {} of sweep \"{}\" (hash {}): --resume "
+        "continues only the same trials; give the --split-by and --part that wrote it, or write to another file",
+        output.string(), part_text(found.part), found.sweep_name, found.sweep_hash, part_text(part), sweep.name, hash));
+  if (found.sweep_hash != hash)
+    throw InputError(fmt::format(
+        "{}: written by sweep \"{}\" (hash {}), but {} now defines sweep \"{}\" (hash {}): --resume continues "
+        "only the same trials with the same sampler settings; write to a new file instead",
+        output.string(), found.sweep_name, found.sweep_hash, options.sweep_file, sweep.name, hash));
+}
+
+// "--data-dir /x, --max-train-examples 1000": the options a resume takes
+// from the run before it, where they are not the defaults.
+std::string reused_text(const RunRow& run, const GivenOptions& which) {
+  std::vector<std::string> parts;
+  if (!which.data_dir) parts.push_back("--data-dir " + get_fixed(run.data_dirs));
+  if (!which.max_train_examples && run.max_train_examples > 0)
+    parts.push_back(fmt::format("--max-train-examples {}", run.max_train_examples));
+  if (!which.max_test_examples && run.max_test_examples > 0)
+    parts.push_back(fmt::format("--max-test-examples {}", run.max_test_examples));
+  if (!which.threads && run.threads > 0) parts.push_back(fmt::format("--threads {}", run.threads));
+  if (!which.mem_budget && run.mem_budget >= 0)
+    parts.push_back("--mem-budget " + format_byte_size(static_cast<std::uint64_t>(run.mem_budget)));
+  if (!which.trial_timeout && run.trial_timeout > 0)
+    parts.push_back("--trial-timeout " + format_duration(run.trial_timeout));
+  if (!which.flush_interval && run.flush_interval != kDefaultFlushSeconds)
+    parts.push_back(fmt::format("--flush-interval {}", run.flush_interval));
+  return join(parts, ", ");
+}
+
+// Rank 0, before anything is written: this run's row of /runs, with what it
+// measures with. A resume takes what the file's last run measured with,
+// except the options given, and refuses (InputError) one that changes what
+// a trial measures unless --allow-changed-options.
+RunRow decide_run_row(const RunOptions& options, const RunSettings& settings, const SweepSpec& sweep,
+                      const std::string& part, const std::string& hash, int ranks,
+                      const std::vector<std::string>& hosts, ProgressReporter& progress) {
+  RunRow run = settings.given;
   run.start_time = unix_now();
-  run.ranks = comm.size();
+  run.ranks = ranks;
   set_fixed(run.hosts, join(hosts, ","));
   set_fixed(run.command_line, join(options.command_line, " "));
   set_fixed(run.memsweep_version, kVersion);
+  set_fixed(run.counter_source, counter_source_name(sweep.sampler.counter_source));
+  set_fixed(run.launcher, ranks > 1 ? launcher_from_environment() : std::string());
+  set_fixed(run.executable, options.command_line.empty() ? std::string("memsweep") : options.command_line.front());
+  set_fixed(run.sweep_file, options.sweep_file);
+  set_fixed(run.output_option, options.output);
+  if (options.split_by) {
+    set_fixed(run.split_by, *options.split_by);
+    run.part = *options.part;
+  }
+  if (!options.resume || !fs::exists(settings.output)) return run;
+
+  std::vector<RunRow> runs;
+  {
+    const ResultReader reader(settings.output);
+    check_same_sweep_in_file(reader.header(), options, settings.output, sweep, part, hash);
+    // An older file is not continued: opening it for the resume says so.
+    if (reader.header().schema_version != kSchemaVersion) return run;
+    runs = reader.runs();
+  }
+  if (runs.empty()) return run;
+  const RunRow& stored = runs.back();
+  RunRow resumed = reuse_stored_options(run, stored, settings.which);
+  const std::vector<OptionChange> changes = measurement_changes(stored, resumed);
+  for (const OptionChange& change : changes)
+    if (!change.allowed)
+      throw InputError(fmt::format(
+          "{} {}: {}'s counter columns were opened from {} (run {}), and a resume opens them from the same; drop "
+          "{}, or write to a new file",
+          change.option, change.given, settings.output.string(), change.stored, stored.run, change.option));
+  if (!changes.empty() && !options.allow_changed_options) {
+    std::vector<std::string> lines;
+    for (const OptionChange& change : changes)
+      lines.push_back(
+          fmt::format("{} {}, but run {} measured with {}", change.option, change.given, stored.run, change.stored));
+    throw InputError(fmt::format(
+        "{}: this resume would measure differently from the trials already in it: {}; drop the option to reuse the "
+        "stored value, or give --allow-changed-options to mix both in one file (/runs then records the change)",
+        settings.output.string(), join(lines, "; ")));
+  }
+  if (!changes.empty()) {
+    set_fixed(resumed.changed_options, changes_text(changes, stored.run));
+    progress.note(fmt::format("measuring differently from run {} (--allow-changed-options): {}", stored.run,
+                              get_fixed(resumed.changed_options)));
+  }
+  const std::string reused = reused_text(resumed, settings.which);
+  if (!reused.empty()) progress.note(fmt::format("as run {} did: {}", stored.run, reused));
+  return resumed;
+}
+
+// Rank 0 before the sweep: the results file created (with `run`, the row
+// decide_run_row() gave) or reopened, and the attempts still to run.
+// `part`: SweepPart::name() when the run is one part of the sweep, else empty.
+Prepared prepare_results_file(const RunOptions& options, const RunSettings& settings, const SweepSpec& sweep,
+                              const std::string& part, const std::string& hash, const RunRow& run, Communicator& comm,
+                              const std::vector<std::string>& hosts, ProgressReporter& progress) {
+  Prepared prepared;
+  const StoreOptions store_options{.swmr = run.no_swmr == 0};
 
   if (options.resume && fs::exists(settings.output)) {
     const auto same_sweep = [&](const FileHeader& found) {
-      // The hash covers the trials, so another part's file (or the whole
-      // sweep's) never matches; the message then says which part it holds.
-      if (found.sweep_hash != hash && found.part != part)
-        throw InputError(fmt::format(
-            "{}: holds {} of sweep \"{}\" (hash {}), but this run is {} of sweep \"{}\" (hash {}): --resume "
-            "continues only the same trials; give the --split-by and --part that wrote it, or write to another file",
-            settings.output.string(), part_text(found.part), found.sweep_name, found.sweep_hash, part_text(part),
-            sweep.name, hash));
-      if (found.sweep_hash != hash)
-        throw InputError(fmt::format(
-            "{}: written by sweep \"{}\" (hash {}), but {} now defines sweep \"{}\" (hash {}): --resume continues "
-            "only the same trials with the same sampler settings; write to a new file instead",
-            settings.output.string(), found.sweep_name, found.sweep_hash, options.sweep_file, sweep.name, hash));
+      check_same_sweep_in_file(found, options, settings.output, sweep, part, hash);
     };
     ResultStore store = ResultStore::open_for_resume(settings.output, run, store_options, same_sweep);
     const FileHeader& header = store.header();
-    const ResumePlan plan = plan_resume(sweep.trials, store.read_trials(), store.scan_series(), options.retry_killed,
+    const ResumePlan plan = plan_resume(sweep.trials, store.read_trials(), store.scan_series(), settings.retry,
                                         store.run_index(), lost_attempts(store));
     for (const TrialRecord& lost : plan.lost_rows) {
       store.append_trial(lost.row, lost.message);
       progress.note(fmt::format("trial {} attempt {}: {}", get_fixed(lost.row.trial_id), lost.row.attempt,
                                 one_line_message(lost.message, kMessageChars)));
     }
-    progress.note(fmt::format("resuming {} (run {}): {} of {} trials done, {} to run{}", settings.output.string(),
+    std::vector<std::string> retried;
+    for (const auto& [status, count] : plan.retried) retried.push_back(fmt::format("{} {}", count, status));
+    progress.note(fmt::format("resuming {} (run {}): {} of {} trials done, {} to run{}{}", settings.output.string(),
                               store.run_index(), plan.already_final, sweep.trials.size(), plan.pending.size(),
+                              retried.empty() ? std::string() : fmt::format(" ({} again)", join(retried, ", ")),
                               plan.killed_not_retried > 0
                                   ? fmt::format(", {} killed and not retried (--retry-killed {})",
                                                 plan.killed_not_retried, options.retry_killed)
@@ -286,7 +449,7 @@ Prepared prepare_results_file(const RunOptions& options, const RunSettings& sett
     progress.note(fmt::format("counters: not recording {} (memsweep events says why)", join(counters.left_out, ", ")));
   if (options.resume) progress.note(fmt::format("{} does not exist yet: starting it", settings.output.string()));
 
-  prepared.store.emplace(ResultStore::create(settings.output, header, options.force, store_options));
+  prepared.store.emplace(ResultStore::create(settings.output, header, options.force, store_options, run));
   prepared.counter_columns = counter_requests(header);
   for (std::size_t i = 0; i < sweep.trials.size(); ++i) prepared.pending.push_back({i, 0});
   return prepared;
@@ -322,14 +485,27 @@ void add_run_command(CLI::App& app, RunOptions& options) {
   run->add_option("--retry-killed", options.retry_killed,
                   "Run a trial again after it was killed (the OOM killer, a signal, its rank dying) at most N times")
       ->check(CLI::NonNegativeNumber);
+  run->add_flag("--retry-failed", options.retry_failed,
+                "With --resume: run once more each trial whose latest attempt failed (e.g. after fixing a dataset "
+                "path)");
+  run->add_option("--retry", options.retry,
+                  fmt::format("With --resume: run once more each trial whose latest attempt ended with one of these "
+                              "statuses, comma-separated: {}",
+                              kRetryStatusNames));
+  run->add_flag("--allow-changed-options", options.allow_changed_options,
+                "With --resume: accept example limits or threads that differ from what the file's last run measured "
+                "with (recorded in /runs)");
   run->add_option("--mem-budget", options.mem_budget,
                   "Per trial process: skip trials whose estimate exceeds it, stop a trial whose RSS passes it (e.g. "
-                  "2GiB)");
+                  "2GiB; none: no budget). A resume reuses the last run's unless given");
   run->add_option("--trial-timeout", options.trial_timeout,
-                  "Per trial: stop a trial still training after this long (e.g. 30m, 1h30m, 90s); status timeout");
+                  "Per trial: stop a trial still training after this long (e.g. 30m, 1h30m, 90s; none: no limit); "
+                  "status timeout. A resume reuses the last run's unless given");
   add_counter_source_option(*run, options.counter_source);
-  run->add_option("--data-dir", options.data_dir, "Where the real datasets are (default: $MEMSWEEP_DATA, else ./data)");
-  run->add_option("--threads", options.threads, "Training threads per rank (default: the CPUs the rank may use)")
+  run->add_option("--data-dir", options.data_dir,
+                  "Where the real datasets are (default: $MEMSWEEP_DATA, else ./data; a resume: the last run's)");
+  run->add_option("--threads", options.threads,
+                  "Training threads per rank (default: the CPUs the rank may use; a resume: the last run's)")
       ->check(CLI::NonNegativeNumber);
   run->add_option("--flush-interval", options.flush_seconds,
                   "Seconds between a worker's sends of a running trial's samples (default 2)");
@@ -339,9 +515,9 @@ void add_run_command(CLI::App& app, RunOptions& options) {
   run->add_flag("-q,--quiet", options.quiet, "Print only failed trials and the final line");
   run->add_flag("-v,--verbose", options.verbose, "Also print each trial as it starts, with its hyperparameters");
   run->add_option("--max-train-examples", options.max_train_examples,
-                  "Train on the first N examples of each dataset only (quick runs; 0: all)");
+                  "Train on the first N examples of each dataset only (quick runs; 0: all; a resume: the last run's)");
   run->add_option("--max-test-examples", options.max_test_examples,
-                  "Evaluate on the first N test examples only (quick runs; 0: all)");
+                  "Evaluate on the first N test examples only (quick runs; 0: all; a resume: the last run's)");
 }
 
 namespace {
@@ -357,6 +533,38 @@ void check_programs(const SweepSpec& sweep) {
 // Beside the results file: results.h5 → results.logs/.
 fs::path program_log_dir(const fs::path& results) {
   return results.parent_path() / (results.stem().string() + ".logs");
+}
+
+// Rank 0's decision, on every rank: its status and message, and the run's
+// row (plain bytes: RunRow is trivially copyable and every rank runs the
+// same build).
+RunRow agree_on_run_row(Communicator& comm, const std::function<RunRow()>& decide) {
+  Setup decision;
+  std::string row_bytes(sizeof(RunRow), '\0');
+  if (comm.rank() == 0) {
+    try {
+      const RunRow run = decide();
+      std::memcpy(row_bytes.data(), &run, sizeof(RunRow));
+    } catch (const InputError& error) {
+      decision = {exit_status::kBadInput, error.what(), 0, {}};
+    } catch (const std::exception& error) {
+      decision = {exit_status::kFailure, error.what(), 0, {}};
+    }
+  }
+  std::string decision_text = decision.encode();
+  comm.broadcast(decision_text);
+  comm.broadcast(row_bytes);
+  if (comm.rank() == 0 && decision.status != exit_status::kOk) throw SetupFailure(decision.status, decision.message);
+  decision = Setup::decode(decision_text);
+  if (decision.status != exit_status::kOk) throw SetupFailure(decision.status, decision.message);
+  RunRow run;
+  std::memcpy(&run, row_bytes.data(), sizeof(RunRow));
+  return run;
+}
+
+// The command that continues this run's sweep, for the stop hint.
+std::string continue_command_here(const RunRow& run, const fs::path& output) {
+  return continue_command(run, output.string(), CommandContext{::geteuid() == 0, std::thread::hardware_concurrency()});
 }
 
 int run_on_every_rank(const RunOptions& options, Communicator& comm) {
@@ -412,38 +620,50 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
                              whole_sweep_trials));
   }
 
+  // What the run measures with: on a resume, what the file's last run did.
+  const std::string part_name = part ? part->part.name() : "";
+  const RunRow run = agree_on_run_row(
+      comm, [&] { return decide_run_row(options, *settings, sweep, part_name, hash, comm.size(), hosts, notes); });
+
   // Rank 0 opens the file; every rank learns whether that worked.
   Prepared prepared;
   std::string setup_text;
   if (root) {
     Setup setup;
     try {
-      prepared =
-          prepare_results_file(options, *settings, sweep, part ? part->part.name() : "", hash, comm, hosts, notes);
+      prepared = prepare_results_file(options, *settings, sweep, part_name, hash, run, comm, hosts, notes);
       setup.counter_columns = prepared.counter_columns;
+      setup.run_index = prepared.store->run_index();
     } catch (const InputError& error) {
-      setup = {exit_status::kBadInput, error.what(), {}};
+      setup = {exit_status::kBadInput, error.what(), 0, {}};
     } catch (const std::exception& error) {
-      setup = {exit_status::kFailure, error.what(), {}};
+      setup = {exit_status::kFailure, error.what(), 0, {}};
     }
     setup_text = setup.encode();
+    if (setup.status != exit_status::kOk) {
+      comm.broadcast(setup_text);
+      throw SetupFailure(setup.status, setup.message);
+    }
   }
   comm.broadcast(setup_text);
   const Setup setup = Setup::decode(setup_text);
   if (setup.status != exit_status::kOk) throw SetupFailure(setup.status, setup.message);
 
+  const std::optional<std::chrono::milliseconds> flush_interval =
+      std::chrono::milliseconds(std::max<std::int64_t>(1, std::llround(run.flush_interval * 1000.0)));
   std::unique_ptr<TrialRunner> runner;
   if (!root || comm.size() == 1) {
     TrainingRunnerOptions runner_options;
-    runner_options.data_dirs = dataset_search_dirs_from_environment(
-        options.data_dir ? std::optional<fs::path>(*options.data_dir) : std::nullopt);
-    runner_options.threads = options.threads;
+    runner_options.data_dirs = data_dirs_of(run);
+    runner_options.threads = run.threads;
     runner_options.sampler_interval = std::chrono::milliseconds(sweep.sampler.interval_ms);
     runner_options.counter_columns = setup.counter_columns;
-    runner_options.max_chunk_age = settings->flush_interval;
-    runner_options.max_train_examples = options.max_train_examples;
-    runner_options.max_test_examples = options.max_test_examples;
-    runner_options.trial_timeout = settings->trial_timeout;
+    runner_options.max_chunk_age = *flush_interval;
+    runner_options.max_train_examples = static_cast<std::size_t>(run.max_train_examples);
+    runner_options.max_test_examples = static_cast<std::size_t>(run.max_test_examples);
+    if (run.trial_timeout > 0)
+      runner_options.trial_timeout =
+          std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(run.trial_timeout * 1000.0)));
     runner_options.log_dir = program_log_dir(settings->output);
     auto training = make_training_runner(runner_options);
     if (root && !training->isolation_problem().empty())
@@ -456,9 +676,9 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
   if (root) sink.emplace(*prepared.store);
   ProgressReporter progress(std::cerr, settings->verbosity, prepared.pending.size(), workers);
   SweepOptions sweep_options;
-  sweep_options.run = root ? prepared.store->run_index() : 0;
-  sweep_options.mem_budget_bytes = settings->mem_budget_bytes;
-  sweep_options.flush_interval = settings->flush_interval;
+  sweep_options.run = setup.run_index;
+  if (run.mem_budget >= 0) sweep_options.mem_budget_bytes = static_cast<std::uint64_t>(run.mem_budget);
+  sweep_options.flush_interval = *flush_interval;
   sweep_options.stop = &stop;
   sweep_options.progress = root ? &progress : nullptr;
 
@@ -485,17 +705,11 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     fmt::print(stderr, "memsweep: sweep \"{}\": {} trials run in {:.1f} s ({}); results in {}\n", sweep.name,
                result.finished, seconds, status_counts(result), settings->output.string());
-    if (result.stopped && !complete) {
-      // The same part and file again: -o as given for a part (it holds {part}).
-      std::string again = options.sweep_file;
-      if (part) again += fmt::format(" --split-by {} --part {}", *options.split_by, *options.part);
-      if (!part) again += " -o " + settings->output.string();
-      if (part && !options.output.empty()) again += " -o " + options.output;
+    if (result.stopped && !complete)
       fmt::print(stderr,
-                 "memsweep: stopped by signal {} with {} trials not started: continue with memsweep run {} --resume "
-                 "(exit status {})\n",
-                 stop_signal_number(), result.not_started, again, exit_status::kStopped);
-    }
+                 "memsweep: stopped by signal {} with {} trials not started (exit status {}); continue with:\n  {}\n",
+                 stop_signal_number(), result.not_started, exit_status::kStopped,
+                 continue_command_here(run, settings->output));
   }
   comm.broadcast(final_status);
   return std::stoi(final_status);

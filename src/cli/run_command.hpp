@@ -23,17 +23,22 @@ struct RunOptions {
   bool resume = false;
   bool force = false;
   int retry_killed = 0;
-  std::string mem_budget;                     // as written; parsed with parse_byte_size
-  std::string trial_timeout;                  // as written; parsed with parse_duration
+  std::optional<std::string> retry;  // --retry STATUS[,STATUS...]
+  bool retry_failed = false;         // --retry-failed: --retry failed
+  bool allow_changed_options = false;
+  // Unset: a resume takes the value the file's last run measured with, a
+  // new file the default (run_record.hpp).
+  std::optional<std::string> mem_budget;      // as written; parsed with parse_byte_size, or "none"
+  std::optional<std::string> trial_timeout;   // as written; parsed with parse_duration, or "none"
   std::optional<std::string> counter_source;  // --counter-source: auto, papi or kernel
   std::optional<std::string> data_dir;
-  int threads = 0;
-  double flush_seconds = 2.0;
+  std::optional<int> threads;
+  std::optional<double> flush_seconds;
   bool no_swmr = false;
   bool quiet = false;
   bool verbose = false;
-  std::size_t max_train_examples = 0;
-  std::size_t max_test_examples = 0;
+  std::optional<std::size_t> max_train_examples;
+  std::optional<std::size_t> max_test_examples;
   std::vector<std::string> command_line;  // set by main, for the results file
 };
 

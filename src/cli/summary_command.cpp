@@ -3,16 +3,19 @@
 #include "cli/table.hpp"
 #include "memsweep/config.hpp"
 #include "memsweep/results.hpp"
+#include "memsweep/run_record.hpp"
 #include "memsweep/sweep_split.hpp"
 
 #include <fmt/format.h>
 
 #include <string.h>  // sigabbrev_np
+#include <unistd.h>
 
 #include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -47,26 +50,29 @@ std::string process_end_text(const TrialRow& row) {
   return cause == end_cause::kExited ? std::string() : cause;
 }
 
-// The row that stands for a trial: its final one, else its latest attempt.
-std::vector<TrialRow> one_row_per_trial(const std::vector<TrialRow>& rows) {
+// The row that stands for each trial (stands_for_trial), and how many
+// attempts the trial took, in the order the trials first appear.
+struct StandingRows {
+  std::vector<TrialRow> rows;
+  std::map<std::string, int> attempts;
+};
+StandingRows one_row_per_trial(const std::vector<TrialRow>& rows) {
   std::map<std::string, std::size_t> chosen;
   std::vector<std::string> order;
+  StandingRows standing;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::string id = get_fixed(rows[i].trial_id);
+    ++standing.attempts[id];
     auto found = chosen.find(id);
     if (found == chosen.end()) {
       chosen.emplace(id, i);
       order.push_back(id);
-      continue;
+    } else if (stands_for_trial(rows[i], rows[found->second])) {
+      found->second = i;
     }
-    const TrialRow& current = rows[found->second];
-    const auto status = parse_status(get_fixed(current.status));
-    const bool current_final = status && is_final(*status);
-    if (!current_final && rows[i].attempt >= current.attempt) found->second = i;
   }
-  std::vector<TrialRow> result;
-  for (const std::string& id : order) result.push_back(rows[chosen[id]]);
-  return result;
+  for (const std::string& id : order) standing.rows.push_back(rows[chosen[id]]);
+  return standing;
 }
 
 // The sweep's own order, from the sweep text kept in the file, with only
@@ -94,6 +100,7 @@ std::map<std::string, std::size_t> positions(const std::vector<std::string>& ids
 struct ShownRow {
   const TrialRow* row;
   std::size_t file;
+  int attempts = 1;  // rows the trial has in its file
 };
 
 std::string dataset_table(const std::vector<ShownRow>& shown, bool several_files) {
@@ -115,6 +122,7 @@ std::string dataset_table(const std::vector<ShownRow>& shown, bool several_files
       std::any_of(rows.begin(), rows.end(), [&](const TrialRow* r) { return trainer_of(r) != kBuiltinTrainer; });
   const bool any_params =
       std::any_of(rows.begin(), rows.end(), [&](const TrialRow* r) { return !params_of(r).empty(); });
+  const bool any_retried = std::any_of(shown.begin(), shown.end(), [](const ShownRow& s) { return s.attempts > 1; });
   TableRow header{"trial"};
   if (several_files) header.push_back("file");
   header.push_back("id");
@@ -125,6 +133,7 @@ std::string dataset_table(const std::vector<ShownRow>& shown, bool several_files
   for (const char* name : {"lr", "epochs", "batch", "hidden", "used MB", "rss mean", "rss peak", "peak-base",
                            "predicted", "accuracy", "status"})
     header.push_back(name);
+  if (any_retried) header.push_back("attempts");
   std::vector<TableRow> table{header};
   int number = 0;
   for (const ShownRow& s : shown) {
@@ -147,6 +156,7 @@ std::string dataset_table(const std::vector<ShownRow>& shown, bool several_files
     line.push_back(mib(row->predicted_bytes));
     line.push_back(row->test_accuracy < 0 ? "-" : fmt::format("{:.4f}", row->test_accuracy));
     line.push_back(get_fixed(row->status));
+    if (any_retried) line.push_back(std::to_string(s.attempts));
     table.push_back(std::move(line));
   }
   return render_table(table);
@@ -188,7 +198,7 @@ std::string format_summary(const std::vector<SummaryInput>& files) {
     if (const auto order = sweep_order(files.front().header, false)) whole_position = positions(*order);
 
   std::string out;
-  std::vector<std::vector<TrialRow>> rows_of_file;
+  std::vector<StandingRows> rows_of_file;
   struct Keyed {
     std::size_t whole;  // position in the sweep all files share (0 when they do not)
     std::size_t file;
@@ -203,7 +213,8 @@ std::string format_summary(const std::vector<SummaryInput>& files) {
   for (std::size_t f = 0; f < files.size(); ++f) {
     const FileHeader& header = files[f].header;
     rows_of_file.push_back(one_row_per_trial(files[f].rows));
-    const std::vector<TrialRow>& rows = rows_of_file.back();
+    const std::vector<TrialRow>& rows = rows_of_file.back().rows;
+    const std::map<std::string, int>& attempts = rows_of_file.back().attempts;
     std::set<std::string> recorded;
     for (const TrialRow& row : rows) recorded.insert(get_fixed(row.trial_id));
     std::size_t without_record = 0;
@@ -218,8 +229,10 @@ std::string format_summary(const std::vector<SummaryInput>& files) {
     };
     for (const TrialRow& row : rows) {
       const std::string id = get_fixed(row.trial_id);
-      keyed.push_back(
-          {whole_position ? position_in(*whole_position, id) : 0, f, position_in(own_position, id), {&row, f + 1}});
+      keyed.push_back({whole_position ? position_in(*whole_position, id) : 0,
+                       f,
+                       position_in(own_position, id),
+                       {&row, f + 1, attempts.at(id)}});
     }
 
     std::map<std::string, std::size_t> by_status;
@@ -230,6 +243,10 @@ std::string format_summary(const std::vector<SummaryInput>& files) {
       total_by_status[status] += count;
     }
     if (without_record > 0) counts.push_back(fmt::format("{} not run yet", without_record));
+    const std::size_t to_run_again = std::count_if(rows.begin(), rows.end(), [](const TrialRow& row) {
+      const std::optional<TrialStatus> status = parse_status(get_fixed(row.status));
+      return !status || *status == TrialStatus::interrupted;
+    });
     total_planned += header.planned_trials;
     total_without_record += without_record;
 
@@ -240,6 +257,12 @@ std::string format_summary(const std::vector<SummaryInput>& files) {
                        header.ranks, header.ranks == 1 ? "" : "s", header.memsweep_version);
     out += fmt::format("{}trials: {} planned; {}\n", indent, header.planned_trials, fmt::join(counts, ", "));
     out += fmt::format("{}counters recorded: {}\n", indent, recorded_counters(header));
+    // Files before schema 5 do not say how their run was started.
+    if (without_record + to_run_again > 0 && !files[f].runs.empty() &&
+        !get_fixed(files[f].runs.back().sweep_file).empty())
+      out += fmt::format("{}continue with: {}\n", indent,
+                         continue_command(files[f].runs.back(), files[f].path,
+                                          CommandContext{::geteuid() == 0, std::thread::hardware_concurrency()}));
   }
   if (several) {
     std::vector<std::string> counts;
@@ -304,7 +327,7 @@ int run_summary_command(const SummaryOptions& options) {
   std::vector<SummaryInput> files;
   for (const std::string& path : options.results_files) {
     ResultReader reader(path);
-    files.push_back({path, reader.header(), reader.trials()});
+    files.push_back({path, reader.header(), reader.trials(), reader.runs()});
   }
   fmt::print("{}", format_summary(files));
   return exit_status::kOk;

@@ -23,6 +23,7 @@ struct SummaryInput {
   std::string path;  // as given
   FileHeader header;
   std::vector<TrialRow> rows;
+  std::vector<RunRow> runs;  // empty: the command that continues the sweep is not shown
 };
 
 // The whole summary as `summary` prints it. A file that holds one part of a

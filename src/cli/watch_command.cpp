@@ -94,7 +94,8 @@ class FollowedFile {
   const std::string& summary() {
     const std::size_t rows = follower_->trial_rows().size();
     if (!summary_ || summary_rows_ != rows) {
-      summary_ = format_summary({SummaryInput{options_.results_file, follower_->header(), follower_->trial_rows()}});
+      summary_ =
+          format_summary({SummaryInput{options_.results_file, follower_->header(), follower_->trial_rows(), {}}});
       summary_rows_ = rows;
     }
     return *summary_;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <utility>
@@ -22,7 +23,20 @@ struct TrialHistory {
   std::int32_t max_attempt = -1;
   bool has_final = false;
   std::size_t killed = 0;
+  std::optional<TrialStatus> last_status;  // of the row with the largest attempt
+  std::int32_t last_row_attempt = -1;
 };
+
+void add_row(TrialHistory& trial, std::int32_t attempt, std::optional<TrialStatus> status) {
+  trial.attempts_with_row.insert(attempt);
+  trial.max_attempt = std::max(trial.max_attempt, attempt);
+  if (status && is_final(*status)) trial.has_final = true;
+  if (status == TrialStatus::killed) ++trial.killed;
+  if (attempt >= trial.last_row_attempt) {
+    trial.last_row_attempt = attempt;
+    trial.last_status = status;
+  }
+}
 
 std::string series_text(const SeriesSummary& series) {
   const std::string peak =
@@ -65,7 +79,7 @@ TrialRecord lost_row(const TrialSpec& trial, const SeriesSummary& series, int ru
 }  // namespace
 
 ResumePlan plan_resume(const std::vector<TrialSpec>& trials, const std::vector<TrialRow>& rows,
-                       const std::vector<SeriesSummary>& series, int retry_killed, int run, LostAttempts lost) {
+                       const std::vector<SeriesSummary>& series, const RetryPolicy& retry, int run, LostAttempts lost) {
   std::unordered_map<std::string, std::size_t> index_of;
   for (std::size_t i = 0; i < trials.size(); ++i) index_of.emplace(trials[i].id, i);
 
@@ -77,13 +91,8 @@ ResumePlan plan_resume(const std::vector<TrialSpec>& trials, const std::vector<T
       ++plan.unknown_rows;
       continue;
     }
-    TrialHistory& trial = history[found->second];
-    trial.attempts_with_row.insert(row.attempt);
-    trial.max_attempt = std::max(trial.max_attempt, row.attempt);
     // An unreadable status is neither final nor killed: the trial runs again.
-    const std::optional<TrialStatus> status = parse_status(get_fixed(row.status));
-    if (status && is_final(*status)) trial.has_final = true;
-    if (status == TrialStatus::killed) ++trial.killed;
+    add_row(history[found->second], row.attempt, parse_status(get_fixed(row.status)));
   }
 
   // Attempts that streamed samples but never sent a row: their rank died,
@@ -101,13 +110,16 @@ ResumePlan plan_resume(const std::vector<TrialSpec>& trials, const std::vector<T
   }
   for (const auto& [key, summary] : orphans) {
     plan.lost_rows.push_back(lost_row(trials[key.first], *summary, run, lost));
-    if (lost == LostAttempts::rank_died) ++history[key.first].killed;
+    add_row(history[key.first], key.second, parse_status(get_fixed(plan.lost_rows.back().row.status)));
   }
 
-  const std::size_t killed_limit = retry_killed < 0 ? 0 : static_cast<std::size_t>(retry_killed);
+  const std::size_t killed_limit = retry.killed < 0 ? 0 : static_cast<std::size_t>(retry.killed);
   for (std::size_t i = 0; i < trials.size(); ++i) {
     const TrialHistory& trial = history[i];
-    if (trial.has_final) {
+    if (trial.last_status && retry.statuses.contains(*trial.last_status)) {
+      ++plan.retried[std::string(status_name(*trial.last_status))];
+      plan.pending.push_back(PendingTrial{i, trial.max_attempt + 1});
+    } else if (trial.has_final) {
       ++plan.already_final;
     } else if (trial.killed > killed_limit) {
       ++plan.killed_not_retried;

@@ -59,6 +59,29 @@ bool is_final(TrialStatus status) {
          status == TrialStatus::over_budget || status == TrialStatus::timeout;
 }
 
+bool stands_for_trial(const TrialRow& later, const TrialRow& standing) {
+  const auto final_row = [](const TrialRow& row) {
+    const std::optional<TrialStatus> status = parse_status(get_fixed(row.status));
+    return status && is_final(*status);
+  };
+  const bool later_final = final_row(later);
+  const bool standing_final = final_row(standing);
+  if (later_final != standing_final) return later_final;
+  return later.attempt >= standing.attempt;
+}
+
+std::optional<std::set<TrialStatus>> parse_retry_statuses(std::string_view list) {
+  std::set<TrialStatus> statuses;
+  while (true) {
+    const std::size_t comma = list.find(',');
+    const std::optional<TrialStatus> status = parse_status(list.substr(0, comma));
+    if (!status || *status == TrialStatus::ok || *status == TrialStatus::interrupted) return std::nullopt;
+    statuses.insert(*status);
+    if (comma == std::string_view::npos) return statuses;
+    list.remove_prefix(comma + 1);
+  }
+}
+
 TrialRow trial_row_for(const TrialSpec& trial, int attempt) {
   TrialRow row;
   set_fixed(row.trial_id, trial.id);

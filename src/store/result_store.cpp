@@ -16,9 +16,9 @@ ResultStore& ResultStore::operator=(ResultStore&&) noexcept = default;
 ResultStore::~ResultStore() = default;
 
 ResultStore ResultStore::create(const std::filesystem::path& path, const FileHeader& header, bool replace,
-                                const StoreOptions& options) {
-  return ResultStore(
-      std::make_unique<Impl>(Impl{store::StoreWriter::create(path, header, replace, options, store::StoreLayout{})}));
+                                const StoreOptions& options, const std::optional<RunRow>& run) {
+  return ResultStore(std::make_unique<Impl>(
+      Impl{store::StoreWriter::create(path, header, replace, options, store::StoreLayout{}, run)}));
 }
 
 ResultStore ResultStore::open_for_resume(const std::filesystem::path& path, const RunRow& run,

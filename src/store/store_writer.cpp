@@ -94,7 +94,8 @@ StoreWriter::~StoreWriter() {
 }
 
 std::unique_ptr<StoreWriter> StoreWriter::create(const std::filesystem::path& path, const FileHeader& header,
-                                                 bool replace, const StoreOptions& options, const StoreLayout& layout) {
+                                                 bool replace, const StoreOptions& options, const StoreLayout& layout,
+                                                 const std::optional<RunRow>& run) {
   silence_hdf5_errors();
   std::error_code ignored;
   if (std::filesystem::is_directory(path, ignored))
@@ -121,7 +122,7 @@ std::unique_ptr<StoreWriter> StoreWriter::create(const std::filesystem::path& pa
         Table::create(file, runs_schema(), layout.runs, errors),
         Table::create(file, messages_schema(), layout.messages, errors),
     });
-    writer->append_run(first_run(writer->header_));
+    writer->append_run(run ? *run : first_run(writer->header_));
     writer->start_writing();
     if (options.swmr) writer->lock_ = WriterLock::acquire(temporary, errors);
     publish(temporary, path, replace, errors);

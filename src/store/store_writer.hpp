@@ -26,7 +26,8 @@ inline constexpr std::chrono::milliseconds kSampleFlushInterval{1000};
 class StoreWriter {
  public:
   static std::unique_ptr<StoreWriter> create(const std::filesystem::path& path, const FileHeader& header, bool replace,
-                                             const StoreOptions& options, const StoreLayout& layout);
+                                             const StoreOptions& options, const StoreLayout& layout,
+                                             const std::optional<RunRow>& run = std::nullopt);
   static std::unique_ptr<StoreWriter> open_for_resume(const std::filesystem::path& path, const RunRow& run,
                                                       const StoreOptions& options,
                                                       const std::function<void(const FileHeader&)>& accept);

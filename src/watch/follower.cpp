@@ -100,11 +100,12 @@ void SweepFollower::add_trial_row(const TrialRow& row) {
   const std::size_t index = trial_rows_.size();
   trial_rows_.push_back(row);
   row_of_attempt_[key] = index;
+  ++attempts_of_trial_[key.first];
   auto newest = newest_row_of_trial_.find(key.first);
-  // A final row stands for its trial whatever came later (as `summary` shows it).
+  // The row that stands for its trial, as `summary` shows it.
   if (newest == newest_row_of_trial_.end())
     newest_row_of_trial_.emplace(key.first, index);
-  else if (!is_final_row(trial_rows_[newest->second]) && row.attempt >= trial_rows_[newest->second].attempt)
+  else if (stands_for_trial(row, trial_rows_[newest->second]))
     newest->second = index;
   if (!keeps_series(key)) attempts_.erase(key);
 }
@@ -154,6 +155,8 @@ TrialView SweepFollower::view_of(const AttemptKey& key, const Attempt& attempt) 
   view.attempt = key.second;
   view.rank = attempt.rank;
   view.status = "running";
+  if (const auto rows = attempts_of_trial_.find(key.first); rows != attempts_of_trial_.end())
+    view.attempts = rows->second + (row_of_attempt_.contains(key) ? 0 : 1);
   if (const auto row = row_of_attempt_.find(key); row != row_of_attempt_.end()) {
     const TrialRow& trial = trial_rows_[row->second];
     view.status = get_fixed(trial.status);

@@ -83,7 +83,8 @@ class SweepFollower {
   std::vector<TrialRow> trial_rows_;
   std::map<AttemptKey, std::size_t> row_of_attempt_;  // index in trial_rows_
   std::map<std::string, std::size_t> newest_row_of_trial_;
-  std::map<AttemptKey, Attempt> attempts_;  // with samples and no row yet, and the followed trial's
+  std::map<std::string, int> attempts_of_trial_;  // rows per trial id
+  std::map<AttemptKey, Attempt> attempts_;        // with samples and no row yet, and the followed trial's
   std::map<std::int32_t, SampleRow> newest_sample_of_rank_;
   std::vector<RunRow> runs_;
 };

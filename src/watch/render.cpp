@@ -277,7 +277,8 @@ void add_summary(Lines& out, const SweepSnapshot& snapshot) {
 
 void add_trial_header(Lines& out, const SweepSnapshot& snapshot, const TrialView& trial) {
   out.add(title(snapshot));
-  out.add(fmt::format("trial {}  attempt {}  {}  rank {}  host {}", trial.trial_id, trial.attempt, trial.status,
+  out.add(fmt::format("trial {}  attempt {}{}  {}  rank {}  host {}", trial.trial_id, trial.attempt,
+                      trial.attempts > 1 ? fmt::format(" ({} attempts)", trial.attempts) : std::string(), trial.status,
                       trial.rank, host_text(trial.host)));
   out.add(fmt::format("epoch {}  elapsed {}  RSS now {}  peak {}", epoch_text(trial), format_duration(trial.elapsed_s),
                       format_bytes(trial.rss_now), format_bytes(trial.rss_peak)));

@@ -35,6 +35,7 @@ struct NodeMemory {
 struct TrialView {
   std::string trial_id;
   std::int32_t attempt = 0;
+  std::int32_t attempts = 1;  // the trial's attempts so far, this one included
   std::int32_t rank = -1;
   std::string host;             // empty: unknown
   std::string hyperparameters;  // one line, e.g. "mnist mlp adam lr=0.001 batch=64 epochs=5 hidden=[128,64]"

@@ -231,3 +231,86 @@ TEST(ResumeKilledRow, RowsComeInTheSweepsOrderWhateverTheSamplesOrder) {
 
 }  // namespace
 }  // namespace memsweep
+
+namespace memsweep {
+namespace {
+
+std::vector<TrialRow> rows_with_statuses(const std::vector<TrialSpec>& trials,
+                                         const std::vector<std::pair<int, std::string_view>>& attempts) {
+  std::vector<int> next_attempt(trials.size(), 0);
+  std::vector<TrialRow> rows;
+  for (const auto& [trial, status] : attempts) {
+    TrialRow row =
+        trial_row_for(trials[static_cast<std::size_t>(trial)], next_attempt[static_cast<std::size_t>(trial)]++);
+    set_fixed(row.status, status);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// --retry-failed: exactly the trials whose latest attempt failed run once
+// more, as their next attempt; ok and other final statuses stay done.
+TEST(ResumeRetry, FailedTrialsRunOnceMore) {
+  const std::vector<TrialSpec> trials = four_trials();
+  const std::vector<TrialRow> rows =
+      rows_with_statuses(trials, {{0, "ok"}, {1, "failed"}, {2, "diverged"}, {3, "failed"}, {3, "failed"}});
+  const ResumePlan plan =
+      plan_resume(trials, rows, {}, RetryPolicy(0, {TrialStatus::failed}), 1, LostAttempts::rank_died);
+  EXPECT_EQ(plan.pending, (std::vector<PendingTrial>{{1, 1}, {3, 2}}));
+  EXPECT_EQ(plan.already_final, 2u);
+  EXPECT_EQ(plan.retried.at("failed"), 2u);
+
+  // Without the policy the failed trials are done, as before.
+  const ResumePlan plain = plan_resume(trials, rows, {}, 0, 1, LostAttempts::rank_died);
+  EXPECT_TRUE(plain.pending.empty());
+  EXPECT_EQ(plain.already_final, 4u);
+}
+
+// A retried trial that then succeeded is done: only the latest attempt's
+// status decides.
+TEST(ResumeRetry, ARetryThatSucceededIsDone) {
+  const std::vector<TrialSpec> trials = four_trials();
+  const std::vector<TrialRow> rows =
+      rows_with_statuses(trials, {{0, "failed"}, {0, "ok"}, {1, "ok"}, {2, "ok"}, {3, "timeout"}});
+  const ResumePlan plan = plan_resume(trials, rows, {}, RetryPolicy(0, {TrialStatus::failed, TrialStatus::timeout}), 2,
+                                      LostAttempts::rank_died);
+  EXPECT_EQ(plan.pending, (std::vector<PendingTrial>{{3, 1}}));
+  EXPECT_EQ(plan.retried.count("failed"), 0u);
+  EXPECT_EQ(plan.retried.at("timeout"), 1u);
+}
+
+// --retry killed runs a killed trial again past the --retry-killed limit.
+TEST(ResumeRetry, KilledPastTheLimit) {
+  const std::vector<TrialSpec> trials = four_trials();
+  const std::vector<TrialRow> rows =
+      rows_with_statuses(trials, {{0, "ok"}, {1, "ok"}, {2, "ok"}, {3, "killed"}, {3, "killed"}});
+  EXPECT_TRUE(plan_resume(trials, rows, {}, 1, 1, LostAttempts::rank_died).pending.empty());
+  const ResumePlan plan =
+      plan_resume(trials, rows, {}, RetryPolicy(1, {TrialStatus::killed}), 1, LostAttempts::rank_died);
+  EXPECT_EQ(plan.pending, (std::vector<PendingTrial>{{3, 2}}));
+}
+
+TEST(ResumeRetry, StatusListParsing) {
+  EXPECT_EQ(parse_retry_statuses("failed"), (std::set<TrialStatus>{TrialStatus::failed}));
+  EXPECT_EQ(parse_retry_statuses("failed,over_budget,timeout"),
+            (std::set<TrialStatus>{TrialStatus::failed, TrialStatus::over_budget, TrialStatus::timeout}));
+  for (const char* bad : {"", "ok", "interrupted", "failed,", "failed,nope", "FAILED"})
+    EXPECT_EQ(parse_retry_statuses(bad), std::nullopt) << bad;
+}
+
+// The row that stands for a trial: the latest final attempt, else the latest.
+TEST(StandingRow, LatestFinalAttemptWins) {
+  const std::vector<TrialSpec> trials = four_trials();
+  const std::vector<TrialRow> rows = rows_with_statuses(trials, {{0, "failed"}, {0, "ok"}, {0, "interrupted"}});
+  EXPECT_TRUE(stands_for_trial(rows[1], rows[0]));   // ok (attempt 1) over failed (attempt 0)
+  EXPECT_FALSE(stands_for_trial(rows[0], rows[1]));  // and not the other way round
+  EXPECT_FALSE(stands_for_trial(rows[2], rows[1]));  // an interrupted retry does not replace a result
+  EXPECT_TRUE(stands_for_trial(rows[1], rows[2]));
+  TrialRow killed = rows[2];
+  set_fixed(killed.status, "killed");
+  killed.attempt = 3;
+  EXPECT_TRUE(stands_for_trial(killed, rows[2]));  // neither final: the later attempt
+}
+
+}  // namespace
+}  // namespace memsweep
