@@ -249,6 +249,31 @@ TEST(PlanDatasets, ASyntheticSweepNeedsNoData) {
   EXPECT_THAT(plan.out, HasSubstr("datasets: none to read (every trial's data are synthetic)\n"));
 }
 
+// ---- jobs/submit checks the datasets before anything waits in a queue ----
+
+TEST(SubmitDatasets, ASweepWhoseDatasetIsMissingIsNotSubmitted) {
+  const TempDir dir;
+  dir.write("sweep.toml", kMnistSweep);
+  const std::string submit = std::string(MEMSWEEP_SOURCE_DIR) + "/jobs/submit";
+  // --dry-run: everything but sbatch, which this machine need not have.
+  const CommandResult refused =
+      run_command({submit, "sweep.toml", "--memsweep", MEMSWEEP_EXECUTABLE, "--dry-run", "--data-dir", "nodata"},
+                  dir.path().string());
+  EXPECT_EQ(refused.exit_status, kBadInput) << refused.out << refused.err;
+  EXPECT_THAT(refused.err, HasSubstr("mnist: not found"));
+  EXPECT_THAT(refused.err, HasSubstr((dir.path() / "nodata" / "mnist").string() + ": no such folder"));
+  EXPECT_THAT(refused.err, HasSubstr("sweep.toml: not submitted"));
+  EXPECT_THAT(refused.out, Not(HasSubstr("would run")));
+
+  // The folder given is where plan looks, and what the job's run is given.
+  write_tiny_datasets(dir.path() / "data-here");
+  const CommandResult accepted =
+      run_command({submit, "sweep.toml", "--memsweep", MEMSWEEP_EXECUTABLE, "--dry-run", "--data-dir=data-here"},
+                  dir.path().string());
+  EXPECT_EQ(accepted.exit_status, kOk) << accepted.out << accepted.err;
+  EXPECT_THAT(accepted.out, HasSubstr("sweep.toml --data-dir=data-here"));
+}
+
 // ---- with the data there, the same sweep runs ------------------------------
 
 TEST(DatasetPreflight, WithTheRealDataTheSweepRuns) {
