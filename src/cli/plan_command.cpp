@@ -4,6 +4,7 @@
 #include "cli/table.hpp"
 #include "common/duration_text.hpp"
 #include "memsweep/byte_size.hpp"
+#include "memsweep/dataset_preflight.hpp"
 #include "memsweep/estimate.hpp"
 #include "memsweep/program.hpp"
 
@@ -11,6 +12,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <vector>
@@ -88,6 +91,18 @@ std::string format_parts(const std::vector<PlannedPart>& parts) {
          render_table(rows);
 }
 
+// The "datasets" section: where `memsweep run` would look, and what it
+// would find there for each real dataset the trials use.
+std::string format_datasets(const std::vector<std::filesystem::path>& search_dirs,
+                            const std::vector<DatasetReport>& reports) {
+  std::vector<std::string> dirs;
+  for (const std::filesystem::path& dir : search_dirs) dirs.push_back(dir.string());
+  if (reports.empty()) return "datasets: none to read (every trial's data are synthetic)\n";
+  std::string out = fmt::format("datasets (looked for in {}):\n", fmt::join(dirs, ", "));
+  for (const DatasetReport& report : reports) out += "  " + report_line(report) + "\n";
+  return out;
+}
+
 }  // namespace
 
 void add_plan_command(CLI::App& app, PlanOptions& options) {
@@ -102,7 +117,10 @@ void add_plan_command(CLI::App& app, PlanOptions& options) {
                    "default: the sweep file's name with .h5, or with .LABEL.h5 per part");
   plan->add_flag("--outputs", options.outputs,
                  "Print only the results file(s) memsweep run would write, one line per part in part order (one line "
-                 "without --split-by); notes go to stderr");
+                 "without --split-by); notes go to stderr; the datasets are not looked for");
+  plan->add_option("--data-dir", options.data_dir,
+                   "Where the real datasets are, as for memsweep run (default: $MEMSWEEP_DATA, else ./data): plan "
+                   "says which of the sweep's datasets are there, and exits 2 if one is missing");
 }
 
 std::string format_plan(const SweepSpec& sweep, const std::vector<PlannedPart>& parts) {
@@ -180,6 +198,13 @@ int run_plan_command(const PlanOptions& options) {
     return exit_status::kOk;
   }
   fmt::print("{}", format_plan(sweep, parts));
+  // After the plan, so that the user sees what was looked for before the
+  // error (main prints it; exit 2) says what is missing.
+  const std::vector<std::filesystem::path> search_dirs = dataset_search_dirs_from_environment(options.data_dir);
+  const std::vector<DatasetReport> reports = check_datasets(sweep.trials, search_dirs);
+  fmt::print("\n{}", format_datasets(search_dirs, reports));
+  std::fflush(stdout);
+  require_datasets(reports);
   return exit_status::kOk;
 }
 

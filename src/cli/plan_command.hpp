@@ -1,6 +1,8 @@
 #pragma once
 // `memsweep plan SWEEP.toml`: the expanded trials as a table, without MPI;
-// with --split-by, the parts an array job runs and the file each writes.
+// with --split-by, the parts an array job runs and the file each writes;
+// then the real datasets the trials need, found where `memsweep run` would
+// look or not (exit 2 when one is missing or malformed).
 
 #include "memsweep/config.hpp"
 #include "memsweep/sweep_split.hpp"
@@ -19,6 +21,7 @@ struct PlanOptions {
   std::optional<std::string> split_by;  // --split-by FIELD
   std::string output;                   // -o, as `memsweep run` takes it
   bool outputs = false;                 // --outputs: only the results file paths
+  std::optional<std::string> data_dir;  // --data-dir, as `memsweep run` takes it
 };
 
 void add_plan_command(CLI::App& app, PlanOptions& options);

@@ -5,6 +5,7 @@
 #include "common/duration_text.hpp"
 #include "memsweep/byte_size.hpp"
 #include "memsweep/config.hpp"
+#include "memsweep/dataset_preflight.hpp"
 #include "memsweep/error.hpp"
 #include "memsweep/mpi_communicator.hpp"
 #include "memsweep/program.hpp"
@@ -590,6 +591,8 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
                                     part ? std::optional<std::string>(part->part.label) : std::nullopt);
     // On every rank: a program may be installed on one node and not another.
     check_programs(sweep);
+    // On every rank too: node-local data folders may differ.
+    require_datasets(check_datasets(sweep.trials, dataset_search_dirs_from_environment(options.data_dir)));
     hash = sweep_hash(sweep);
   } catch (const InputError& error) {
     local_error = error.what();

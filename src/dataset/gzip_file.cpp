@@ -31,16 +31,10 @@ std::size_t expected_size(const std::filesystem::path& path) {
   std::error_code error;
   const std::uintmax_t file_size = std::filesystem::file_size(path, error);
   if (error) return 0;
-  std::ifstream in(path, std::ios::binary);
-  std::array<unsigned char, 2> magic{};
-  if (!in.read(reinterpret_cast<char*>(magic.data()), magic.size()) || magic != kGzipMagic)
-    return static_cast<std::size_t>(file_size);
-  std::array<unsigned char, kGzipTrailerSizeBytes> trailer{};
-  in.seekg(-static_cast<std::streamoff>(trailer.size()), std::ios::end);
-  if (!in.read(reinterpret_cast<char*>(trailer.data()), trailer.size())) return 0;
-  std::uintmax_t size = 0;
-  for (std::size_t i = trailer.size(); i-- > 0;) size = (size << 8) | trailer[i];
-  return static_cast<std::size_t>(std::min(size, file_size * kMaxDeflateRatio));
+  if (!is_gzip_file(path)) return static_cast<std::size_t>(file_size);
+  const std::optional<std::uint64_t> size = gzip_recorded_size(path);
+  if (!size) return 0;
+  return static_cast<std::size_t>(std::min<std::uintmax_t>(*size, file_size * kMaxDeflateRatio));
 }
 
 // Owns a gzFile; every failure names the file and carries zlib's message.
@@ -115,6 +109,36 @@ class GzipReader {
 };
 
 }  // namespace
+
+std::vector<std::uint8_t> read_file_head(const std::filesystem::path& path, std::size_t count) {
+  GzipReader reader(path);
+  std::vector<std::uint8_t> bytes(count);
+  std::size_t used = 0;
+  while (used < count) {
+    const std::size_t got = reader.read(bytes.data() + used, static_cast<unsigned>(count - used));
+    if (got == 0) break;
+    used += got;
+  }
+  bytes.resize(used);
+  // Not close(): it reports a stream cut short, and the rest was never read.
+  return bytes;
+}
+
+std::optional<std::uint64_t> gzip_recorded_size(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::array<unsigned char, kGzipTrailerSizeBytes> trailer{};
+  in.seekg(-static_cast<std::streamoff>(trailer.size()), std::ios::end);
+  if (!in.read(reinterpret_cast<char*>(trailer.data()), trailer.size())) return std::nullopt;
+  std::uint64_t size = 0;
+  for (std::size_t i = trailer.size(); i-- > 0;) size = (size << 8) | trailer[i];
+  return size;
+}
+
+bool is_gzip_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::array<unsigned char, 2> magic{};
+  return in.read(reinterpret_cast<char*>(magic.data()), magic.size()) && magic == kGzipMagic;
+}
 
 std::vector<std::uint8_t> read_file_bytes(const std::filesystem::path& path) {
   GzipReader reader(path);

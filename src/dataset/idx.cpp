@@ -54,17 +54,35 @@ void check_data_size(std::span<const std::uint8_t> bytes, std::size_t header_byt
 
 }  // namespace
 
-IdxImages parse_idx_images(std::span<const std::uint8_t> bytes, std::string_view source_name) {
+IdxHeader parse_idx_images_header(std::span<const std::uint8_t> bytes, std::string_view source_name) {
   check_header(bytes, kIdxImagesHeaderBytes, kIdxImagesMagic, "images", source_name);
-  IdxImages images;
-  images.count = read_big_endian_u32(bytes, kIdxFieldBytes);
-  images.rows = read_big_endian_u32(bytes, 2 * kIdxFieldBytes);
-  images.columns = read_big_endian_u32(bytes, 3 * kIdxFieldBytes);
-  const std::uint64_t pixels = std::uint64_t{images.rows} * images.columns;
+  IdxHeader header;
+  header.count = read_big_endian_u32(bytes, kIdxFieldBytes);
+  header.rows = read_big_endian_u32(bytes, 2 * kIdxFieldBytes);
+  header.columns = read_big_endian_u32(bytes, 3 * kIdxFieldBytes);
+  const std::uint64_t pixels = std::uint64_t{header.rows} * header.columns;
   if (pixels == 0 || pixels > kMaxIdxImagePixels)
     throw DatasetError(
-        fmt::format("{}: implausible image size {}x{} in the IDX header", source_name, images.rows, images.columns));
-  check_data_size(bytes, kIdxImagesHeaderBytes, images.count * pixels,
+        fmt::format("{}: implausible image size {}x{} in the IDX header", source_name, header.rows, header.columns));
+  header.file_bytes = kIdxImagesHeaderBytes + header.count * pixels;
+  return header;
+}
+
+IdxHeader parse_idx_labels_header(std::span<const std::uint8_t> bytes, std::string_view source_name) {
+  check_header(bytes, kIdxLabelsHeaderBytes, kIdxLabelsMagic, "labels", source_name);
+  IdxHeader header;
+  header.count = read_big_endian_u32(bytes, kIdxFieldBytes);
+  header.file_bytes = kIdxLabelsHeaderBytes + header.count;
+  return header;
+}
+
+IdxImages parse_idx_images(std::span<const std::uint8_t> bytes, std::string_view source_name) {
+  const IdxHeader header = parse_idx_images_header(bytes, source_name);
+  IdxImages images;
+  images.count = header.count;
+  images.rows = header.rows;
+  images.columns = header.columns;
+  check_data_size(bytes, kIdxImagesHeaderBytes, header.file_bytes - kIdxImagesHeaderBytes,
                   fmt::format("{} images of {}x{}", images.count, images.rows, images.columns), source_name);
   images.pixels = bytes.subspan(kIdxImagesHeaderBytes);
   return images;
@@ -72,8 +90,7 @@ IdxImages parse_idx_images(std::span<const std::uint8_t> bytes, std::string_view
 
 std::vector<std::int32_t> parse_idx_labels(std::span<const std::uint8_t> bytes, std::string_view source_name,
                                            int classes) {
-  check_header(bytes, kIdxLabelsHeaderBytes, kIdxLabelsMagic, "labels", source_name);
-  const std::size_t count = read_big_endian_u32(bytes, kIdxFieldBytes);
+  const std::size_t count = parse_idx_labels_header(bytes, source_name).count;
   check_data_size(bytes, kIdxLabelsHeaderBytes, count, fmt::format("{} labels", count), source_name);
   const auto data = bytes.subspan(kIdxLabelsHeaderBytes);
   std::vector<std::int32_t> labels(count);

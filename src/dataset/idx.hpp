@@ -26,6 +26,18 @@ struct IdxImages {
   std::span<const std::uint8_t> pixels;  // count * rows * columns bytes, a view into the parsed buffer
 };
 
+// The header alone (the first kIdx*HeaderBytes of a file): what the file
+// announces, checked as far as the header goes (length, magic number, a
+// plausible image size). Throws DatasetError as the parsers below.
+struct IdxHeader {
+  std::size_t count = 0;
+  std::size_t rows = 0;          // images only
+  std::size_t columns = 0;       // images only
+  std::uint64_t file_bytes = 0;  // header + data: the whole uncompressed file
+};
+IdxHeader parse_idx_images_header(std::span<const std::uint8_t> bytes, std::string_view source_name);
+IdxHeader parse_idx_labels_header(std::span<const std::uint8_t> bytes, std::string_view source_name);
+
 // Each throws DatasetError naming `source_name` and what is wrong: a short
 // header, a wrong magic number, a data size other than the header implies
 // (truncated, or bytes after the data), a label outside [0, classes).

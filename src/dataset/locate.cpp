@@ -15,33 +15,15 @@ namespace fs = std::filesystem;
 // The first folder holding every required file, with the files' paths in the
 // order of `names`; else DatasetNotFoundError describing each place looked.
 std::pair<fs::path, std::vector<fs::path>> find_folder_with(DatasetKind kind, const std::vector<fs::path>& search_dirs,
-                                                            const std::vector<std::string_view>& names,
                                                             std::string_view optional_files = {}) {
+  FolderSearch search = search_dataset_folders(kind, search_dirs);
+  if (search.folder) return {std::move(*search.folder), std::move(search.files)};
   std::string places;
-  for (const fs::path& dir : search_dirs) {
-    for (const std::string_view subfolder : dataset_subfolders(kind)) {
-      const fs::path folder = dir / subfolder;
-      std::error_code error;
-      if (!fs::is_directory(folder, error)) {
-        places +=
-            fmt::format("\n  {}: {}", folder.string(), fs::exists(folder, error) ? "not a folder" : "no such folder");
-        continue;
-      }
-      std::vector<fs::path> found;
-      std::vector<std::string> missing;
-      for (const std::string_view name : names) {
-        if (auto file = find_data_file(folder, name))
-          found.push_back(std::move(*file));
-        else
-          missing.push_back(fmt::format("{}[{}]", name, kGzipSuffix));
-      }
-      if (missing.empty()) return {folder, std::move(found)};
-      places += fmt::format("\n  {}: missing {}", folder.string(), fmt::join(missing, ", "));
-    }
-  }
+  for (const FolderLook& look : search.looked) places += fmt::format("\n  {}: {}", look.folder.string(), look.lacked);
   if (places.empty()) places = "\n  (no folders: the search list is empty)";
   std::vector<std::string> expected;
-  for (const std::string_view name : names) expected.push_back(fmt::format("{} or {}{}", name, name, kGzipSuffix));
+  for (const std::string_view name : required_file_names(kind))
+    expected.push_back(fmt::format("{} or {}{}", name, name, kGzipSuffix));
   throw DatasetNotFoundError(fmt::format(
       "{} not found: no folder holds all of its files. Looked in:{}\n"
       "Expected in one folder: {}{}.\n"
@@ -54,6 +36,48 @@ std::pair<fs::path, std::vector<fs::path>> find_folder_with(DatasetKind kind, co
 
 std::string cifar_training_batch_name(int number) { return fmt::format("data_batch_{}.bin", number); }
 
+std::vector<std::string_view> required_file_names(DatasetKind kind) {
+  // data_batch_1.bin outlives the call: a literal, not cifar_training_batch_name(1).
+  static constexpr std::string_view kCifarFirstBatch = "data_batch_1.bin";
+  switch (kind) {
+    case DatasetKind::mnist:
+    case DatasetKind::fashion_mnist: return {kIdxTrainImages, kIdxTrainLabels, kIdxTestImages, kIdxTestLabels};
+    case DatasetKind::cifar10: return {kCifarFirstBatch, kCifarTestBatch};
+    case DatasetKind::synthetic: return {};
+  }
+  return {};
+}
+
+FolderSearch search_dataset_folders(DatasetKind kind, const std::vector<fs::path>& search_dirs) {
+  const std::vector<std::string_view> names = required_file_names(kind);
+  FolderSearch search;
+  for (const fs::path& dir : search_dirs) {
+    for (const std::string_view subfolder : dataset_subfolders(kind)) {
+      const fs::path folder = dir / subfolder;
+      std::error_code error;
+      if (!fs::is_directory(folder, error)) {
+        search.looked.push_back({folder, fs::exists(folder, error) ? "not a folder" : "no such folder"});
+        continue;
+      }
+      std::vector<fs::path> found;
+      std::vector<std::string> missing;
+      for (const std::string_view name : names) {
+        if (auto file = find_data_file(folder, name))
+          found.push_back(std::move(*file));
+        else
+          missing.push_back(fmt::format("{}[{}]", name, kGzipSuffix));
+      }
+      if (missing.empty()) {
+        search.folder = folder;
+        search.files = std::move(found);
+        return search;
+      }
+      search.looked.push_back({folder, fmt::format("missing {}", fmt::join(missing, ", "))});
+    }
+  }
+  return search;
+}
+
 std::optional<fs::path> find_data_file(const fs::path& folder, std::string_view name) {
   std::error_code error;
   fs::path raw = folder / name;
@@ -64,8 +88,7 @@ std::optional<fs::path> find_data_file(const fs::path& folder, std::string_view 
 }
 
 IdxFileSet locate_idx_files(DatasetKind kind, const std::vector<fs::path>& search_dirs) {
-  auto [folder, files] =
-      find_folder_with(kind, search_dirs, {kIdxTrainImages, kIdxTrainLabels, kIdxTestImages, kIdxTestLabels});
+  auto [folder, files] = find_folder_with(kind, search_dirs);
   return {std::move(files[0]), std::move(files[1]), std::move(files[2]), std::move(files[3])};
 }
 
@@ -74,8 +97,7 @@ CifarFileSet locate_cifar_files(const std::vector<fs::path>& search_dirs) {
   const std::string optional_files =
       fmt::format("; then, optionally, {} to {} (each raw or .gz)", cifar_training_batch_name(2),
                   cifar_training_batch_name(kCifarTrainingBatches));
-  auto [folder, files] =
-      find_folder_with(DatasetKind::cifar10, search_dirs, {first_batch, kCifarTestBatch}, optional_files);
+  auto [folder, files] = find_folder_with(DatasetKind::cifar10, search_dirs, optional_files);
   CifarFileSet set{{std::move(files[0])}, std::move(files[1])};
   int number = 2;
   for (; number <= kCifarTrainingBatches; ++number) {

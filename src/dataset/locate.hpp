@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -33,6 +34,29 @@ struct CifarFileSet {
   std::vector<std::filesystem::path> train_batches;  // data_batch_1, 2, … consecutively
   std::filesystem::path test_batch;
 };
+
+// One folder the search tried, and why it would not do: "no such folder",
+// "not a folder", or "missing NAME[.gz], …".
+struct FolderLook {
+  std::filesystem::path folder;
+  std::string lacked;
+};
+
+// Where a dataset's required files are: the first folder on the search list
+// holding every one of them (their paths in the order of
+// required_file_names()), else every folder tried with what it lacked.
+struct FolderSearch {
+  std::optional<std::filesystem::path> folder;
+  std::vector<std::filesystem::path> files;
+  std::vector<FolderLook> looked;
+};
+
+// The files a dataset must have in one folder (each raw or .gz): the four IDX
+// files, or CIFAR-10's data_batch_1.bin and test_batch.bin. Empty for synthetic.
+std::vector<std::string_view> required_file_names(DatasetKind kind);
+
+// Only existence checks; never throws.
+FolderSearch search_dataset_folders(DatasetKind kind, const std::vector<std::filesystem::path>& search_dirs);
 
 // folder/name if it is a file, else folder/name.gz if that is, else nullopt.
 std::optional<std::filesystem::path> find_data_file(const std::filesystem::path& folder, std::string_view name);

@@ -3,6 +3,7 @@
 // estimated, and bad input gets one clear line and exit status 2.
 
 #include "cli/run_command.hpp"
+#include "support/dataset_files.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gmock/gmock.h>
@@ -111,7 +112,8 @@ TEST(EstimateCommand, PlanPredictsTheEstimatesTotal) {
   const TempDir dir;
   const auto file = dir.write("sweep.toml", "[[trial]]\ndataset = 'mnist'\nhidden = [300, 100]\nbatch_size = 50\n");
   const CommandResult estimate = run_memsweep({"estimate", file.string()});
-  const CommandResult plan = run_memsweep({"plan", file.string()});
+  write_tiny_datasets(dir.path() / "data");  // plan looks for mnist
+  const CommandResult plan = run_memsweep({"plan", file.string(), "--data-dir", (dir.path() / "data").string()});
   ASSERT_EQ(estimate.exit_status, 0) << estimate.err;
   ASSERT_EQ(plan.exit_status, 0) << plan.err;
   const std::string total = parts_of(estimate.out).at("total").size;

@@ -2,6 +2,7 @@
 // exact trials, and bad input gets one clear line and exit status 2.
 
 #include "cli/run_command.hpp"
+#include "support/dataset_files.hpp"
 #include "support/paper_tables.hpp"
 #include "support/temp_dir.hpp"
 
@@ -55,7 +56,10 @@ TEST_P(PlanPaperStudy, PrintsThePublishedTrialsWithTheirExactValues) {
   MEMSWEEP_REQUIRE_SHARED_FILE(csv);
   const std::vector<PublishedTrial> published = read_paper_table(csv);
 
-  const CommandResult result = run_memsweep({"plan", kExamples + study.sweep_file});
+  // Plan looks for the study's dataset: the smallest files it accepts.
+  const TempDir data;
+  write_tiny_datasets(data.path());
+  const CommandResult result = run_memsweep({"plan", kExamples + study.sweep_file, "--data-dir", data.path().string()});
   ASSERT_EQ(result.exit_status, 0) << result.err;
   const auto rows = table_rows(result.out);
   ASSERT_EQ(rows.size(), study.trials) << result.out;
@@ -140,7 +144,9 @@ std::vector<std::vector<std::string>> part_rows(const std::string& out) {
 TEST(PlanSplit, ListsThePartsTheirTrialsAndTheirFiles) {
   const TempDir dir;
   dir.write("study.toml", kStudy);
-  const CommandResult result = run_memsweep({"plan", "study.toml", "--split-by", "dataset"}, dir.path().string());
+  write_tiny_datasets(dir.path() / "data");
+  const CommandResult result =
+      run_memsweep({"plan", "study.toml", "--split-by", "dataset", "--data-dir", "data"}, dir.path().string());
   ASSERT_EQ(result.exit_status, 0) << result.err;
   EXPECT_THAT(result.out, HasSubstr("2 parts by dataset: memsweep run --split-by dataset --part K runs part K"));
   EXPECT_THAT(result.out, HasSubstr("--array=0-1"));
@@ -158,7 +164,8 @@ TEST(PlanSplit, ListsThePartsTheirTrialsAndTheirFiles) {
     EXPECT_EQ(trials[i][3], expected[i].second) << result.out;
   }
   const CommandResult by_batch =
-      run_memsweep({"plan", "study.toml", "--split-by", "batch_size", "-o", "out/{part}.h5"}, dir.path().string());
+      run_memsweep({"plan", "study.toml", "--split-by", "batch_size", "-o", "out/{part}.h5", "--data-dir", "data"},
+                   dir.path().string());
   ASSERT_EQ(by_batch.exit_status, 0) << by_batch.err;
   const auto batch_parts = part_rows(by_batch.out);
   ASSERT_EQ(batch_parts.size(), 2u) << by_batch.out;
@@ -169,7 +176,8 @@ TEST(PlanSplit, ListsThePartsTheirTrialsAndTheirFiles) {
 TEST(PlanSplit, WithoutSplitByThereIsNoPartsTable) {
   const TempDir dir;
   dir.write("study.toml", kStudy);
-  const CommandResult result = run_memsweep({"plan", "study.toml"}, dir.path().string());
+  write_tiny_datasets(dir.path() / "data");
+  const CommandResult result = run_memsweep({"plan", "study.toml", "--data-dir", "data"}, dir.path().string());
   ASSERT_EQ(result.exit_status, 0) << result.err;
   EXPECT_TRUE(part_rows(result.out).empty()) << result.out;
   EXPECT_THAT(result.out, ::testing::Not(HasSubstr("parts by")));
@@ -177,6 +185,8 @@ TEST(PlanSplit, WithoutSplitByThereIsNoPartsTable) {
   EXPECT_EQ(table_rows(result.out)[0].size(), 11u) << "no part column";
 }
 
+// --outputs is a question about paths (job scripts ask it): it does not look
+// for the datasets, which this folder lacks.
 TEST(PlanOutputs, OnlyTheResultsFilesOnePerPartInPartOrder) {
   const TempDir dir;
   dir.write("study.toml", kStudy);

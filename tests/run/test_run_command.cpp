@@ -5,6 +5,7 @@
 #include "cli/run_command.hpp"
 #include "run/results_file.hpp"
 #include "support/background_process.hpp"
+#include "support/dataset_files.hpp"
 #include "support/temp_dir.hpp"
 
 #include <fmt/format.h>
@@ -619,7 +620,12 @@ TEST(RunParts, SummaryAppliesThePartAndShowsSeveralFilesTogether) {
 
 TEST(RunCommand, EachKindOfFailureIsRecordedAndTheSweepGoesOn) {
   const TempDir dir;
-  std::filesystem::create_directories(dir.path() / "empty-data");
+  // An MNIST whose headers pass the check before the sweep, with a label out
+  // of range that only the full load sees: the trial fails, as one whose
+  // dataset vanished after the check would (a missing dataset is exit 2
+  // before the sweep: test_dataset_preflight.cpp).
+  write_tiny_datasets(dir.path() / "bad-data");
+  write_dataset_file(dir.path() / "bad-data" / "mnist" / "train-labels-idx1-ubyte", idx_labels({0, 200}));
   const std::string sweep = sweep_file(dir, "failures.toml", R"(
 [sweep]
 name = "failures"
@@ -640,7 +646,7 @@ learning_rate = 0.01
 mem_budget = "1MiB"
 )");
   const CommandResult run = memsweep_on_ranks(
-      2, {"run", sweep, "-o", "f.h5", "--data-dir", (dir.path() / "empty-data").string()}, dir.path().string());
+      2, {"run", sweep, "-o", "f.h5", "--data-dir", (dir.path() / "bad-data").string()}, dir.path().string());
   ASSERT_EQ(run.exit_status, kOk) << "failed trials are results, not a failed sweep\n" << run.err;
   const TsvTable trials = h5py_table(dir.path() / "f.h5", "trials");
   ASSERT_EQ(trials.rows.size(), 4U);
@@ -648,7 +654,7 @@ mem_budget = "1MiB"
   for (std::size_t row = 0; row < trials.rows.size(); ++row) {
     statuses.insert(trials.at(row, "status"));
     if (trials.at(row, "dataset") == "mnist") {
-      EXPECT_THAT(trials.at(row, "message"), HasSubstr("mnist"));
+      EXPECT_THAT(trials.at(row, "message"), HasSubstr("label 200 is out of range"));
     }
     if (trials.at(row, "status") == "over_budget") {
       EXPECT_THAT(trials.at(row, "message"), HasSubstr("budget"));

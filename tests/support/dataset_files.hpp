@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -62,6 +64,27 @@ inline std::string cifar_records(const std::vector<std::uint8_t>& labels) {
       out.push_back(static_cast<char>(test_pixel(record, pixel)));
   }
   return out;
+}
+
+// Writes `contents` to `path`, creating its folder.
+inline void write_dataset_file(const std::filesystem::path& path, std::string_view contents) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary).write(contents.data(), static_cast<std::streamsize>(contents.size()));
+}
+
+// The smallest files the real datasets' check and load accept (raw, two
+// records per split) in root/mnist, root/fashion-mnist and root/cifar-10:
+// for tests about a sweep's trials rather than its data.
+inline void write_tiny_datasets(const std::filesystem::path& root) {
+  for (const char* name : {"mnist", "fashion-mnist"}) {
+    const std::filesystem::path folder = root / name;
+    write_dataset_file(folder / "train-images-idx3-ubyte", idx_images(2, 28, 28));
+    write_dataset_file(folder / "train-labels-idx1-ubyte", idx_labels({0, 1}));
+    write_dataset_file(folder / "t10k-images-idx3-ubyte", idx_images(2, 28, 28));
+    write_dataset_file(folder / "t10k-labels-idx1-ubyte", idx_labels({1, 0}));
+  }
+  write_dataset_file(root / "cifar-10" / "data_batch_1.bin", cifar_records({0, 1}));
+  write_dataset_file(root / "cifar-10" / "test_batch.bin", cifar_records({1, 0}));
 }
 
 // A gzip file (header, deflate data, CRC-32 and size trailer) holding `raw`.
