@@ -536,6 +536,16 @@ fs::path program_log_dir(const fs::path& results) {
   return results.parent_path() / (results.stem().string() + ".logs");
 }
 
+// Every rank stops with exit 2 when any rank found its input wrong
+// (`local_error` not empty); rank 0 prints the first rank's message.
+void agree_on_input(Communicator& comm, const std::string& local_error) {
+  const std::vector<std::string> errors = comm.all_gather(local_error);
+  for (std::size_t rank = 0; rank < errors.size(); ++rank)
+    if (!errors[rank].empty())
+      throw SetupFailure(exit_status::kBadInput,
+                         rank == 0 ? errors[rank] : fmt::format("rank {}: {}", rank, errors[rank]));
+}
+
 // Rank 0's decision, on every rank: its status and message, and the run's
 // row (plain bytes: RunRow is trivially copyable and every rank runs the
 // same build).
@@ -591,8 +601,6 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
                                     part ? std::optional<std::string>(part->part.label) : std::nullopt);
     // On every rank: a program may be installed on one node and not another.
     check_programs(sweep);
-    // On every rank too: node-local data folders may differ.
-    require_datasets(check_datasets(sweep.trials, dataset_search_dirs_from_environment(options.data_dir)));
     hash = sweep_hash(sweep);
   } catch (const InputError& error) {
     local_error = error.what();
@@ -600,11 +608,7 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
 
   try {
     // Every rank read the file itself: they agree on the sweep or all stop.
-    const std::vector<std::string> errors = comm.all_gather(local_error);
-    for (std::size_t rank = 0; rank < errors.size(); ++rank)
-      if (!errors[rank].empty())
-        throw SetupFailure(exit_status::kBadInput,
-                           rank == 0 ? errors[rank] : fmt::format("rank {}: {}", rank, errors[rank]));
+    agree_on_input(comm, local_error);
     check_same_sweep(comm, hash);
   } catch (const InputError& error) {
     throw SetupFailure(exit_status::kBadInput, error.what());
@@ -657,7 +661,7 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
   std::unique_ptr<TrialRunner> runner;
   if (!root || comm.size() == 1) {
     TrainingRunnerOptions runner_options;
-    runner_options.data_dirs = data_dirs_of(run);
+    runner_options.data_dirs = data_dirs;
     runner_options.threads = run.threads;
     runner_options.sampler_interval = std::chrono::milliseconds(sweep.sampler.interval_ms);
     runner_options.counter_columns = setup.counter_columns;
