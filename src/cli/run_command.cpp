@@ -454,7 +454,9 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
 
   std::optional<StoreSink> sink;
   if (root) sink.emplace(*prepared.store);
-  ProgressReporter progress(std::cerr, settings->verbosity, prepared.pending.size(), workers);
+  ProgressReporter progress(
+      std::cerr, settings->verbosity,
+      pending_costs(sweep.trials, prepared.pending, {options.max_train_examples, options.max_test_examples}), workers);
   SweepOptions sweep_options;
   sweep_options.run = root ? prepared.store->run_index() : 0;
   sweep_options.mem_budget_bytes = settings->mem_budget_bytes;
