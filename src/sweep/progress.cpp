@@ -14,6 +14,17 @@
 #include <utility>
 
 namespace memsweep {
+namespace {
+
+// A trial of a reporter made without costs: unnamed, all alike.
+TrialCost alike_trial() {
+  TrialCost cost;
+  cost.work = 1.0;
+  return cost;
+}
+
+}  // namespace
+
 ProgressReporter::ProgressReporter(std::ostream& out, Verbosity verbosity, std::vector<TrialCost> pending, int workers)
     : out_(out),
       verbosity_(verbosity),
@@ -22,14 +33,19 @@ ProgressReporter::ProgressReporter(std::ostream& out, Verbosity verbosity, std::
       waiting_(std::move(pending)) {}
 
 ProgressReporter::ProgressReporter(std::ostream& out, Verbosity verbosity, std::size_t total_trials, int workers)
-    : ProgressReporter(out, verbosity, std::vector<TrialCost>(total_trials, TrialCost{.work = 1.0}), workers) {}
+    : ProgressReporter(out, verbosity, std::vector<TrialCost>(total_trials, alike_trial()), workers) {}
 
 TrialCost ProgressReporter::take_waiting(const std::string& id) {
   // Its own cost, or one of the anonymous ones of a reporter made without costs.
   auto waiting = std::find_if(waiting_.begin(), waiting_.end(), [&](const TrialCost& c) { return c.trial_id == id; });
   if (waiting == waiting_.end())
     waiting = std::find_if(waiting_.begin(), waiting_.end(), [](const TrialCost& c) { return c.trial_id.empty(); });
-  if (waiting == waiting_.end()) return TrialCost{.trial_id = id};  // not planned: no work known, not fitted
+  if (waiting == waiting_.end()) {
+    TrialCost unplanned;  // no work known: not fitted
+    unplanned.trial_id = id;
+    unplanned.work = 0.0;
+    return unplanned;
+  }
   TrialCost cost = std::move(*waiting);
   waiting_.erase(waiting);
   return cost;

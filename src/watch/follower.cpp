@@ -236,7 +236,10 @@ std::optional<TrialView> SweepFollower::followed_trial() const {
 TrialCost SweepFollower::cost_of(const std::string& id, const ExampleLimits& limits) const {
   if (const auto spec = planned_.find(id); spec != planned_.end()) return trial_cost(spec->second, limits);
   // A sweep text that does not parse: every trial taken as alike.
-  return TrialCost{.trial_id = id, .work = 1.0};
+  TrialCost alike;
+  alike.trial_id = id;
+  alike.work = 1.0;
+  return alike;
 }
 
 SweepSnapshot SweepFollower::update(std::optional<bool> writer_live, std::chrono::system_clock::time_point now) {

@@ -1,6 +1,5 @@
 // Progress lines as a user reads them on stderr, captured in a string.
 
-#include "common/duration_text.hpp"
 #include "memsweep/sweep.hpp"
 #include "sweep/sweep_support.hpp"
 
@@ -68,7 +67,8 @@ TEST(ProgressReporter, EtaFromThePlannedTrialsWork) {
   EXPECT_GT(expected, 90.0);
   ASSERT_TRUE(progress.eta());
   EXPECT_EQ(progress.eta()->count(), std::llround(expected));
-  EXPECT_THAT(out.str(), HasSubstr("ETA " + format_duration(std::round(expected))));
+  EXPECT_THAT(out.str(), HasSubstr(" ETA 1m"));  // 90 s or more, under 2 min
+  EXPECT_LT(expected, 119.5);
 
   // A running trial counts with its prediction less what it has done (~0 s here).
   progress.trial_started(trials[1], 0, 1);

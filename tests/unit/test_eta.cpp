@@ -94,7 +94,9 @@ TEST(TrialCost, RealDatasetsUseTheirPublishedSizesAndProgramsTheirTrainer) {
   trial.channels = {8};
   const double forward = static_cast<double>(forward_flops_per_example(model_spec(trial)));
   EXPECT_DOUBLE_EQ(trial_cost(trial, {}).work, forward * (3 * 60'000 + 10'000));
-  trial.program = ProgramSpec{.name = "torch", .command = {"python3", "train.py"}};
+  trial.program = ProgramSpec{};
+  trial.program->name = "torch";
+  trial.program->command = {"python3", "train.py"};
   EXPECT_EQ(trial_cost(trial, {}).kind, "torch cnn");
   EXPECT_EQ(trial_cost(trial, {}).trainer, "torch");
 }
