@@ -124,6 +124,13 @@ std::uint64_t largest_weight_tensor(const ModelSpec& model);
 // input is not an activation: the rule has a term of its own for it.
 std::uint64_t activations_per_example(const ModelSpec& model);
 
+// Floating-point operations of one example's forward pass: 2 per
+// multiply-add of each convolution and each fully connected layer (output
+// layer included). ReLU, pooling, biases and the loss are left out: a few
+// operations per activation, small beside the multiply-adds. For the ETA's
+// cost model (eta.hpp), not for memory.
+std::uint64_t forward_flops_per_example(const ModelSpec& model);
+
 RuleCounts rule_counts(const ModelSpec& model, std::uint64_t batch);
 RuleCounts rule_counts(const TrialSpec& trial);
 

@@ -12,6 +12,7 @@
 // - ResultSink: where rank 0 puts rows (the results file).
 
 #include "memsweep/config.hpp"
+#include "memsweep/eta.hpp"
 #include "memsweep/results.hpp"
 
 #include <atomic>
@@ -118,21 +119,32 @@ enum class Verbosity { quiet, normal, verbose };
 class ProgressReporter {
  public:
   using Clock = std::chrono::steady_clock;
+  // `pending`: the trials to run, in dispatch order (pending_costs(), eta.hpp).
+  ProgressReporter(std::ostream& out, Verbosity verbosity, std::vector<TrialCost> pending, int workers);
+  // Without costs: `total_trials` trials taken as alike.
   ProgressReporter(std::ostream& out, Verbosity verbosity, std::size_t total_trials, int workers);
   void trial_started(const TrialSpec& trial, int attempt, int rank);
   void trial_finished(const TrialRow& row);
   void note(const std::string& text);  // shown unless quiet
-  // The ETA from the finished trials' mean wall time, the ones left and the
-  // workers; nullopt before the first trial finishes.
+  // remaining_seconds() (eta.hpp) of this run's finished, running and
+  // waiting trials; nullopt until a finished trial did some work.
   std::optional<std::chrono::seconds> eta() const;
 
  private:
+  struct Running {
+    TrialCost cost;
+    Clock::time_point start;
+  };
+  TrialCost take_waiting(const std::string& id);
+
   std::ostream& out_;
   Verbosity verbosity_;
   std::size_t total_;
   std::size_t finished_ = 0;
   int workers_;
-  double seconds_sum_ = 0.0;
+  std::vector<TrialCost> waiting_;
+  std::map<std::string, Running> running_;  // by trial id
+  std::vector<FinishedTrial> finished_trials_;
   Clock::time_point start_ = Clock::now();
 };
 

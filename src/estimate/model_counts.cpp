@@ -1,5 +1,5 @@
 // Counts of a model's values, without oneDNN: parameters, the largest
-// weight tensor, layer outputs per example.
+// weight tensor, layer outputs per example, forward operations per example.
 
 #include "memsweep/estimate.hpp"
 
@@ -43,6 +43,30 @@ std::uint64_t largest_weight_tensor(const ModelSpec& model) {
     inputs = u64(width);
   }
   return std::max(largest, inputs * u64(model.classes));
+}
+
+std::uint64_t forward_flops_per_example(const ModelSpec& model) {
+  constexpr std::uint64_t kFlopsPerMultiplyAdd = 2;
+  std::uint64_t multiply_adds = 0;
+  ImageShape shape = model.input;
+  for (const ConvBlock& block : model.conv) {
+    // Padding 1 keeps height and width: every output pixel of every output
+    // channel sums 3x3 x input channels products.
+    const std::uint64_t area = u64(shape.height) * u64(shape.width);
+    multiply_adds += area * u64(block.out_channels) * u64(shape.channels) * kKernelArea;
+    shape.channels = block.out_channels;
+    if (block.pool) {
+      shape.height /= 2;
+      shape.width /= 2;
+    }
+  }
+  std::uint64_t inputs = shape.pixels();
+  for (const int width : model.hidden) {
+    multiply_adds += inputs * u64(width);
+    inputs = u64(width);
+  }
+  multiply_adds += inputs * u64(model.classes);
+  return kFlopsPerMultiplyAdd * multiply_adds;
 }
 
 std::uint64_t activations_per_example(const ModelSpec& model) {

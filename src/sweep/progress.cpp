@@ -11,12 +11,48 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace memsweep {
+namespace {
+
+// A trial of a reporter made without costs: unnamed, all alike.
+TrialCost alike_trial() {
+  TrialCost cost;
+  cost.work = 1.0;
+  return cost;
+}
+
+}  // namespace
+
+ProgressReporter::ProgressReporter(std::ostream& out, Verbosity verbosity, std::vector<TrialCost> pending, int workers)
+    : out_(out),
+      verbosity_(verbosity),
+      total_(pending.size()),
+      workers_(std::max(workers, 1)),
+      waiting_(std::move(pending)) {}
+
 ProgressReporter::ProgressReporter(std::ostream& out, Verbosity verbosity, std::size_t total_trials, int workers)
-    : out_(out), verbosity_(verbosity), total_(total_trials), workers_(std::max(workers, 1)) {}
+    : ProgressReporter(out, verbosity, std::vector<TrialCost>(total_trials, alike_trial()), workers) {}
+
+TrialCost ProgressReporter::take_waiting(const std::string& id) {
+  // Its own cost, or one of the anonymous ones of a reporter made without costs.
+  auto waiting = std::find_if(waiting_.begin(), waiting_.end(), [&](const TrialCost& c) { return c.trial_id == id; });
+  if (waiting == waiting_.end())
+    waiting = std::find_if(waiting_.begin(), waiting_.end(), [](const TrialCost& c) { return c.trial_id.empty(); });
+  if (waiting == waiting_.end()) {
+    TrialCost unplanned;  // no work known: not fitted
+    unplanned.trial_id = id;
+    unplanned.work = 0.0;
+    return unplanned;
+  }
+  TrialCost cost = std::move(*waiting);
+  waiting_.erase(waiting);
+  return cost;
+}
 
 void ProgressReporter::trial_started(const TrialSpec& trial, int attempt, int rank) {
+  running_[trial.id] = Running{take_waiting(trial.id), Clock::now()};
   if (verbosity_ != Verbosity::verbose) return;
   out_ << fmt::format("start {} attempt {} on rank {}: {}\n", trial.id, attempt, rank, trial.summary_text())
        << std::flush;
@@ -24,7 +60,13 @@ void ProgressReporter::trial_started(const TrialSpec& trial, int attempt, int ra
 
 void ProgressReporter::trial_finished(const TrialRow& row) {
   ++finished_;
-  seconds_sum_ += std::max(row.wall_seconds, 0.0);
+  const std::string id = get_fixed(row.trial_id);
+  if (const auto running = running_.find(id); running != running_.end()) {
+    finished_trials_.push_back(finished_trial(std::move(running->second.cost), row));
+    running_.erase(running);
+  } else {
+    finished_trials_.push_back(finished_trial(take_waiting(id), row));
+  }
   const std::string status = get_fixed(row.status);
   // Every other status (failed, diverged, over_budget, timeout, interrupted,
   // killed) is shown with its message, even when quiet.
@@ -55,11 +97,16 @@ void ProgressReporter::note(const std::string& text) {
 }
 
 std::optional<std::chrono::seconds> ProgressReporter::eta() const {
-  if (finished_ == 0) return std::nullopt;
-  const double mean = seconds_sum_ / static_cast<double>(finished_);
-  const std::size_t left = total_ > finished_ ? total_ - finished_ : 0;
-  const double seconds = mean * static_cast<double>(left) / static_cast<double>(workers_);
-  return std::chrono::seconds(static_cast<long long>(std::llround(seconds)));
+  EtaInputs inputs;
+  inputs.finished = finished_trials_;
+  const Clock::time_point now = Clock::now();
+  for (const auto& [id, running] : running_)
+    inputs.running.push_back({running.cost, std::chrono::duration<double>(now - running.start).count()});
+  inputs.waiting = waiting_;
+  inputs.workers = workers_;
+  const std::optional<double> seconds = remaining_seconds(inputs);
+  if (!seconds) return std::nullopt;
+  return std::chrono::seconds(static_cast<long long>(std::llround(*seconds)));
 }
 
 }  // namespace memsweep

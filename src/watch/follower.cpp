@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <string_view>
 
 namespace memsweep::watch {
 namespace {
@@ -59,6 +60,35 @@ std::optional<double> file_mtime(const std::filesystem::path& path) {
 }
 
 }  // namespace
+
+ExampleLimits example_limits_of(const std::string& command_line) {
+  ExampleLimits limits;
+  std::istringstream in(command_line);
+  std::vector<std::string> words;
+  for (std::string word; in >> word;) words.push_back(word);
+  const auto read = [&](std::size_t i, std::string_view option, std::size_t& limit) {
+    const std::string& word = words[i];
+    std::string value;
+    if (word == option && i + 1 < words.size())
+      value = words[i + 1];
+    else if (word.starts_with(std::string(option) + "="))
+      value = word.substr(option.size() + 1);
+    else
+      return;
+    try {
+      std::size_t used = 0;
+      const unsigned long long parsed = std::stoull(value, &used);
+      if (used == value.size()) limit = static_cast<std::size_t>(parsed);
+    } catch (const std::exception&) {
+      // Not a number: the run would have refused it; the whole split, then.
+    }
+  };
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    read(i, "--max-train-examples", limits.train);
+    read(i, "--max-test-examples", limits.test);
+  }
+  return limits;
+}
 
 SweepFollower::SweepFollower(const std::filesystem::path& path, std::string follow_trial)
     : path_(path), follow_trial_(std::move(follow_trial)), reader_(path) {
@@ -206,6 +236,15 @@ std::optional<TrialView> SweepFollower::followed_trial() const {
   return std::nullopt;
 }
 
+TrialCost SweepFollower::cost_of(const std::string& id, const ExampleLimits& limits) const {
+  if (const auto spec = planned_.find(id); spec != planned_.end()) return trial_cost(spec->second, limits);
+  // A sweep text that does not parse: every trial taken as alike.
+  TrialCost alike;
+  alike.trial_id = id;
+  alike.work = 1.0;
+  return alike;
+}
+
 SweepSnapshot SweepFollower::update(std::optional<bool> writer_live, std::chrono::system_clock::time_point now) {
   read_new_rows();
   SweepSnapshot snapshot;
@@ -232,6 +271,7 @@ SweepSnapshot SweepFollower::update(std::optional<bool> writer_live, std::chrono
   std::sort(snapshot.running_trials.begin(), snapshot.running_trials.end(),
             [](const TrialView& a, const TrialView& b) { return a.rank < b.rank; });
 
+  std::vector<std::string> left_ids;  // in plan order: the scheduler's
   const auto count_trial = [&](const std::string& id) {
     if (running_ids.contains(id)) {
       ++snapshot.running;
@@ -240,6 +280,7 @@ SweepSnapshot SweepFollower::update(std::optional<bool> writer_live, std::chrono
     const auto newest = newest_row_of_trial_.find(id);
     if (newest == newest_row_of_trial_.end()) {
       ++snapshot.left;
+      left_ids.push_back(id);
       return;
     }
     const std::optional<TrialStatus> status = parse_status(get_fixed(trial_rows_[newest->second].status));
@@ -247,8 +288,10 @@ SweepSnapshot SweepFollower::update(std::optional<bool> writer_live, std::chrono
       ++snapshot.done;
     else if (status && (is_final(*status) || *status == TrialStatus::killed))
       ++snapshot.failed;  // a killed trial runs again only with --retry-killed
-    else
+    else {
       ++snapshot.left;
+      left_ids.push_back(id);
+    }
   };
   if (!planned_order_.empty()) {
     for (const std::string& id : planned_order_) count_trial(id);
@@ -277,24 +320,21 @@ SweepSnapshot SweepFollower::update(std::optional<bool> writer_live, std::chrono
     snapshot.elapsed_s = std::max(0.0, end - start);
   }
 
-  // ETA as the progress lines give it: the mean of this run's finished
-  // trials, over the workers, less what the running ones have done.
+  // ETA as the progress lines give it (eta.hpp), from this run's final rows.
   if (snapshot.state == SweepState::running && !runs_.empty()) {
-    double seconds = 0.0;
-    std::size_t finished = 0;
-    for (const TrialRow& row : trial_rows_) {
-      if (row.run != runs_.back().run || !is_final_row(row)) continue;
-      seconds += row.wall_seconds;
-      ++finished;
-    }
-    if (finished > 0) {
-      const double mean = seconds / static_cast<double>(finished);
-      double remaining = mean * static_cast<double>(snapshot.left + snapshot.running);
-      for (const TrialView& trial : snapshot.running_trials) remaining -= std::min(trial.elapsed_s, mean);
-      snapshot.eta_s = std::max(0.0, remaining / static_cast<double>(snapshot.workers));
-    } else if (snapshot.left + snapshot.running == 0) {
-      snapshot.eta_s = 0.0;
-    }
+    const ExampleLimits limits = example_limits_of(get_fixed(runs_.back().command_line));
+    EtaInputs inputs;
+    inputs.workers = snapshot.workers;
+    for (const TrialRow& row : trial_rows_)
+      if (row.run == runs_.back().run && is_final_row(row))
+        inputs.finished.push_back(finished_trial(cost_of(get_fixed(row.trial_id), limits), row));
+    for (const TrialView& trial : snapshot.running_trials)
+      inputs.running.push_back({cost_of(trial.trial_id, limits), trial.elapsed_s});
+    for (const std::string& id : left_ids) inputs.waiting.push_back(cost_of(id, limits));
+    // Without the sweep's text the left ones have no ids: alike, unnamed.
+    for (auto i = static_cast<std::int64_t>(left_ids.size()); i < snapshot.left; ++i)
+      inputs.waiting.push_back(cost_of({}, limits));
+    snapshot.eta_s = remaining_seconds(inputs);
   }
   snapshot.nodes = node_memory();
   return snapshot;

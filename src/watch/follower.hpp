@@ -9,6 +9,7 @@
 // (docs/results-file.md), so they are never mistaken for running ones.
 
 #include "memsweep/config.hpp"
+#include "memsweep/eta.hpp"
 #include "memsweep/store.hpp"
 #include "watch/snapshot.hpp"
 
@@ -27,6 +28,11 @@ namespace memsweep::watch {
 // How many points a trial's series keeps: beyond it, neighbouring points are
 // merged (keeping the larger RSS, so peaks stay). Enough for any terminal.
 inline constexpr std::size_t kMaxSeriesPoints = 4096;
+
+// The example limits a run trained with, from its command line
+// (--max-train-examples N, --max-test-examples=N); 0 where not given: the
+// ETA's predicted work (eta.hpp) uses them as the progress lines do.
+ExampleLimits example_limits_of(const std::string& command_line);
 
 class SweepFollower {
  public:
@@ -72,6 +78,7 @@ class SweepFollower {
   TrialView view_of(const AttemptKey& key, const Attempt& attempt) const;
   std::string host_of_rank(std::int32_t rank) const;
   std::vector<NodeMemory> node_memory() const;
+  TrialCost cost_of(const std::string& id, const ExampleLimits& limits) const;
 
   std::filesystem::path path_;
   std::string follow_trial_;

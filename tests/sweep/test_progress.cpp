@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <sstream>
 
 namespace memsweep::testing {
@@ -45,8 +46,39 @@ TEST(ProgressReporter, EtaInMinutesAndHours) {
 
   std::ostringstream hours;
   ProgressReporter long_sweep(hours, Verbosity::normal, 100, 2);
-  long_sweep.trial_finished(finished_row(trials[0], TrialStatus::ok, 200.0, 1));  // 99 x 200 / 2 = 9900 s
-  EXPECT_THAT(hours.str(), HasSubstr("ETA 2h45m"));
+  // 99 trials of 200 s on 2 workers: 50 rounds, the last with one trial: 10000 s.
+  long_sweep.trial_finished(finished_row(trials[0], TrialStatus::ok, 200.0, 1));
+  EXPECT_THAT(hours.str(), HasSubstr("ETA 2h46m"));
+}
+
+TEST(ProgressReporter, EtaFromThePlannedTrialsWork) {
+  // Two small MLPs, then one 100 times wider: the wide one is most of what is left.
+  std::vector<TrialSpec> trials = make_trials(3);
+  trials[2].hidden = {1600};
+  trials[2].id = trial_id(trials[2]);
+  const std::vector<TrialCost> costs = pending_costs(trials, all_pending(3, 0), {});
+  std::ostringstream out;
+  ProgressReporter progress(out, Verbosity::normal, costs, 1);
+  progress.trial_started(trials[0], 0, 1);
+  progress.trial_finished(finished_row(trials[0], TrialStatus::ok, 1.0, 1));
+
+  // One worker, one kind, no measured start: 1 s per trials[0]'s work.
+  const double expected = (costs[1].work + costs[2].work) / costs[0].work;
+  EXPECT_GT(expected, 90.0);
+  ASSERT_TRUE(progress.eta());
+  EXPECT_EQ(progress.eta()->count(), std::llround(expected));
+  EXPECT_THAT(out.str(), HasSubstr(" ETA 1m"));  // 90 s or more, under 2 min
+  EXPECT_LT(expected, 119.5);
+
+  // A running trial counts with its prediction less what it has done (~0 s here).
+  progress.trial_started(trials[1], 0, 1);
+  EXPECT_EQ(progress.eta()->count(), std::llround(expected));
+  // The reporter is remaining_seconds() of what it saw.
+  EtaInputs inputs;
+  inputs.finished.push_back(finished_trial(costs[0], finished_row(trials[0], TrialStatus::ok, 1.0, 1)));
+  inputs.running.push_back({costs[1], 0.0});
+  inputs.waiting.push_back(costs[2]);
+  EXPECT_EQ(progress.eta()->count(), std::llround(*remaining_seconds(inputs)));
 }
 
 TEST(ProgressReporter, LastTrialSaysDoneInsteadOfAnEta) {

@@ -85,6 +85,16 @@ std::int64_t max_rss(const std::vector<SampleRow>& rows) {
   return peak;
 }
 
+TEST(ExampleLimitsOf, ReadsBothLimitsFromARunsCommandLine) {
+  const ExampleLimits limits =
+      example_limits_of("memsweep run s.toml -o r.h5 --max-train-examples 500 --max-test-examples=100");
+  EXPECT_EQ(limits.train, 500u);
+  EXPECT_EQ(limits.test, 100u);
+  const ExampleLimits none = example_limits_of("memsweep run s.toml --max-train-examples x");
+  EXPECT_EQ(none.train, 0u);
+  EXPECT_EQ(none.test, 0u);
+}
+
 TEST(SweepFollower, CountsRunningDoneAndLeftWhileTheWriterLivesThenSaysFinished) {
   const memsweep::testing::TempDir dir;
   const auto path = dir.path() / "results.h5";
@@ -145,11 +155,19 @@ TEST(SweepFollower, CountsRunningDoneAndLeftWhileTheWriterLivesThenSaysFinished)
   EXPECT_EQ(live.running_trials[1].rank, 2);
   EXPECT_EQ(live.running_trials[1].host, "node-2");
 
-  // One finished trial of this run (12 s), three trials to go on 2 workers,
-  // less what the running two have done.
+  // One finished trial of this run (12 s); the four have the same model, so
+  // the same work: the running two have 12 s less what they did left, the
+  // interrupted one runs next on the first worker free: 12 - t_a + 12.
   ASSERT_TRUE(live.eta_s.has_value());
-  const double expected_eta = (12.0 * 3 - std::min(running_a.back().t, 12.0) - std::min(running_b.back().t, 12.0)) / 2;
-  EXPECT_NEAR(*live.eta_s, expected_eta, 1e-9);
+  EXPECT_NEAR(*live.eta_s, 24.0 - running_a.back().t, 1e-6);
+  // The same as the shared function's for that state, as the progress lines see it.
+  EtaInputs inputs;
+  inputs.workers = 2;
+  inputs.finished.push_back(finished_trial(trial_cost(trials[2], {}), row_of(trials[2], 0, "ok", 12.0)));
+  inputs.running.push_back({trial_cost(trials[0], {}), running_a.back().t});
+  inputs.running.push_back({trial_cost(trials[1], {}), running_b.back().t});
+  inputs.waiting.push_back(trial_cost(trials[3], {}));
+  EXPECT_DOUBLE_EQ(*live.eta_s, *remaining_seconds(inputs));
 
   ASSERT_EQ(live.nodes.size(), 2u);
   EXPECT_EQ(live.nodes[0].host, "node-1");

@@ -1,0 +1,99 @@
+#pragma once
+// How long a sweep has left, from what its trials will do rather than from
+// how many there are (docs/sweep.md, "ETA"). The progress lines and `memsweep
+// watch` both call remaining_seconds(); only where they learn the sweep's
+// state differs (the coordinator's events, the results file).
+//
+// Each trial has a predicted work: its training's floating-point operations
+// (forward pass × 3 for each training example, × 1 for each test example,
+// every epoch). Finished trials turn work into seconds: a ratio fitted per
+// group of like trials (the same trainer and model kind), since a FLOP of a
+// small MLP and one of a CNN do not take the same time; a group with no
+// finished trial yet borrows its trainer's ratio, then every trial's. A
+// sweep whose slow trials come last is then not mistaken for a quick one.
+
+#include "memsweep/config.hpp"
+#include "memsweep/results.hpp"
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace memsweep {
+
+// --max-train-examples / --max-test-examples; 0: the whole split.
+struct ExampleLimits {
+  std::size_t train = 0;
+  std::size_t test = 0;
+};
+
+// What the cost model knows of one trial before it runs.
+struct TrialCost {
+  std::string trial_id;
+  std::string trainer;  // "memsweep" or the program's name
+  std::string kind;     // trainer and model: "memsweep mlp", "memsweep cnn", "torch cnn"
+  int epochs = 1;
+  double work = 0.0;  // predicted floating-point operations of the whole trial
+};
+
+// The trial's predicted work on its dataset's published split sizes (a
+// synthetic dataset's own), cut to `limits`. A program's trial is costed
+// from the same fields (its placeholders), its ratio fitted apart.
+TrialCost trial_cost(const TrialSpec& trial, ExampleLimits limits);
+
+// The costs of `pending` (indices into `trials`), in the order the
+// scheduler hands them out.
+std::vector<TrialCost> pending_costs(std::span<const TrialSpec> trials, std::span<const PendingTrial> pending,
+                                     ExampleLimits limits);
+
+// A trial that ended in this run.
+struct FinishedTrial {
+  TrialCost cost;
+  double wall_seconds = 0.0;
+  double start_seconds = -1.0;  // spawn to ready (TrialRow::start_seconds); -1: not measured
+  int epochs_done = 0;
+  bool ran_to_end = false;  // `ok`: did all its work, whatever epochs a program reported
+};
+
+// `row` (a final row of this run) as the cost model reads it.
+FinishedTrial finished_trial(TrialCost cost, const TrialRow& row);
+
+// A trial running now, `elapsed_seconds` since it started.
+struct RunningTrial {
+  TrialCost cost;
+  double elapsed_seconds = 0.0;
+};
+
+struct EtaInputs {
+  std::vector<FinishedTrial> finished;  // this run's: earlier runs may have run on other machines
+  std::vector<RunningTrial> running;
+  std::vector<TrialCost> waiting;  // not started, in dispatch order
+  int workers = 1;
+};
+
+// The fitted model: seconds for a trial = fixed + per_flop × work.
+struct CostRate {
+  double fixed_seconds = 0.0;  // process start, measured (start_seconds)
+  double seconds_per_flop = 0.0;
+};
+
+// The rate for trials of `cost`'s kind: fitted from the finished trials of
+// that kind that did some work, else of its trainer, else of all; nullopt
+// when none did. A trial that ran to its end did its whole work; one that
+// ended early (diverged, over its budget, timed out) did the epochs it
+// finished, and one that finished none (failed at start, skipped over its
+// budget) is left out, so that its short time does not make the others look
+// cheap.
+std::optional<CostRate> fitted_rate(std::span<const FinishedTrial> finished, const TrialCost& cost);
+
+// Seconds until the last trial ends: the running trials' predicted time
+// left (floored at 0), then the waiting ones handed in order to whichever
+// worker frees first, as the dynamic scheduler does; the latest finish.
+// Exactly 0 when nothing runs or waits; nullopt while the model has nothing
+// to fit (no finished trial trained an epoch): there is no prior for this
+// machine's speed.
+std::optional<double> remaining_seconds(const EtaInputs& inputs);
+
+}  // namespace memsweep

@@ -1,0 +1,143 @@
+// The sweep's ETA from the trials' predicted work, scaled by what finished
+// trials took (memsweep/eta.hpp). Pure: no clock, no I/O.
+
+#include "memsweep/eta.hpp"
+
+#include "memsweep/estimate.hpp"
+#include "memsweep/model_spec.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <queue>
+#include <utility>
+
+namespace memsweep {
+namespace {
+
+// Backward is two products of the forward's size (the gradients of the
+// inputs and of the weights): a training example costs three forward passes.
+constexpr double kTrainingPassesPerExample = 3.0;
+
+std::size_t limited(std::size_t count, std::size_t limit) { return limit == 0 ? count : std::min(count, limit); }
+
+// Sums of the trials that trained an epoch, for one group of like trials.
+struct Fit {
+  std::size_t trials = 0;
+  double variable_seconds = 0.0;  // wall time less process start
+  double work_done = 0.0;
+  std::size_t starts = 0;  // trials whose start was measured
+  double start_seconds = 0.0;
+
+  void add(const FinishedTrial& trial) {
+    const int epochs = std::max(trial.cost.epochs, 1);
+    const int epochs_done = trial.ran_to_end ? epochs : std::min(trial.epochs_done, epochs);
+    const double done = trial.cost.work * static_cast<double>(epochs_done) / epochs;
+    const double start = std::max(trial.start_seconds, 0.0);
+    ++trials;
+    variable_seconds += std::max(trial.wall_seconds - start, 0.0);
+    work_done += done;
+    if (trial.start_seconds >= 0.0) {
+      ++starts;
+      start_seconds += trial.start_seconds;
+    }
+  }
+  CostRate rate() const {
+    return {starts > 0 ? start_seconds / static_cast<double>(starts) : 0.0,
+            work_done > 0.0 ? variable_seconds / work_done : 0.0};
+  }
+};
+
+// The three levels a trial's rate comes from, most specific first.
+struct Fits {
+  std::map<std::string, Fit> by_kind;
+  std::map<std::string, Fit> by_trainer;
+  Fit all;
+
+  explicit Fits(std::span<const FinishedTrial> finished) {
+    for (const FinishedTrial& trial : finished) {
+      // A trial that never finished an epoch (failed at start, skipped over
+      // its budget, diverged in the first) says nothing of its work's cost.
+      if ((!trial.ran_to_end && trial.epochs_done < 1) || trial.cost.work <= 0.0) continue;
+      by_kind[trial.cost.kind].add(trial);
+      by_trainer[trial.cost.trainer].add(trial);
+      all.add(trial);
+    }
+  }
+  std::optional<CostRate> rate(const TrialCost& cost) const {
+    if (const auto kind = by_kind.find(cost.kind); kind != by_kind.end()) return kind->second.rate();
+    if (const auto trainer = by_trainer.find(cost.trainer); trainer != by_trainer.end()) return trainer->second.rate();
+    if (all.trials > 0) return all.rate();
+    return std::nullopt;
+  }
+};
+
+double predicted_seconds(const CostRate& rate, const TrialCost& cost) {
+  return rate.fixed_seconds + rate.seconds_per_flop * cost.work;
+}
+
+}  // namespace
+
+TrialCost trial_cost(const TrialSpec& trial, ExampleLimits limits) {
+  const ExampleCounts published = canonical_example_counts(trial.dataset);
+  const double train = static_cast<double>(limited(published.train, limits.train));
+  const double test = static_cast<double>(limited(published.test, limits.test));
+  const double forward = static_cast<double>(forward_flops_per_example(model_spec(trial)));
+  TrialCost cost;
+  cost.trial_id = trial.id;
+  cost.trainer = std::string(trial.trainer());
+  cost.kind = cost.trainer + " " + std::string(model_name(trial.model));
+  cost.epochs = std::max(trial.epochs, 1);
+  // Every epoch trains on the train split and then evaluates the test split.
+  cost.work = static_cast<double>(cost.epochs) * forward * (kTrainingPassesPerExample * train + test);
+  return cost;
+}
+
+std::vector<TrialCost> pending_costs(std::span<const TrialSpec> trials, std::span<const PendingTrial> pending,
+                                     ExampleLimits limits) {
+  std::vector<TrialCost> costs;
+  costs.reserve(pending.size());
+  for (const PendingTrial& trial : pending)
+    if (trial.index < trials.size()) costs.push_back(trial_cost(trials[trial.index], limits));
+  return costs;
+}
+
+FinishedTrial finished_trial(TrialCost cost, const TrialRow& row) {
+  FinishedTrial trial;
+  trial.cost = std::move(cost);
+  trial.wall_seconds = row.wall_seconds;
+  trial.start_seconds = row.start_seconds;
+  trial.epochs_done = row.epochs_done;
+  trial.ran_to_end = parse_status(get_fixed(row.status)) == TrialStatus::ok;
+  return trial;
+}
+
+std::optional<CostRate> fitted_rate(std::span<const FinishedTrial> finished, const TrialCost& cost) {
+  return Fits(finished).rate(cost);
+}
+
+std::optional<double> remaining_seconds(const EtaInputs& inputs) {
+  if (inputs.running.empty() && inputs.waiting.empty()) return 0.0;
+  const Fits fits(inputs.finished);
+  if (fits.all.trials == 0) return std::nullopt;
+
+  // Each worker's time until it is free; the running trials first (one
+  // each), then the waiting ones in dispatch order to the first free worker.
+  // Summing and dividing by the workers would ignore the tail: the last
+  // long trial runs on one worker while the others idle.
+  std::priority_queue<double, std::vector<double>, std::greater<>> free_at;
+  for (int worker = 0; worker < std::max(inputs.workers, 1); ++worker) free_at.push(0.0);
+  double last_end = 0.0;
+  const auto assign = [&](double seconds) {
+    const double end = free_at.top() + seconds;
+    free_at.pop();
+    free_at.push(end);
+    last_end = std::max(last_end, end);
+  };
+  for (const RunningTrial& trial : inputs.running)
+    assign(std::max(predicted_seconds(*fits.rate(trial.cost), trial.cost) - trial.elapsed_seconds, 0.0));
+  for (const TrialCost& cost : inputs.waiting) assign(predicted_seconds(*fits.rate(cost), cost));
+  return last_end;
+}
+
+}  // namespace memsweep

@@ -1,0 +1,235 @@
+// The ETA's cost model (memsweep/eta.hpp) on scripted trial times, and the
+// forward FLOP count it rests on.
+
+#include "memsweep/estimate.hpp"
+#include "memsweep/eta.hpp"
+#include "memsweep/model_spec.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace memsweep {
+namespace {
+
+TrialCost cost(std::string id, std::string trainer, std::string model, double work, int epochs = 1) {
+  return TrialCost{std::move(id), trainer, trainer + " " + model, epochs, work};
+}
+
+FinishedTrial ended(TrialCost trial_cost, double wall_seconds, bool ran_to_end = true, int epochs_done = -1) {
+  FinishedTrial trial;
+  trial.epochs_done = epochs_done >= 0 ? epochs_done : trial_cost.epochs;
+  trial.cost = std::move(trial_cost);
+  trial.wall_seconds = wall_seconds;
+  trial.ran_to_end = ran_to_end;
+  return trial;
+}
+
+// What the progress lines and `watch` said before the cost model: the mean
+// wall time of the finished trials × the trials not finished / workers.
+double mean_formula(const EtaInputs& inputs) {
+  double seconds = 0.0;
+  for (const FinishedTrial& trial : inputs.finished) seconds += trial.wall_seconds;
+  const double mean = seconds / static_cast<double>(inputs.finished.size());
+  return mean * static_cast<double>(inputs.running.size() + inputs.waiting.size()) / inputs.workers;
+}
+
+// ---- forward FLOPs ------------------------------------------------------------
+
+TEST(ForwardFlops, MlpIsTwoPerWeightOfEachLayer) {
+  ModelSpec mlp;
+  mlp.input = {1, 28, 28};
+  mlp.hidden = {128};
+  mlp.classes = 10;
+  EXPECT_EQ(forward_flops_per_example(mlp), 2u * (784 * 128 + 128 * 10));
+}
+
+TEST(ForwardFlops, CnnCountsEachConvolutionAtItsInputSizeThenTheDenseLayers) {
+  ModelSpec cnn;
+  cnn.input = {1, 28, 28};
+  cnn.conv = {{8, true}, {16, true}};
+  cnn.hidden = {32};
+  cnn.classes = 10;
+  const std::uint64_t conv1 = 28 * 28 * 8 * 1 * 9;   // 28x28 outputs of 8 channels, 3x3x1 each
+  const std::uint64_t conv2 = 14 * 14 * 16 * 8 * 9;  // after the first pool
+  const std::uint64_t dense = 7 * 7 * 16 * 32 + 32 * 10;
+  EXPECT_EQ(forward_flops_per_example(cnn), 2 * (conv1 + conv2 + dense));
+  // An unpooled block keeps the image: the second convolution costs 4x.
+  cnn.conv[0].pool = false;
+  EXPECT_EQ(forward_flops_per_example(cnn), 2 * (conv1 + 4 * conv2 + 4 * 7 * 7 * 16 * 32 + 32 * 10));
+}
+
+// ---- a trial's predicted work -----------------------------------------------------
+
+TrialSpec synthetic_trial(int epochs) {
+  TrialSpec trial;
+  trial.dataset.kind = DatasetKind::synthetic;
+  trial.dataset.synthetic.train_size = 6000;
+  trial.dataset.synthetic.test_size = 1000;
+  trial.hidden = {64};
+  trial.epochs = epochs;
+  trial.id = trial_id(trial);
+  return trial;
+}
+
+TEST(TrialCost, ThreePassesPerTrainingExampleOnePerTestExampleEachEpoch) {
+  const TrialSpec trial = synthetic_trial(2);
+  const double forward = static_cast<double>(forward_flops_per_example(model_spec(trial)));
+  const TrialCost whole = trial_cost(trial, {});
+  EXPECT_EQ(whole.trial_id, trial.id);
+  EXPECT_EQ(whole.kind, "memsweep mlp");
+  EXPECT_EQ(whole.trainer, "memsweep");
+  EXPECT_EQ(whole.epochs, 2);
+  EXPECT_DOUBLE_EQ(whole.work, 2 * forward * (3 * 6000 + 1000));
+  // The limits cut the splits; a limit beyond the split changes nothing.
+  EXPECT_DOUBLE_EQ(trial_cost(trial, {1000, 200}).work, 2 * forward * (3 * 1000 + 200));
+  EXPECT_DOUBLE_EQ(trial_cost(trial, {60'000, 0}).work, whole.work);
+}
+
+TEST(TrialCost, RealDatasetsUseTheirPublishedSizesAndProgramsTheirTrainer) {
+  TrialSpec trial = synthetic_trial(1);
+  trial.dataset.kind = DatasetKind::mnist;
+  trial.model = ModelKind::cnn;
+  trial.channels = {8};
+  const double forward = static_cast<double>(forward_flops_per_example(model_spec(trial)));
+  EXPECT_DOUBLE_EQ(trial_cost(trial, {}).work, forward * (3 * 60'000 + 10'000));
+  trial.program = ProgramSpec{};
+  trial.program->name = "torch";
+  trial.program->command = {"python3", "train.py"};
+  EXPECT_EQ(trial_cost(trial, {}).kind, "torch cnn");
+  EXPECT_EQ(trial_cost(trial, {}).trainer, "torch");
+}
+
+TEST(TrialCost, PendingCostsFollowTheDispatchOrder) {
+  const std::vector<TrialSpec> trials = {synthetic_trial(1), synthetic_trial(3)};
+  const std::vector<PendingTrial> pending = {{.index = 1, .attempt = 0}, {.index = 0, .attempt = 2}};
+  const std::vector<TrialCost> costs = pending_costs(trials, pending, {});
+  ASSERT_EQ(costs.size(), 2u);
+  EXPECT_EQ(costs[0].epochs, 3);
+  EXPECT_EQ(costs[1].epochs, 1);
+}
+
+// ---- the sweep whose slow trials come last --------------------------------------
+
+// 8 small MLPs (1e9 FLOPs, 1 s each), then 4 CNNs of 20x the work that take
+// 30 s each (a CNN's FLOP is slower here), on 2 workers.
+constexpr double kMlpWork = 1e9;
+constexpr double kCnnWork = 20 * kMlpWork;
+constexpr double kMlpSeconds = 1.0;
+constexpr double kCnnSeconds = 30.0;
+
+EtaInputs after_the_mlps() {
+  EtaInputs inputs;
+  inputs.workers = 2;
+  for (int i = 0; i < 8; ++i)
+    inputs.finished.push_back(ended(cost("m" + std::to_string(i), "memsweep", "mlp", kMlpWork), kMlpSeconds));
+  for (int i = 0; i < 4; ++i) inputs.waiting.push_back(cost("c" + std::to_string(i), "memsweep", "cnn", kCnnWork));
+  return inputs;
+}
+
+TEST(RemainingSeconds, BeforeAnyCnnEndsTheyBorrowTheMlpsRateScaledByTheirWork) {
+  const EtaInputs inputs = after_the_mlps();
+  // No CNN has finished: the trainer's rate (1e-9 s per FLOP) makes each 20 s;
+  // 4 on 2 workers, two rounds: 40 s. The truth is 60 s, the mean 2 s.
+  ASSERT_TRUE(remaining_seconds(inputs));
+  EXPECT_NEAR(*remaining_seconds(inputs), 40.0, 1e-9);
+  EXPECT_NEAR(mean_formula(inputs), 2.0, 1e-9);
+}
+
+TEST(RemainingSeconds, OnceACnnEndsItsKindHasItsOwnRate) {
+  // The first CNN ended (30 s), the second has run 10 s, two wait.
+  EtaInputs inputs = after_the_mlps();
+  const TrialCost first = inputs.waiting[0];
+  const TrialCost second = inputs.waiting[1];
+  inputs.waiting.erase(inputs.waiting.begin(), inputs.waiting.begin() + 2);
+  inputs.finished.push_back(ended(first, kCnnSeconds));
+  inputs.running.push_back({second, 10.0});
+
+  const std::optional<CostRate> cnn = fitted_rate(inputs.finished, second);
+  ASSERT_TRUE(cnn);
+  EXPECT_NEAR(cnn->seconds_per_flop, kCnnSeconds / kCnnWork, 1e-20);
+  const std::optional<CostRate> mlp = fitted_rate(inputs.finished, cost("m9", "memsweep", "mlp", kMlpWork));
+  EXPECT_NEAR(mlp->seconds_per_flop, kMlpSeconds / kMlpWork, 1e-20);
+
+  // By hand: the running CNN has 30 - 10 = 20 s left on one worker; the
+  // third CNN starts on the idle one (ends at 30), the fourth when the
+  // running one ends (20 + 30 = 50). The sweep ends in 50 s, as it will.
+  const double truth = 50.0;
+  ASSERT_TRUE(remaining_seconds(inputs));
+  EXPECT_NEAR(*remaining_seconds(inputs), truth, 1e-9);
+  // The mean formula: (8 x 1 + 30) / 9 x 3 / 2 = 6.3 s, an eighth of it.
+  EXPECT_NEAR(mean_formula(inputs), 38.0 / 9 * 3 / 2, 1e-9);
+  EXPECT_LT(mean_formula(inputs), truth / 5);
+}
+
+TEST(RemainingSeconds, TheLastLongTrialIsNotSpreadOverIdleWorkers) {
+  // One CNN left and 4 workers: 30 s, not 30 / 4.
+  EtaInputs inputs = after_the_mlps();
+  inputs.workers = 4;
+  inputs.finished.push_back(ended(inputs.waiting[0], kCnnSeconds));
+  inputs.waiting.erase(inputs.waiting.begin(), inputs.waiting.begin() + 3);
+  EXPECT_NEAR(*remaining_seconds(inputs), kCnnSeconds, 1e-9);
+}
+
+TEST(RemainingSeconds, ARunningTrialPastItsPredictionHasNothingLeft) {
+  EtaInputs inputs = after_the_mlps();
+  inputs.finished.push_back(ended(inputs.waiting[0], kCnnSeconds));
+  inputs.running.push_back({inputs.waiting[1], 45.0});
+  inputs.waiting.clear();
+  EXPECT_EQ(remaining_seconds(inputs), 0.0);
+}
+
+TEST(RemainingSeconds, NothingFinishedMeansNoEstimateAndNothingLeftMeansZero) {
+  EtaInputs inputs = after_the_mlps();
+  inputs.finished.clear();
+  EXPECT_FALSE(remaining_seconds(inputs));
+  // A trial that failed at its start did no work: still nothing to fit.
+  inputs.finished.push_back(ended(cost("f", "memsweep", "mlp", kMlpWork), 0.05, false, 0));
+  EXPECT_FALSE(remaining_seconds(inputs));
+
+  EtaInputs done;
+  EXPECT_EQ(remaining_seconds(done), 0.0);
+}
+
+TEST(RemainingSeconds, TrialsThatEndedEarlyCountWithTheEpochsTheyDid) {
+  std::vector<FinishedTrial> finished;
+  finished.push_back(ended(cost("ok", "memsweep", "mlp", 4e9, 4), 4.0));
+  // Failed at start and skipped over its budget: no epoch, left out.
+  finished.push_back(ended(cost("failed", "memsweep", "mlp", 4e9, 4), 0.02, false, 0));
+  finished.push_back(ended(cost("skipped", "memsweep", "mlp", 4e9, 4), 0.0, false, 0));
+  // Diverged after 1 of 4 epochs: a quarter of its work in a quarter of the time.
+  finished.push_back(ended(cost("diverged", "memsweep", "mlp", 4e9, 4), 1.0, false, 1));
+  const std::optional<CostRate> rate = fitted_rate(finished, cost("next", "memsweep", "mlp", 4e9, 4));
+  ASSERT_TRUE(rate);
+  EXPECT_NEAR(rate->seconds_per_flop, 1e-9, 1e-20);
+  // A program that reports no epochs but ended `ok` did all of its work.
+  finished.push_back(ended(cost("p", "torch", "mlp", 2e9), 6.0, true, 0));
+  EXPECT_NEAR(fitted_rate(finished, cost("q", "torch", "mlp", 1e9))->seconds_per_flop, 3e-9, 1e-20);
+}
+
+TEST(RemainingSeconds, AKindWithoutFinishedTrialsBorrowsItsTrainersRateThenEveryones) {
+  std::vector<FinishedTrial> finished;
+  finished.push_back(ended(cost("a", "memsweep", "mlp", 1e9), 1.0));
+  finished.push_back(ended(cost("b", "torch", "mlp", 1e9), 5.0));
+  // torch cnn: torch's own rate, not memsweep's.
+  EXPECT_NEAR(fitted_rate(finished, cost("c", "torch", "cnn", 1e9))->seconds_per_flop, 5e-9, 1e-20);
+  // jax: no trial of it yet, everyone's: 6 s over 2e9 FLOPs.
+  EXPECT_NEAR(fitted_rate(finished, cost("d", "jax", "cnn", 1e9))->seconds_per_flop, 3e-9, 1e-20);
+}
+
+TEST(RemainingSeconds, ProcessStartIsAFixedCostPerTrial) {
+  // 0.5 s to start, 1 s to train 1e9 FLOPs: a trial of 3e9 takes 3.5 s.
+  FinishedTrial measured = ended(cost("a", "memsweep", "mlp", 1e9), 1.5);
+  measured.start_seconds = 0.5;
+  EtaInputs inputs;
+  inputs.finished = {measured};
+  inputs.waiting = {cost("b", "memsweep", "mlp", 3e9)};
+  const std::optional<CostRate> rate = fitted_rate(inputs.finished, inputs.waiting[0]);
+  EXPECT_NEAR(rate->fixed_seconds, 0.5, 1e-12);
+  EXPECT_NEAR(rate->seconds_per_flop, 1e-9, 1e-20);
+  EXPECT_NEAR(*remaining_seconds(inputs), 3.5, 1e-9);
+}
+
+}  // namespace
+}  // namespace memsweep
