@@ -3,6 +3,7 @@
 
 #include "cli/estimate_command.hpp"
 #include "cli/events_command.hpp"
+#include "cli/export_command.hpp"
 #include "cli/plan_command.hpp"
 #include "cli/run_command.hpp"
 #include "cli/summary_command.hpp"
@@ -42,6 +43,8 @@ int main(int argc, char** argv) {
   cli::add_estimate_command(app, estimate);
   cli::WatchOptions watch;
   cli::add_watch_command(app, watch);
+  cli::ExportOptions export_options;
+  cli::add_export_command(app, export_options);
 
   try {
     app.parse(argc, argv);
@@ -54,15 +57,16 @@ int main(int argc, char** argv) {
   if (app.get_subcommands().empty()) {
     const std::vector<std::string> extras = app.remaining();
     if (extras.empty())
-      fmt::print(stderr,
-                 "memsweep: error: a command is required: run, summary, watch, plan, estimate, events (see memsweep "
-                 "--help)\n");
-    else
       fmt::print(
           stderr,
-          "memsweep: error: unknown command \"{}\"; expected one of: run, summary, watch, plan, estimate, events (see "
-          "memsweep --help)\n",
-          extras.front());
+          "memsweep: error: a command is required: run, summary, watch, plan, estimate, events, export (see memsweep "
+          "--help)\n");
+    else
+      fmt::print(stderr,
+                 "memsweep: error: unknown command \"{}\"; expected one of: run, summary, watch, plan, estimate, "
+                 "events, export "
+                 "(see memsweep --help)\n",
+                 extras.front());
     return exit_status::kBadInput;
   }
 
@@ -73,6 +77,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("events")) return cli::run_events_command(events);
     if (app.got_subcommand("estimate")) return cli::run_estimate_command(estimate);
     if (app.got_subcommand("watch")) return cli::run_watch_command(watch);
+    if (app.got_subcommand("export")) return cli::run_export_command(export_options);
   } catch (const InputError& error) {
     fmt::print(stderr, "memsweep: error: {}\n", error.what());
     return exit_status::kBadInput;

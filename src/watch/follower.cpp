@@ -61,35 +61,6 @@ std::optional<double> file_mtime(const std::filesystem::path& path) {
 
 }  // namespace
 
-ExampleLimits example_limits_of(const std::string& command_line) {
-  ExampleLimits limits;
-  std::istringstream in(command_line);
-  std::vector<std::string> words;
-  for (std::string word; in >> word;) words.push_back(word);
-  const auto read = [&](std::size_t i, std::string_view option, std::size_t& limit) {
-    const std::string& word = words[i];
-    std::string value;
-    if (word == option && i + 1 < words.size())
-      value = words[i + 1];
-    else if (word.starts_with(std::string(option) + "="))
-      value = word.substr(option.size() + 1);
-    else
-      return;
-    try {
-      std::size_t used = 0;
-      const unsigned long long parsed = std::stoull(value, &used);
-      if (used == value.size()) limit = static_cast<std::size_t>(parsed);
-    } catch (const std::exception&) {
-      // Not a number: the run would have refused it; the whole split, then.
-    }
-  };
-  for (std::size_t i = 0; i < words.size(); ++i) {
-    read(i, "--max-train-examples", limits.train);
-    read(i, "--max-test-examples", limits.test);
-  }
-  return limits;
-}
-
 SweepFollower::SweepFollower(const std::filesystem::path& path, std::string follow_trial)
     : path_(path), follow_trial_(std::move(follow_trial)), reader_(path) {
   // The sweep's own trials, to name what runs and count what is left. A file
@@ -322,7 +293,8 @@ SweepSnapshot SweepFollower::update(std::optional<bool> writer_live, std::chrono
 
   // ETA as the progress lines give it (eta.hpp), from this run's final rows.
   if (snapshot.state == SweepState::running && !runs_.empty()) {
-    const ExampleLimits limits = example_limits_of(get_fixed(runs_.back().command_line));
+    const ExampleLimits limits{static_cast<std::size_t>(runs_.back().max_train_examples),
+                               static_cast<std::size_t>(runs_.back().max_test_examples)};
     EtaInputs inputs;
     inputs.workers = snapshot.workers;
     for (const TrialRow& row : trial_rows_)

@@ -29,11 +29,6 @@ namespace memsweep::watch {
 // merged (keeping the larger RSS, so peaks stay). Enough for any terminal.
 inline constexpr std::size_t kMaxSeriesPoints = 4096;
 
-// The example limits a run trained with, from its command line
-// (--max-train-examples N, --max-test-examples=N); 0 where not given: the
-// ETA's predicted work (eta.hpp) uses them as the progress lines do.
-ExampleLimits example_limits_of(const std::string& command_line);
-
 class SweepFollower {
  public:
   // Opens the file (StoreError when it is not a readable memsweep file).

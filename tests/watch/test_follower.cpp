@@ -85,16 +85,6 @@ std::int64_t max_rss(const std::vector<SampleRow>& rows) {
   return peak;
 }
 
-TEST(ExampleLimitsOf, ReadsBothLimitsFromARunsCommandLine) {
-  const ExampleLimits limits =
-      example_limits_of("memsweep run s.toml -o r.h5 --max-train-examples 500 --max-test-examples=100");
-  EXPECT_EQ(limits.train, 500u);
-  EXPECT_EQ(limits.test, 100u);
-  const ExampleLimits none = example_limits_of("memsweep run s.toml --max-train-examples x");
-  EXPECT_EQ(none.train, 0u);
-  EXPECT_EQ(none.test, 0u);
-}
-
 TEST(SweepFollower, CountsRunningDoneAndLeftWhileTheWriterLivesThenSaysFinished) {
   const memsweep::testing::TempDir dir;
   const auto path = dir.path() / "results.h5";

@@ -1,0 +1,162 @@
+#include "cli/export_command.hpp"
+
+#include "cli/delimited_writer.hpp"
+#include "cli/export_tables.hpp"
+#include "cli/output_file.hpp"
+#include "memsweep/error.hpp"
+#include "memsweep/store.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+
+namespace memsweep::cli {
+namespace {
+
+// Samples are read this many rows at a time (about 2 MiB of rows with a
+// few counters): the samples table of a long sweep need never be in memory.
+constexpr std::uint64_t kSampleRowsPerRead = 16384;
+
+// One results file to export, opened before anything is written, so that a
+// bad file among several leaves no output at all.
+struct InputFile {
+  std::string path;  // as given: the `file` column
+  ResultReader reader;
+};
+
+// Where an exported trial's message comes from, the one place: today the
+// row's message column. (Issue 18 keeps messages whole in a table of their
+// own, schema 5; reading it belongs here.)
+class TrialMessages {
+ public:
+  explicit TrialMessages(const ResultReader& reader) : reader_(reader) {}
+  std::string of(const TrialRow& row) const { return get_fixed(row.message); }
+
+ private:
+  [[maybe_unused]] const ResultReader& reader_;
+};
+
+void write_header(const std::vector<std::string>& columns, bool with_file, DelimitedWriter& out) {
+  if (with_file) out.text("file");
+  for (const std::string& column : columns) out.text(column);
+  out.end_row();
+}
+
+// The counter events of all the files, in the order they first appear:
+// files with different counters share one header, with empty cells where a
+// file has no such column.
+std::vector<std::string> counter_union(const std::vector<InputFile>& inputs) {
+  std::vector<std::string> events;
+  for (const InputFile& input : inputs)
+    for (const std::string& event : input.reader.header().counter_columns)
+      if (std::find(events.begin(), events.end(), event) == events.end()) events.push_back(event);
+  return events;
+}
+
+std::vector<int> slots_in(const FileHeader& header, const std::vector<std::string>& events) {
+  std::vector<int> slots;
+  const std::vector<std::string>& own = header.counter_columns;
+  for (const std::string& event : events) {
+    const auto found = std::find(own.begin(), own.end(), event);
+    slots.push_back(found == own.end() ? -1 : static_cast<int>(found - own.begin()));
+  }
+  return slots;
+}
+
+void export_table(ExportTable table, const std::vector<InputFile>& inputs, DelimitedWriter& out) {
+  const bool with_file = inputs.size() > 1;
+  switch (table) {
+    case ExportTable::trials: {
+      write_header(trial_columns(), with_file, out);
+      for (const InputFile& input : inputs) {
+        const TrialMessages messages(input.reader);
+        for (const TrialRow& row : input.reader.trials()) {
+          if (with_file) out.text(input.path);
+          write_trial(row, messages.of(row), out);
+          out.end_row();
+        }
+      }
+      break;
+    }
+    case ExportTable::epochs: {
+      write_header(epoch_columns(), with_file, out);
+      for (const InputFile& input : inputs)
+        for (const EpochRow& row : input.reader.epochs()) {
+          if (with_file) out.text(input.path);
+          write_epoch(row, out);
+          out.end_row();
+        }
+      break;
+    }
+    case ExportTable::samples: {
+      const std::vector<std::string> events = counter_union(inputs);
+      write_header(sample_columns(events), with_file, out);
+      for (const InputFile& input : inputs) {
+        const std::vector<int> slots = slots_in(input.reader.header(), events);
+        const std::uint64_t rows = input.reader.sample_count();
+        for (std::uint64_t first = 0; first < rows; first += kSampleRowsPerRead)
+          for (const SampleRow& row : input.reader.samples(first, kSampleRowsPerRead)) {
+            if (with_file) out.text(input.path);
+            write_sample(row, slots, out);
+            out.end_row();
+          }
+      }
+      break;
+    }
+  }
+  out.flush();
+}
+
+// -o naming one of the files read would, with --force, replace a results
+// file with its own export.
+void refuse_output_among_inputs(const std::string& output, const std::vector<std::string>& inputs) {
+  for (const std::string& input : inputs) {
+    std::error_code error;
+    if (std::filesystem::equivalent(output, input, error))
+      throw InputError(fmt::format("-o {}: is one of the results files being exported ({})", output, input));
+  }
+}
+
+}  // namespace
+
+void add_export_command(CLI::App& app, ExportOptions& options) {
+  CLI::App* command = app.add_subcommand(
+      "export",
+      "Write a table of results files as CSV or TSV, units in the column names, for spreadsheets, R and pandas "
+      "(docs/results-file.md, Export)");
+  command->add_option("results", options.results_files, "The results file(s) (HDF5) written by memsweep run")
+      ->required();
+  command->add_option("--table", options.table, "trials (the default), epochs or samples");
+  command->add_option("--format", options.format, "csv (the default) or tsv");
+  command->add_option("-o,--output", options.output, "Write to this file rather than to stdout");
+  command->add_flag("--force", options.force, "Replace the -o file when it exists");
+}
+
+int run_export_command(const ExportOptions& options) {
+  // Checked here rather than by CLI11, whose message for a bad choice takes
+  // two lines: one line, exit status 2, like every other bad input.
+  const std::optional<ExportTable> table = parse_export_table(options.table);
+  if (!table) throw InputError(fmt::format("--table {}: expected trials, epochs or samples", options.table));
+  const std::optional<TextFormat> format = parse_text_format(options.format);
+  if (!format) throw InputError(fmt::format("--format {}: expected csv or tsv", options.format));
+  if (options.force && options.output.empty()) throw InputError("--force: replaces the -o file; there is none");
+
+  std::vector<InputFile> inputs;
+  for (const std::string& path : options.results_files) inputs.push_back({path, ResultReader(path)});
+
+  if (options.output.empty()) {
+    DelimitedWriter out(stdout, "stdout", *format);
+    export_table(*table, inputs, out);
+    return exit_status::kOk;
+  }
+  refuse_output_among_inputs(options.output, options.results_files);
+  OutputFile file(options.output, options.force);
+  DelimitedWriter out(file.stream(), options.output, *format);
+  export_table(*table, inputs, out);
+  file.commit();
+  return exit_status::kOk;
+}
+
+}  // namespace memsweep::cli

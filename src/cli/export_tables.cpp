@@ -1,0 +1,216 @@
+#include "cli/export_tables.hpp"
+
+#include "memsweep/config.hpp"
+#include "memsweep/error.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+
+namespace memsweep::cli {
+namespace {
+
+// A "not measured" figure (docs/results-file.md).
+constexpr std::int64_t kNotMeasured = -1;
+
+template <typename Row>
+struct Column {
+  const char* name;
+  void (*write)(const Row& row, DelimitedWriter& out);
+};
+
+template <typename Row, std::size_t N>
+std::vector<std::string> names_of(const Column<Row> (&columns)[N]) {
+  std::vector<std::string> names;
+  for (const Column<Row>& column : columns) names.emplace_back(column.name);
+  return names;
+}
+
+void measured(std::int64_t value, DelimitedWriter& out) {
+  if (value == kNotMeasured)
+    out.empty();
+  else
+    out.integer(value);
+}
+
+void measured(std::int32_t value, DelimitedWriter& out) { measured(std::int64_t{value}, out); }
+
+void measured(double value, DelimitedWriter& out) {
+  if (value == static_cast<double>(kNotMeasured))
+    out.empty();
+  else
+    out.real(value);
+}
+
+// "64-32": the widths of the layers there are; empty for none.
+template <std::size_t N>
+std::string joined_sizes(const std::array<std::int32_t, N>& sizes, int count) {
+  std::vector<std::int32_t> present;
+  for (int i = 0; i < count && i < static_cast<int>(N) && sizes[i] > 0; ++i) present.push_back(sizes[i]);
+  return fmt::format("{}", fmt::join(present, "-"));
+}
+
+// Files before program trials have no trainer: memsweep's own trained them.
+std::string trainer_of(const TrialRow& row) {
+  const std::string trainer = get_fixed(row.trainer);
+  return trainer.empty() ? std::string(kBuiltinTrainer) : trainer;
+}
+
+// The trial's columns, except its message (a parameter of write_trial,
+// after "status").
+const Column<TrialRow> kTrialIdentity[] = {
+    {"trial_id", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.trial_id)); }},
+    {"attempt", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.attempt); }},
+    {"repeat", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.repeat); }},
+    {"run", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.run); }},
+    {"dataset", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.dataset)); }},
+    {"model", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.model)); }},
+    {"optimizer", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.optimizer)); }},
+    {"learning_rate", [](const TrialRow& r, DelimitedWriter& o) { o.real(r.learning_rate); }},
+    {"epochs", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.epochs); }},
+    {"batch_size", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.batch_size); }},
+    {"depth", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.depth); }},
+    {"hidden", [](const TrialRow& r, DelimitedWriter& o) { o.text(joined_sizes(r.hidden, r.depth)); }},
+    {"channels", [](const TrialRow& r, DelimitedWriter& o) { o.text(joined_sizes(r.channels, kMaxConvBlocks)); }},
+    {"seed", [](const TrialRow& r, DelimitedWriter& o) { o.unsigned_integer(r.seed); }},
+    {"trainer", [](const TrialRow& r, DelimitedWriter& o) { o.text(trainer_of(r)); }},
+    {"params", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.params)); }},
+    {"rank", [](const TrialRow& r, DelimitedWriter& o) { measured(r.rank, o); }},
+    {"host", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.host)); }},
+    {"status", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.status)); }},
+};
+
+const Column<TrialRow> kTrialFigures[] = {
+    {"start_time_unix_s", [](const TrialRow& r, DelimitedWriter& o) { o.real(r.start_time); }},
+    {"end_time_unix_s", [](const TrialRow& r, DelimitedWriter& o) { o.real(r.end_time); }},
+    {"wall_seconds", [](const TrialRow& r, DelimitedWriter& o) { o.real(r.wall_seconds); }},
+    {"rss_baseline_bytes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.rss_baseline, o); }},
+    {"rss_peak_bytes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.rss_peak, o); }},
+    {"rss_mean_bytes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.rss_mean, o); }},
+    {"rss_footprint_bytes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.rss_footprint, o); }},
+    {"sys_used_mean_bytes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.sys_used_mean, o); }},
+    {"predicted_bytes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.predicted_bytes, o); }},
+    {"epochs_done", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.epochs_done); }},
+    {"final_train_loss", [](const TrialRow& r, DelimitedWriter& o) { measured(r.final_train_loss, o); }},
+    {"test_accuracy", [](const TrialRow& r, DelimitedWriter& o) { measured(r.test_accuracy, o); }},
+    {"samples", [](const TrialRow& r, DelimitedWriter& o) { o.unsigned_integer(r.samples); }},
+    {"dropped_samples", [](const TrialRow& r, DelimitedWriter& o) { o.unsigned_integer(r.dropped_samples); }},
+    {"pid", [](const TrialRow& r, DelimitedWriter& o) { measured(r.pid, o); }},
+    {"end_signal", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.end_signal); }},
+    {"oom_killed", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.oom_killed); }},
+    {"end_cause", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.end_cause)); }},
+    {"isolation", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.isolation)); }},
+    {"start_seconds", [](const TrialRow& r, DelimitedWriter& o) { measured(r.start_seconds, o); }},
+    {"cgroup_peak_bytes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.cgroup_peak, o); }},
+    {"processes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.processes, o); }},
+    {"rss_peak_hwm_sum_bytes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.rss_peak_hwm_sum, o); }},
+    {"process_peak_max_bytes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.process_peak_max, o); }},
+    {"bad_event_lines", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.bad_event_lines); }},
+    {"definition", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.definition)); }},
+};
+
+constexpr char kMessageColumn[] = "message";
+
+const Column<EpochRow> kEpochColumns[] = {
+    {"trial_id", [](const EpochRow& r, DelimitedWriter& o) { o.text(get_fixed(r.trial_id)); }},
+    {"attempt", [](const EpochRow& r, DelimitedWriter& o) { o.integer(r.attempt); }},
+    {"epoch", [](const EpochRow& r, DelimitedWriter& o) { o.integer(r.epoch); }},
+    {"train_loss", [](const EpochRow& r, DelimitedWriter& o) { o.real(r.train_loss); }},
+    {"test_accuracy", [](const EpochRow& r, DelimitedWriter& o) { o.real(r.test_accuracy); }},
+    {"seconds", [](const EpochRow& r, DelimitedWriter& o) { o.real(r.seconds); }},
+    {"rss_bytes", [](const EpochRow& r, DelimitedWriter& o) { measured(r.rss, o); }},
+    {"sys_used_bytes", [](const EpochRow& r, DelimitedWriter& o) { measured(r.sys_used, o); }},
+};
+
+const Column<SampleRow> kSampleColumns[] = {
+    {"trial_id", [](const SampleRow& r, DelimitedWriter& o) { o.text(get_fixed(r.trial_id)); }},
+    {"attempt", [](const SampleRow& r, DelimitedWriter& o) { o.integer(r.attempt); }},
+    {"rank", [](const SampleRow& r, DelimitedWriter& o) { measured(r.rank, o); }},
+    {"epoch", [](const SampleRow& r, DelimitedWriter& o) { o.integer(r.epoch); }},
+    {"t_s", [](const SampleRow& r, DelimitedWriter& o) { o.real(r.t); }},
+    {"rss_bytes", [](const SampleRow& r, DelimitedWriter& o) { measured(r.rss, o); }},
+    {"anon_rss_bytes", [](const SampleRow& r, DelimitedWriter& o) { measured(r.anon_rss, o); }},
+    {"pss_bytes", [](const SampleRow& r, DelimitedWriter& o) { measured(r.pss, o); }},
+    {"sys_used_bytes", [](const SampleRow& r, DelimitedWriter& o) { measured(r.sys_used, o); }},
+    {"sys_total_bytes", [](const SampleRow& r, DelimitedWriter& o) { measured(r.sys_total, o); }},
+    {"sys_available_bytes", [](const SampleRow& r, DelimitedWriter& o) { measured(r.sys_available, o); }},
+    {"sys_active_bytes", [](const SampleRow& r, DelimitedWriter& o) { measured(r.sys_active, o); }},
+};
+
+bool is_name_character(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+}  // namespace
+
+std::optional<ExportTable> parse_export_table(std::string_view name) {
+  if (name == "trials") return ExportTable::trials;
+  if (name == "epochs") return ExportTable::epochs;
+  if (name == "samples") return ExportTable::samples;
+  return std::nullopt;
+}
+
+std::vector<std::string> trial_columns() {
+  std::vector<std::string> names = names_of(kTrialIdentity);
+  names.emplace_back(kMessageColumn);
+  for (const std::string& name : names_of(kTrialFigures)) names.push_back(name);
+  return names;
+}
+
+void write_trial(const TrialRow& row, std::string_view message, DelimitedWriter& out) {
+  for (const Column<TrialRow>& column : kTrialIdentity) column.write(row, out);
+  out.text(message);
+  for (const Column<TrialRow>& column : kTrialFigures) column.write(row, out);
+}
+
+std::vector<std::string> epoch_columns() { return names_of(kEpochColumns); }
+
+void write_epoch(const EpochRow& row, DelimitedWriter& out) {
+  for (const Column<EpochRow>& column : kEpochColumns) column.write(row, out);
+}
+
+std::vector<std::string> sample_columns(std::span<const std::string> counters) {
+  std::vector<std::string> names = names_of(kSampleColumns);
+  std::map<std::string, std::string> event_of_name;
+  for (const std::string& event : counters) {
+    const std::string name = counter_column_name(event);
+    const auto [found, added] = event_of_name.emplace(name, event);
+    if (!added)
+      throw InputError(
+          fmt::format("counter events {} and {} would both be exported as column {}; export the files "
+                      "one at a time",
+                      found->second, event, name));
+    names.push_back(name);
+  }
+  return names;
+}
+
+void write_sample(const SampleRow& row, std::span<const int> slots, DelimitedWriter& out) {
+  for (const Column<SampleRow>& column : kSampleColumns) column.write(row, out);
+  for (const int slot : slots) {
+    if (slot < 0)
+      out.empty();
+    else
+      measured(row.counters[static_cast<std::size_t>(slot)], out);
+  }
+}
+
+std::string counter_column_name(std::string_view event) {
+  std::string name;
+  bool in_run = false;
+  for (const char c : event) {
+    if (is_name_character(c)) {
+      name.push_back(c);
+      in_run = false;
+    } else if (!in_run) {
+      name.push_back('_');
+      in_run = true;
+    }
+  }
+  // R's names start with a letter (or a dot); "X" is what read.csv would put first.
+  if (name.empty() || !((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z'))) name = "X" + name;
+  if (name.back() != '_') name += '_';
+  return name + "count";
+}
+
+}  // namespace memsweep::cli

@@ -1,0 +1,76 @@
+#include "cli/output_file.hpp"
+
+#include "memsweep/error.hpp"
+
+#include <fmt/format.h>
+
+#include <fcntl.h>
+#include <stdio.h>  // renameat2, RENAME_NOREPLACE
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <system_error>
+
+namespace memsweep::cli {
+namespace {
+
+std::string error_text() { return std::strerror(errno); }
+
+}  // namespace
+
+OutputFile::OutputFile(std::filesystem::path path, bool replace) : path_(std::move(path)), replace_(replace) {
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path_, error);
+  if (status.type() == std::filesystem::file_type::directory)
+    throw InputError(fmt::format("-o {}: is a directory; expected a file to write", path_.string()));
+  if (std::filesystem::exists(status) && !replace_)
+    throw InputError(fmt::format("-o {}: the file exists; add --force to replace it", path_.string()));
+  const std::filesystem::path folder = path_.has_parent_path() ? path_.parent_path() : std::filesystem::path(".");
+  if (!std::filesystem::is_directory(folder, error))
+    throw InputError(fmt::format("-o {}: no such folder {}", path_.string(), folder.string()));
+  // Beside the path, so that the rename stays in one filesystem; hidden, and
+  // named by this process, so that two exports never share one.
+  temporary_ = folder / fmt::format(".{}.{}.tmp", path_.filename().string(), ::getpid());
+  // 0666 less the umask, as for any file a command creates.
+  const int fd = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0)
+    throw InputError(fmt::format("-o {}: cannot create {}: {}", path_.string(), temporary_.string(), error_text()));
+  stream_ = ::fdopen(fd, "w");
+  if (stream_ == nullptr) {
+    ::close(fd);
+    std::filesystem::remove(temporary_, error);
+    throw std::runtime_error(fmt::format("cannot open {}: {}", temporary_.string(), error_text()));
+  }
+}
+
+OutputFile::~OutputFile() {
+  if (committed_) return;
+  if (stream_ != nullptr) std::fclose(stream_);
+  std::error_code ignored;
+  std::filesystem::remove(temporary_, ignored);
+}
+
+void OutputFile::commit() {
+  const bool flushed = std::fflush(stream_) == 0 && ::fsync(::fileno(stream_)) == 0;
+  const int flush_errno = errno;
+  const bool closed = std::fclose(stream_) == 0;
+  stream_ = nullptr;
+  if (!flushed || !closed) {
+    errno = flushed ? errno : flush_errno;
+    throw std::runtime_error(fmt::format("cannot write {}: {}", temporary_.string(), error_text()));
+  }
+  // Without --force, a file that appeared at the path since the check above
+  // is not replaced either.
+  const unsigned flags = replace_ ? 0 : RENAME_NOREPLACE;
+  if (::renameat2(AT_FDCWD, temporary_.c_str(), AT_FDCWD, path_.c_str(), flags) != 0) {
+    if (errno == EEXIST)
+      throw InputError(fmt::format("-o {}: the file exists; add --force to replace it", path_.string()));
+    throw std::runtime_error(
+        fmt::format("cannot rename {} to {}: {}", temporary_.string(), path_.string(), error_text()));
+  }
+  committed_ = true;
+}
+
+}  // namespace memsweep::cli
