@@ -166,7 +166,11 @@ ADDED_IN = {
                **{name: 4 for name in ("trainer", "params", "processes", "rss_peak_hwm_sum", "process_peak_max",
                                        "bad_event_lines")}},
     "samples": {"sys_total": 2},
-    "runs": {"end_time": 3, "end_state": 3},
+    "runs": {"end_time": 3, "end_state": 3,
+             **{name: 5 for name in ("data_dirs", "max_train_examples", "max_test_examples", "threads",
+                                     "counter_source", "mem_budget", "trial_timeout", "flush_interval", "no_swmr",
+                                     "launcher", "executable", "sweep_file", "output_option", "split_by", "part",
+                                     "retried", "changed_options")}},
 }
 
 RUN_COLUMNS = [
@@ -178,7 +182,30 @@ RUN_COLUMNS = [
     ("memsweep_version", _text(16), TEXT),
     ("end_time", "<f8", UNIX),
     ("end_state", _text(16), TEXT),
+    ("data_dirs", _text(1024), TEXT),
+    ("max_train_examples", "<i8", ONE),
+    ("max_test_examples", "<i8", ONE),
+    ("threads", "<i4", ONE),
+    ("counter_source", _text(16), TEXT),
+    ("mem_budget", "<i8", BYTES),
+    ("trial_timeout", "<f8", SECONDS),
+    ("flush_interval", "<f8", SECONDS),
+    ("no_swmr", "<i4", ONE),
+    ("launcher", _text(16), TEXT),
+    ("executable", _text(1024), TEXT),
+    ("sweep_file", _text(1024), TEXT),
+    ("output_option", _text(1024), TEXT),
+    ("split_by", _text(16), TEXT),
+    ("part", "<i4", ONE),
+    ("retried", _text(256), TEXT),
+    ("changed_options", _text(1024), TEXT),
 ]
+
+# RunRow's defaults (store.hpp): a run without options, started alone.
+RUN_DEFAULTS = {"end_time": -1.0, "end_state": "", "data_dirs": "", "max_train_examples": 0, "max_test_examples": 0,
+                "threads": 0, "counter_source": "", "mem_budget": -1, "trial_timeout": -1.0, "flush_interval": 2.0,
+                "no_swmr": 0, "launcher": "", "executable": "", "sweep_file": "", "output_option": "",
+                "split_by": "", "part": -1, "retried": "", "changed_options": ""}
 
 DESCRIPTIONS = {
     "trials": "One row per trial attempt: its hyperparameters and its result (memsweep, docs/results-file.md).",
@@ -438,7 +465,7 @@ def write_results_file(path, trials, samples=(), epochs=(), attrs=None, counter_
                      chunk)
         _write_table(file, "epochs", EPOCH_COLUMNS, _records(list(epochs), EPOCH_COLUMNS, epoch_defaults))
         run_columns = columns_of("runs", RUN_COLUMNS, schema_version)
-        _write_table(file, "runs", run_columns, _records(list(runs), run_columns, {"end_time": -1.0, "end_state": ""}))
+        _write_table(file, "runs", run_columns, _records(list(runs), run_columns, RUN_DEFAULTS))
         if schema_version >= 5:
             pieces = [{"trial_id": row["trial_id"], "attempt": row["attempt"], "run": row["run"], "piece": n,
                        "text": piece}

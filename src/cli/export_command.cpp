@@ -26,16 +26,14 @@ struct InputFile {
   ResultReader reader;
 };
 
-// Where an exported trial's message comes from, the one place: today the
-// row's message column. (Issue 18 keeps messages whole in a table of their
-// own, schema 5; reading it belongs here.)
-class TrialMessages {
+// Each row's whole message (/messages; older files: the row's own column).
+class WholeMessages {
  public:
-  explicit TrialMessages(const ResultReader& reader) : reader_(reader) {}
-  std::string of(const TrialRow& row) const { return get_fixed(row.message); }
+  explicit WholeMessages(const ResultReader& reader) : messages_(reader.messages()) {}
+  std::string of(const TrialRow& row) const { return whole_message(row, messages_); }
 
  private:
-  [[maybe_unused]] const ResultReader& reader_;
+  TrialMessages messages_;
 };
 
 void write_header(const std::vector<std::string>& columns, bool with_file, DelimitedWriter& out) {
@@ -71,7 +69,7 @@ void export_table(ExportTable table, const std::vector<InputFile>& inputs, Delim
     case ExportTable::trials: {
       write_header(trial_columns(), with_file, out);
       for (const InputFile& input : inputs) {
-        const TrialMessages messages(input.reader);
+        const WholeMessages messages(input.reader);
         for (const TrialRow& row : input.reader.trials()) {
           if (with_file) out.text(input.path);
           write_trial(row, messages.of(row), out);

@@ -632,6 +632,23 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
   const RunRow run = agree_on_run_row(
       comm, [&] { return decide_run_row(options, *settings, sweep, part_name, hash, comm.size(), hosts, notes); });
 
+  // Each rank resolves --data-dir (or $MEMSWEEP_DATA, ./data) itself, as
+  // node-local setups may; a resume not given one reads where the file's
+  // last run did. Every rank looks for the datasets there before anything
+  // is written: a folder may hold them on one node and not on another.
+  const std::vector<fs::path> data_dirs =
+      options.resume && !options.data_dir
+          ? data_dirs_of(run)
+          : dataset_search_dirs_from_environment(options.data_dir ? std::optional<fs::path>(*options.data_dir)
+                                                                  : std::nullopt);
+  std::string dataset_error;
+  try {
+    require_datasets(check_datasets(sweep.trials, data_dirs));
+  } catch (const InputError& error) {
+    dataset_error = error.what();
+  }
+  agree_on_input(comm, dataset_error);
+
   // Rank 0 opens the file; every rank learns whether that worked.
   Prepared prepared;
   std::string setup_text;

@@ -223,7 +223,9 @@ TEST_F(SweepOverMpi, AMessageLongerThanTheRowsColumnReachesRankZeroWhole) {
   for (std::size_t i = 0; i < sink.trials.size(); ++i) {
     const bool long_one = get_fixed(sink.trials[i].trial_id) == trials[1].id;
     EXPECT_EQ(sink.messages[i], long_one ? whole : "") << get_fixed(sink.trials[i].trial_id);
-    if (long_one) EXPECT_EQ(get_fixed(sink.trials[i].message), std::string(255, 'a'));
+    if (long_one) {
+      EXPECT_EQ(get_fixed(sink.trials[i].message), std::string(255, 'a'));
+    }
   }
 }
 
