@@ -698,11 +698,11 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
 
   std::optional<StoreSink> sink;
   if (root) sink.emplace(*prepared.store);
-  ProgressReporter progress(
-      std::cerr, settings->verbosity,
-      pending_costs(sweep.trials, prepared.pending,
-                    {static_cast<std::size_t>(run.max_train_examples), static_cast<std::size_t>(run.max_test_examples)}),
-      workers);
+  ProgressReporter progress(std::cerr, settings->verbosity,
+                            pending_costs(sweep.trials, prepared.pending,
+                                          {static_cast<std::size_t>(run.max_train_examples),
+                                           static_cast<std::size_t>(run.max_test_examples)}),
+                            workers);
   SweepOptions sweep_options;
   sweep_options.run = setup.run_index;
   if (run.mem_budget >= 0) sweep_options.mem_budget_bytes = static_cast<std::uint64_t>(run.mem_budget);

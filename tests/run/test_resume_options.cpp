@@ -91,6 +91,11 @@ TEST(ResumeOptions, ThePrintedCommandRunAsPrintedCompletesTheSweep) {
   EXPECT_THAT(command, HasSubstr("--max-train-examples 20000"));
   EXPECT_THAT(command, HasSubstr("--threads 1"));
   EXPECT_THAT(command, HasSubstr("--data-dir " + data));
+  // summary prints the same command for the unfinished file.
+  const CommandResult summary = run_memsweep({"summary", out});
+  ASSERT_EQ(summary.exit_status, kOk) << summary.err;
+  EXPECT_THAT(summary.out, HasSubstr("continue with: " + command));
+
   std::set<std::string> done_before;
   {
     const TsvTable trials = h5py_table(out, "trials");
@@ -114,6 +119,7 @@ TEST(ResumeOptions, ThePrintedCommandRunAsPrintedCompletesTheSweep) {
     EXPECT_EQ(trials.at(row, "run"), resumed_row ? "1" : "0") << id << " " << trials.at(row, "status");
   }
   EXPECT_EQ(ok.size(), 8u);
+  EXPECT_THAT(run_memsweep({"summary", out}).out, ::testing::Not(HasSubstr("continue with")));
   const TsvTable runs = h5py_table(out, "runs");
   ASSERT_EQ(runs.rows.size(), 2u);
   for (std::size_t run = 0; run < 2; ++run) {
