@@ -213,7 +213,10 @@ def calibrate(trials):
     why. r2 is NaN when the footprint does not vary.
     """
     rows = []
-    for (dataset, host), group in measured(trials).groupby(["dataset", "host"], sort=True):
+    rows_measured = measured(trials)
+    # datasets alphabetically (the file calibration.json has always been in), not in their categorical plan order
+    keys = [rows_measured["dataset"].astype(str), rows_measured["host"]]
+    for (dataset, host), group in rows_measured.groupby(keys, sort=True):
         x = group["predicted_bytes"].to_numpy(float)
         y = group["rss_footprint"].to_numpy(float)
         row = {"dataset": dataset, "host": host, "a_bytes": math.nan, "b": math.nan, "n": len(x), "r2": math.nan,

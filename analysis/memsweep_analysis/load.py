@@ -81,7 +81,14 @@ FILE_TRIAL_COLUMNS = (
     "predicted_bytes", "epochs_done", "final_train_loss", "test_accuracy", "samples", "dropped_samples",
     "definition", "pid", "end_signal", "oom_killed", "end_cause", "isolation", "start_seconds", "cgroup_peak",
     "trainer", "params", "processes", "rss_peak_hwm_sum", "process_peak_max", "bad_event_lines")
-DERIVED_TRIAL_COLUMNS = ("total_units", "max_width", "parameters", "final", "config", "run_command_line")
+DERIVED_TRIAL_COLUMNS = ("total_units", "max_width", "parameters", "final", "config", "run_command_line",
+                         "channels_text", "shape", "trial_number")
+# The fields a trial's configuration is made of that are names, not numbers: categorical columns, their
+# categories in plan order (categorical_columns). The free parameters' text columns are too.
+CATEGORICAL_COLUMNS = ("dataset", "model", "optimizer", "trainer", "channels_text", "shape")
+# A /trials column added by the runner after schema 5 (the trial's 0-based position in its sweep's plan; -1 or
+# absent in older files): the trials' `trial_number` is it + 1 where known.
+PLAN_INDEX = "plan_index"
 KNOWN_TRIAL_COLUMNS = ("file", "sweep") + FILE_TRIAL_COLUMNS + DERIVED_TRIAL_COLUMNS
 PARAM_PREFIX = "param_"
 
@@ -650,6 +657,9 @@ def trial_columns(trials, runs=None):
         trials["config"] = pd.Series(dtype=object)
         trials["run_command_line"] = pd.Series(dtype=object)
         trials.attrs["param_columns"] = {}
+        for name in ("channels_text", "shape"):
+            trials[name] = pd.Series(dtype=object)
+        trials["trial_number"] = pd.Series(dtype=np.int64)
         return trials
     trials["hidden"] = [[int(w) for w in row[:max(int(d), 0)]] for row, d in zip(trials["hidden"], trials["depth"])]
     trials["channels"] = [[int(c) for c in row if c != 0] for row in trials["channels"]]
@@ -665,4 +675,49 @@ def trial_columns(trials, runs=None):
         trials["run_command_line"] = [lines.get((f, int(r)), "") for f, r in zip(trials["file"], trials["run"])]
     else:
         trials["run_command_line"] = ""
-    return _add_param_columns(trials)
+    trials["channels_text"] = ["-".join(map(str, c)) for c in trials["channels"]]
+    trials["shape"] = [synthetic_shape_text(d) for d in trials["definition"]]
+    trials["trial_number"] = trial_numbers(trials)
+    return categorical_columns(_add_param_columns(trials))
+
+
+def synthetic_shape_text(definition):
+    """A synthetic trial's data shape as its definition names it ("1x28x28/10": input shape / classes); ""
+    for a real dataset."""
+    spec = synthetic_spec(definition or "")
+    return "" if spec is None else "x".join(map(str, spec["shape"])) + f"/{spec['classes']}"
+
+
+def trial_numbers(trials):
+    """Each row's trial number, the one `memsweep summary` shows: plan_index + 1 where the file records it (0-based
+    position in the sweep's plan); else, per file, the order in which the trials' ids first appear in the rows
+    (a trial's attempts share its number)."""
+    known = pd.to_numeric(trials[PLAN_INDEX], errors="coerce") if PLAN_INDEX in trials.columns else None
+    numbers = []
+    seen = {}
+    for position, (path, trial_id) in enumerate(zip(trials.get("file", pd.Series("", index=trials.index)),
+                                                    trials["trial_id"])):
+        index = None if known is None else known.iloc[position]
+        if index is not None and not pd.isna(index) and index >= 0:
+            numbers.append(int(index) + 1)
+            continue
+        mine = seen.setdefault(path, {})
+        numbers.append(mine.setdefault(trial_id, len(mine) + 1))
+    return pd.Series(numbers, index=trials.index, dtype=np.int64)
+
+
+def categorical_columns(trials):
+    """CATEGORICAL_COLUMNS and the free parameters' text columns as pandas categoricals whose categories are in
+    the order they first appear in plan order (file by file, by trial_number): the order a reader set them in."""
+    order = trials.assign(_file=pd.Categorical(trials.get("file", pd.Series("", index=trials.index)),
+                                               categories=list(dict.fromkeys(trials.get("file", [""])))))
+    order = order.sort_values(["_file", "trial_number"], kind="stable").index
+    names = [c for c in CATEGORICAL_COLUMNS if c in trials.columns]
+    names += [c for c in param_columns(trials).values()
+              if isinstance(trials[c].dtype, pd.CategoricalDtype) or trials[c].dtype == object and
+              trials[c].map(lambda v: isinstance(v, str) or v is None).all()]
+    for name in dict.fromkeys(names):
+        values = trials[name].astype(object)
+        categories = list(dict.fromkeys(v for v in values.loc[order] if isinstance(v, str)))
+        trials[name] = pd.Categorical(values.where(values.map(lambda v: isinstance(v, str))), categories=categories)
+    return trials

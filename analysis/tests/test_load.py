@@ -173,7 +173,7 @@ def test_files_before_schema_4_read_as_memsweep_trials_without_parameters(tmp_pa
     assert trials["rss_peak_hwm_sum"].isna().all() and trials["process_peak_max"].isna().all()
     assert trials["bad_event_lines"].tolist() == [0, 0]
     assert trials.attrs["param_columns"] == {}
-    assert list(trials.columns)[-1] == "run_command_line"  # no parameter, no column
+    assert list(trials.columns)[-1] == "trial_number"  # no parameter, no column after the derived ones
     # the configuration key of a built-in trial without parameters is what it always was
     assert trials["config"].tolist() == [d.replace(";seed=1;repeat=0", "") for d in trials["definition"]]
 
@@ -233,7 +233,7 @@ def test_params_become_columns_of_their_own_types(tmp_path):
     # strings: categorical
     assert isinstance(trials["activation"].dtype, pd.CategoricalDtype)
     assert trials["activation"].tolist()[:3] == ["relu", "gelu", "relu"] and pd.isna(trials["activation"].iloc[3])
-    assert list(trials["activation"].cat.categories) == ["gelu", "relu"]
+    assert list(trials["activation"].cat.categories) == ["relu", "gelu"]  # in plan order, as first seen
     # booleans, some missing: pandas' nullable boolean
     assert trials["amp"].dtype == "boolean"
     assert trials["amp"].tolist()[:2] == [True, False] and trials["amp"].isna().tolist() == [False, False, True, True]
