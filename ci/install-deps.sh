@@ -23,7 +23,7 @@ packages=(
   clang libclang-rt-14-dev            # libFuzzer with ASan and UBSan: ci/fuzz.sh
   # analysis (Debian's /usr/bin/python3)
   python3 python3-numpy python3-h5py python3-pandas python3-matplotlib
-  python3-scipy python3-pytest
+  python3-scipy python3-pytest python3-statsmodels
   python3-torch                       # jobs/examples/torch_train.py: the PyTorch reference program
   # cluster scheduler for the job-script tests
   slurm-wlm munge

@@ -15,6 +15,7 @@ PACKAGES = {
     "h5py": ("python3-h5py", "h5py"),
     "scipy": ("python3-scipy", "scipy"),
     "matplotlib": ("python3-matplotlib", "matplotlib"),
+    "statsmodels": ("python3-statsmodels", "statsmodels"),
 }
 
 ALL = tuple(PACKAGES)
