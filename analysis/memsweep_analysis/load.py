@@ -697,12 +697,10 @@ def trial_numbers(trials):
     seen = {}
     for position, (path, trial_id) in enumerate(zip(trials.get("file", pd.Series("", index=trials.index)),
                                                     trials["trial_id"])):
-        index = None if known is None else known.iloc[position]
-        if index is not None and not pd.isna(index) and index >= 0:
-            numbers.append(int(index) + 1)
-            continue
         mine = seen.setdefault(path, {})
-        numbers.append(mine.setdefault(trial_id, len(mine) + 1))
+        in_load_order = mine.setdefault(trial_id, len(mine) + 1)
+        index = None if known is None else known.iloc[position]
+        numbers.append(int(index) + 1 if index is not None and not pd.isna(index) and index >= 0 else in_load_order)
     return pd.Series(numbers, index=trials.index, dtype=np.int64)
 
 

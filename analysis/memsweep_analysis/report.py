@@ -14,7 +14,7 @@ require("pandas")
 
 import pandas as pd  # noqa: E402
 
-from . import counters, estimate, figures, stats, tables, trainers  # noqa: E402
+from . import counters, drivers, estimate, figures, stats, tables, trainers  # noqa: E402
 from .document import Document, cell  # noqa: E402
 from .load import BUILTIN_TRAINER, load, param_columns  # noqa: E402
 
@@ -88,12 +88,17 @@ def _has_programs(trials):
 
 def _paper_layout(table, extra=()):
     """The paper table with the columns a reader needs, MiB to one decimal, mean ± SD as one cell; then the
-    `extra` columns of the table (tables.extra_columns: the trainer, the free parameters) as they are."""
+    `extra` columns of the table (tables.extra_columns: model, optimizer, channels, shape, the trainer, the free
+    parameters) as they are."""
     def with_spread(mean, std):
         return [("" if pd.isna(m) else f"{m:.1f}" + ("" if pd.isna(s) else f" ± {s:.1f}"))
                 for m, s in zip(table[mean], table[std])]
 
-    shown = pd.DataFrame({"trial": table["trial"].map(cell)})
+    def listed(values):
+        return ", ".join(str(v) for v in values) if isinstance(values, (list, tuple)) else ""
+
+    # the configuration's trials by the number `memsweep summary` shows them under (load's trial_number), ids beside
+    shown = pd.DataFrame({"trial": table["trial_numbers"].map(listed), "id": table["trial_ids"].map(listed)})
     if "paper_trial" in table.columns:
         shown["paper row"] = table["paper_trial"].map(cell)
     shown["lr"] = table["learning_rate"].map(lambda v: f"{v:g}")
@@ -113,8 +118,21 @@ def _paper_layout(table, extra=()):
     return shown
 
 
-def _verdict_lines(correlations, regressions):
-    """Plain sentences: what drives memory with its interval, then what cannot be told from noise."""
+def _driver_lines(findings):
+    """One sentence per ranked term of each fit, the top-ranked first: what it does, with its interval."""
+    lines = []
+    for _, row in findings.iterrows():
+        where = f"{row['scope']}, {TARGETS.get(row['target'], row['target'])}"
+        share = "" if pd.isna(row["share"]) else f"partial η² {row['share']:.2f}"
+        p = "" if pd.isna(row["p"]) else f"p {row['p']:.3g}"
+        figures_ = ", ".join(x for x in (share, p) if x)
+        verdict = " -> not distinguishable from noise" if row["verdict"] == stats.NOISE else ""
+        lines.append(f"{where}: #{int(row['rank'])} {row['term']} ({figures_}): {row['sentence']}{verdict}")
+    return lines
+
+
+def _verdict_lines(correlations):
+    """Plain sentences: what the rank correlations say with their interval, then what cannot be told from noise."""
     lines = []
     noise = []
     for _, row in correlations.iterrows():
@@ -126,13 +144,6 @@ def _verdict_lines(correlations, regressions):
                          f"n {int(row['n'])} -> {row['verdict']}")
         elif row["verdict"] == "not distinguishable from noise":
             noise.append(f"{figures.LABELS.get(row['parameter'], row['parameter'])} ({where})")
-    for _, row in regressions.iterrows():
-        if row["term"] == "intercept" or not str(row["verdict"]).startswith(("larger", "more", "less")):
-            continue
-        unit = str(row["unit"]).replace("bytes", "MiB")
-        lines.append(f"regression, {row['scope']}, {TARGETS.get(row['target'], row['target'])}: {row['term']}: "
-                     f"{row['coef'] / MIB:+.2f} {unit} [{row['ci_low'] / MIB:+.2f}, "
-                     f"{row['ci_high'] / MIB:+.2f}], p {row['p']:.3g} -> {row['verdict']}")
     if noise:
         lines.append("not distinguishable from noise (rank correlation's 95% interval includes 0): " +
                      "; ".join(noise))
@@ -149,15 +160,24 @@ def _correlation_table(frame):
     return shown[["scope", "target", "parameter", "n", "rho", "95% CI", "p", "verdict"]]
 
 
-def _regression_table(frame):
+def _anova_table(terms):
     shown = pd.DataFrame({
-        "scope": frame["scope"], "target": frame["target"], "term": frame["term"],
-        "MiB": frame["coef"] / MIB,
-        "95% CI (MiB)": [_interval(lo / MIB, hi / MIB) for lo, hi in zip(frame["ci_low"], frame["ci_high"])],
-        "unit": frame["unit"].fillna("").str.replace("bytes", "MiB"), "p": frame["p"], "R²": frame["r2"], "n": frame["n"], "verdict": frame["verdict"],
-    })
-    notes = sorted({n for n in frame.get("note", pd.Series(dtype=str)).fillna("") if n})
-    return shown, notes
+        "scope": terms["scope"], "target": terms["target"].map(lambda t: TARGETS.get(t, t)), "term": terms["term"],
+        "df": terms["df"], "SS (MiB²)": terms["sum_sq"] / MIB ** 2, "F": terms["F"], "p": terms["p"],
+        "partial η²": terms["partial_eta2"], "R²": terms["r2"], "n": terms["n"]})
+    kept = terms["note"].fillna("") == ""
+    return shown[kept]
+
+
+def _dropped_notes(terms, notes):
+    """One line per fit: the terms it could not identify, then the choices it made (log2 or linear)."""
+    lines = []
+    dropped = terms[terms["note"].fillna("") != ""]
+    for (scope, target, note), group in dropped.groupby(["scope", "target", "note"], sort=False):
+        lines.append(f"{scope}, {TARGETS.get(target, target)}: {', '.join(group['term'])}: {note}")
+    for scope, target, note in notes:
+        lines.append(f"{scope}, {TARGETS.get(target, target)}: {note}")
+    return lines
 
 
 def _varied_parameters(trials):
@@ -377,23 +397,30 @@ def build_report(paths, out_dir, trials=None, paper_csv=None, train_examples=Non
         written.append(_trainers_section(doc, all_trials, out_dir))
 
     doc.heading("What drives memory")
-    doc.paragraph("Spearman rank correlations per dataset and pooled (pooled mixes datasets: read the regression "
-                  "with dataset as a factor for effects within datasets). Repeats are averaged to one point per "
-                  "configuration. 95% intervals by Fisher's z.")
+    doc.paragraph("A linear model of each figure per dataset and pooled (the dataset one more factor), one point "
+                  "per configuration (its repeats averaged), fitted with statsmodels: the fields that vary as "
+                  "factors (model, optimizer, …) or numeric terms (learning rate as log10; batch size and widths "
+                  "linear, or log2 where they are powers of two and that fits better), with the interactions of "
+                  "each factor with each numeric term and of factor pairs that the configurations can identify. "
+                  "Terms ranked by partial η² (ANOVA type 2: each term after every other term not containing it); "
+                  "a numeric term that interacts with a factor is stated as its slope within each level of the "
+                  "factor, ranked by the share of that statement (no slope in any level). 95% intervals by "
+                  "Student's t; \"not distinguishable from noise\" where the interval includes 0 or p > 0.05.")
     if len(trainers.trainers(all_trials)) > 1:
         doc.paragraph("These statistics take every trainer's trials together: a trainer's own overhead is "
                       "read as an effect of whatever hyperparameter goes with it. \"Trainers compared\" above "
                       "separates them.", note=True)
+    terms, findings, _ = drivers.drivers(all_trials)
     correlations = stats.rank_correlations(all_trials)
-    regressions = stats.regression(all_trials)
-    doc.bullets(_verdict_lines(correlations, regressions))
-    doc.table(_correlation_table(correlations))
-    doc.paragraph("Multiple regression (least squares on standardized hyperparameters: each coefficient is MiB per "
-                  "standard deviation of its hyperparameter), per dataset and pooled with dataset as a factor:")
-    shown, notes = _regression_table(regressions)
-    doc.table(shown)
-    for note in notes:
+    doc.bullets(_driver_lines(findings) + _verdict_lines(correlations))
+    for note in _dropped_notes(terms, findings.attrs.get("notes", [])):
         doc.paragraph(note, note=True)
+    doc.paragraph("ANOVA (type 2) of each fit:")
+    doc.table(_anova_table(terms))
+    doc.paragraph("Spearman rank correlations per dataset and pooled (pooled mixes datasets: read the model above, "
+                  "with dataset as a factor, for effects within datasets), 95% intervals by Fisher's z, p exact up "
+                  f"to {stats.EXACT_MAX_POINTS} points:")
+    doc.table(_correlation_table(correlations))
     varied, constant = _varied_parameters(all_trials)
     if tables.ok_rows(all_trials).empty:
         doc.paragraph("No trial ended ok: there is no measured memory to plot.", note=True)
@@ -444,6 +471,9 @@ def tables_text(paths):
     parts = []
     for dataset, table in paper.groupby("dataset", sort=True):
         parts.append(f"{dataset}\n" + _paper_layout(table.reset_index(drop=True), extra).to_string(index=False))
+    _, findings, _ = drivers.drivers(results.trials)
+    if not findings.empty:
+        parts.append("what drives memory (ranked)\n" + "\n".join(_driver_lines(findings)))
     correlations = stats.rank_correlations(results.trials)
     if not correlations.empty:
         parts.append("rank correlations\n" + _correlation_table(correlations).to_string(index=False))

@@ -13,10 +13,14 @@ figures are psutil's bytes / 2^20. Only rows with status `ok` count for the
 figures; `n_ok` says how many repeats that is, `n` how many have a final
 status at all (a failed or killed repeat is counted, not averaged).
 
-After those columns (which stay first and as they were), `trainer` and one
-column per free parameter (load.param_columns): a configuration's trainer and
-parameters are part of it, so the same hyperparameters trained by two
-trainers are two rows.
+After those columns (which stay first and as they were): `trial_numbers` and
+`trial_ids` (the configuration's trials: their numbers, load's
+`trial_number`, the one `memsweep summary` shows, and ids), the categorical
+fields `model`, `optimizer`, `channels` ("16-32", "" for none) and `shape`
+(a synthetic dataset's, "" for a real one), each categorical in plan order;
+then `trainer` and one column per free parameter (load.param_columns): a
+configuration's trainer and parameters are part of it, so the same
+hyperparameters trained by two trainers are two rows.
 """
 
 import os
@@ -32,6 +36,8 @@ import pandas as pd  # noqa: E402
 from .load import BUILTIN_TRAINER, FINAL_STATUSES, param_column_names, param_columns  # noqa: E402
 
 MIB = float(2 ** 20)
+# this table's column: the trials' categorical column it is the configuration's value of
+CATEGORICAL_EXTRA = {"model": "model", "optimizer": "optimizer", "channels": "channels_text", "shape": "shape"}
 
 # (trials column, table column prefix): the figures averaged over repeats.
 FIGURES = [
@@ -79,7 +85,8 @@ def paper_table(results, dataset=None, paper_csv=None):
     in_trials = param_columns(trials)
     in_table = param_column_names(list(in_trials), columns + ["trainer", "paper_trial", "paper_memory_used_mb"])
     params = {key: (in_trials[key], in_table[key]) for key in in_trials}
-    columns += ["trainer"] + [mine for _, mine in params.values()]
+    columns += ["trial_numbers", "trial_ids"] + list(CATEGORICAL_EXTRA) + ["trainer"] + [mine for _, mine in
+                                                                                    params.values()]
     rows = []
     for (name, config), group in final.groupby(["dataset", "config"], sort=False):
         ok = ok_rows(group)
@@ -87,7 +94,12 @@ def paper_table(results, dataset=None, paper_csv=None):
         row = {"dataset": name, "learning_rate": float(first["learning_rate"]), "epochs": int(first["epochs"]),
                "batch_size": int(first["batch_size"]), "hidden": hidden_text(first["hidden"]), "n": len(group),
                "n_ok": len(ok), "config": config, "_order": group.index.min(),
-               "trainer": str(first["trainer"]) if "trainer" in group.columns else BUILTIN_TRAINER}
+               "trainer": str(first["trainer"]) if "trainer" in group.columns else BUILTIN_TRAINER,
+               "trial_ids": tuple(dict.fromkeys(group["trial_id"]))}
+        numbers = group.drop_duplicates("trial_id")["trial_number"] if "trial_number" in group.columns else []
+        row["trial_numbers"] = tuple(sorted(int(v) for v in numbers))
+        for column, theirs in CATEGORICAL_EXTRA.items():
+            row[column] = str(first[theirs]) if theirs in group.columns and not pd.isna(first[theirs]) else ""
         for theirs, mine in params.values():
             row[mine] = first[theirs]
         for column, prefix in FIGURES:
@@ -99,16 +111,28 @@ def paper_table(results, dataset=None, paper_csv=None):
     table = table.sort_values(["dataset", "_order"], kind="stable")
     table["trial"] = table.groupby("dataset").cumcount() + 1
     table = table.drop(columns="_order").reset_index(drop=True)
+    for column in CATEGORICAL_EXTRA:  # categorical in the trials' plan order, as load() gives them
+        categories = [c for c in _categories(trials, CATEGORICAL_EXTRA[column]) if c in set(table[column])]
+        categories += [c for c in dict.fromkeys(table[column]) if c not in categories]
+        table[column] = pd.Categorical(table[column], categories=categories)
     if paper_csv is not None:
         table = _beside_paper(table, read_paper_csvs(paper_csv), dataset)
     table.attrs["param_columns"] = {key: mine for key, (_, mine) in params.items()}
     return table
 
 
+def _categories(trials, column):
+    if column in trials.columns and isinstance(trials[column].dtype, pd.CategoricalDtype):
+        return [str(c) for c in trials[column].cat.categories]
+    return []
+
+
 def extra_columns(table):
-    """The columns after the paper's that a reader needs: `trainer` when some row is not memsweep's own, and
-    the free parameters' columns that have a value in some row."""
-    extra = []
+    """The columns after the paper's that a reader needs: model and optimizer always, channels and the synthetic
+    shape when some row has one, `trainer` when some row is not memsweep's own, and the free parameters' columns
+    that have a value in some row."""
+    extra = [c for c in ("model", "optimizer") if c in table.columns]
+    extra += [c for c in ("channels", "shape") if c in table.columns and (table[c].astype(str) != "").any()]
     if "trainer" in table.columns and set(table["trainer"].dropna().astype(str)) - {BUILTIN_TRAINER}:
         extra.append("trainer")
     for column in table.attrs.get("param_columns", {}).values():
