@@ -81,8 +81,9 @@ def test_markdown_html_and_every_figure_of_the_right_size(report):
     # one trainer: no comparison of trainers, and the paper's tables as they always were
     assert "Trainers compared" not in markdown and "trainers-peak-vs-batch.png" not in shown
     header = next(line for line in markdown.splitlines() if line.startswith("| trial |"))
-    assert header == ("| trial | lr | epochs | batch | hidden | ok/runs | used MB | rss mean | rss peak | peak−base "
-                      "| predicted |")
+    # the trials' numbers with their ids first; model and optimizer always shown, after the paper's columns
+    assert header == ("| trial | id | lr | epochs | batch | hidden | ok/runs | used MB | rss mean | rss peak "
+                      "| peak−base | predicted | model | optimizer |")
 
 
 def test_calibration_file_holds_the_exact_fit(report):
@@ -238,8 +239,8 @@ def test_the_paper_tables_list_trainer_and_params_after_their_columns(paired_rep
     markdown = read(written["markdown"])
     header = next(line for line in markdown.splitlines() if line.startswith("| trial |"))
     # `n` is a column of the paper table: the parameter n is param_n there
-    assert header == ("| trial | lr | epochs | batch | hidden | ok/runs | used MB | rss mean | rss peak | peak−base "
-                      "| predicted | trainer | param_n | workers |")
+    assert header == ("| trial | id | lr | epochs | batch | hidden | ok/runs | used MB | rss mean | rss peak "
+                      "| peak−base | predicted | model | optimizer | trainer | param_n | workers |")
     lines = markdown.splitlines()
     start = lines.index("## mnist: trials")
     rows = [line for line in lines[start:lines.index("## Trials that did not end ok")] if line.startswith("| ")][2:]

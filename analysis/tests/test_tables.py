@@ -2,6 +2,7 @@
 
 import math
 
+import pandas as pd
 import pytest
 
 from memsweep_analysis import load
@@ -126,7 +127,11 @@ def test_trainer_and_params_columns_come_after_the_papers(tmp_path):
     assert list(table.columns) == [
         "dataset", "trial", "learning_rate", "epochs", "batch_size", "hidden", "n", "n_ok", "memory_used_mb",
         "memory_used_mb_std", "rss_mean_mb", "rss_mean_mb_std", "rss_peak_mb", "rss_peak_mb_std", "rss_footprint_mb",
-        "rss_footprint_mb_std", "predicted_mb", "predicted_mb_std", "config", "trainer", "dropout", "param_trial"]
+        "rss_footprint_mb_std", "predicted_mb", "predicted_mb_std", "config", "trial_numbers", "trial_ids", "model",
+        "optimizer", "channels", "shape", "trainer", "dropout", "param_trial"]
+    # the configurations' trials by their numbers (load order here: the builder writes no plan_index)
+    assert table["trial_numbers"].tolist() == [(1,), (2, 3), (4,)]
+    assert isinstance(table["model"].dtype, pd.CategoricalDtype) and table["model"].tolist() == ["mlp"] * 3
     # the same hyperparameters trained by two trainers, or with other parameters, are rows of their own
     assert table["trainer"].tolist() == ["memsweep", "pytorch", "pytorch"]
     assert table["n"].tolist() == [1, 2, 1]
