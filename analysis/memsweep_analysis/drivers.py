@@ -395,8 +395,8 @@ def _sentence(effects):
     for effect in effects:
         interval = "" if pd.isna(effect["ci_low"]) else f" [{_mib(effect['ci_low'])}, {_mib(effect['ci_high'])}]"
         noise = " (not distinguishable from noise)" if effect["verdict"] == NOISE else ""
-        parts.append((effect["level"], f"{_mib(effect['effect'])} MiB{interval}{noise}"))
+        parts.append((effect["level"], f"{_mib(effect['effect'])} MiB{interval}", noise))
     unit = effects[0]["unit"]
     if unit.startswith("at the mean"):
-        return "; ".join(f"{level}: {text}" for level, text in parts) + " (numeric terms at their mean)"
-    return f"{unit}: " + ", ".join(text + (f" for {level}" if level else "") for level, text in parts)
+        return "; ".join(f"{level}: {text}{noise}" for level, text, noise in parts) + " (numeric terms at their mean)"
+    return f"{unit}: " + ", ".join(text + (f" for {level}" if level else "") + noise for level, text, noise in parts)

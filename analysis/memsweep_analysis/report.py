@@ -67,7 +67,11 @@ def not_ok_table(trials):
     """The final rows that are not ok, with their messages, and how their process ended when any says; then,
     when some trial of `trials` is a program's or has free parameters, `trainer` and the parameters."""
     failed = trials[trials["final"] & (trials["status"] != "ok")]
-    shown = failed[["file", "trial_id", "dataset", "learning_rate", "batch_size", "status", "message"]].copy()
+    columns = ["file", "trial_number", "trial_id", "dataset", "model", "optimizer", "learning_rate", "batch_size",
+               "status", "message"]
+    shown = failed[[c for c in columns if c in failed.columns]].copy()
+    # the number `memsweep summary` and the tables above show the trial under
+    shown = shown.rename(columns={"trial_number": "trial"})
     ends = [process_end(cause, number) for cause, number in
             zip(failed.get("end_cause", pd.Series("", index=failed.index)),
                 failed.get("end_signal", pd.Series(0, index=failed.index)))]
