@@ -26,6 +26,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import ScalarFormatter  # noqa: E402
 
 WIDTH_IN, HEIGHT_IN, DPI = 8, 5, 100
 MIB = 2 ** 20
@@ -116,7 +117,8 @@ def _save(figure, out, **record):
     if directory:
         os.makedirs(directory, exist_ok=True)
     title = figure._suptitle.get_text() if figure._suptitle is not None else ""
-    texts = [t.get_text() for ax in figure.axes for t in ax.texts] + [t.get_text() for t in figure.texts]
+    texts = ([t.get_text() for ax in figure.axes for t in ax.texts] + [t.get_text() for t in figure.texts] +
+             [title.get_text() for ax in figure.axes for title in (ax.title, ax._left_title) if title.get_text()])
     # shaded: read from the canvas, not from what the caller meant to draw (axvspan adds a patch; no figure
     # here draws other patches)
     drawn = Drawn(path=out, xscales=_scales(figure), colours=data_colours(figure), title=title, texts=texts,
@@ -193,6 +195,7 @@ def log2_axis(values):
 def _set_xscale(ax, param, values):
     if param in DOUBLING and log2_axis(values):
         ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(ScalarFormatter())  # 32, 64, 128 rather than 2^5, 2^6, 2^7
     elif param in LOG_SCALE and (pd.Series(values) > 0).all():
         ax.set_xscale("log")
 
@@ -309,7 +312,10 @@ def memory_vs_hyperparameter(trials, param, out):
     warning = shared_node_note(trials)
     if warning:
         notes.append(warning)
-        figure.text(0.01, 0.01, "⚠ " + warning, fontsize=6.5, color="tab:red", wrap=True)
+        # a short title over the system-used panel (constrained layout makes room for titles, not free text);
+        # the whole note goes into the record for the report to print
+        axes[1][0].set_title("⚠ shared node? system used varies more than the footprints", fontsize=7,
+                             color="tab:red", loc="left")
     spread = " (mean ± SD over repeats)" if repeated else ""
     more = f", first {MAX_PANELS} of {MAX_PANELS + left_out} {facet}s" if left_out else ""
     figure.suptitle(f"Memory against {label}{spread}{more}", fontsize=11)
@@ -396,8 +402,8 @@ def rss_over_time(results, trial_id, out):
         notes.append(f"Shared node? During trial {trial_id} the node's used memory ranged over "
                      f"{(system.max() - system.min()) / MIB:.3g} MiB, more than the trial's RSS "
                      f"({own / MIB:.3g} MiB).")
-        axes[1][0].text(0.01, 0.95, "⚠ " + notes[-1], transform=axes[1][0].transAxes, fontsize=6.5,
-                        color="tab:red", va="top", wrap=True)
+        axes[1][0].set_title("⚠ shared node? system used moved more than the trial's RSS", fontsize=7,
+                             color="tab:red", loc="left")
     shaded = " (shaded: evaluation)" if spans else ""
     axes[1][0].set_xlabel(f"t since the trial's sampler started, s (dotted: an epoch begins){shaded}")
     figure.suptitle(title, fontsize=11)

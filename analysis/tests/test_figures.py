@@ -158,7 +158,7 @@ def test_shared_node_warning_when_system_memory_varies_more_than_the_footprints(
                          for i in range(4)])
     drawn = figures.memory_vs_hyperparameter(busy, "batch_size", tmp_path / "m.png")
     assert len(drawn.notes) == 1 and drawn.notes[0].startswith("Shared node?")
-    assert any("Shared node?" in text for text in drawn.texts)
+    assert any("shared node?" in text for text in drawn.texts)   # over the system-used panel
     quiet = busy.assign(sys_used_mean=busy["rss_footprint"] + 800 * MIB)
     assert figures.memory_vs_hyperparameter(quiet, "batch_size", tmp_path / "q.png").notes == []
     assert figures.shared_node_note(quiet) is None
@@ -240,6 +240,7 @@ def test_rss_over_time_warns_when_the_node_moved_more_than_the_trial(tmp_path):
     results = one_trial_samples(None, [50, 52, 54, 53, 52, 51], sys_mib=[800, 1200, 900, 1300, 850, 800])
     drawn = figures.rss_over_time(results, "t1", tmp_path / "r.png")
     assert len(drawn.notes) == 1 and "500 MiB" in drawn.notes[0]
+    assert any("shared node?" in text for text in drawn.texts)
 
 
 def test_rss_over_time_without_samples_writes_nothing(tmp_path):
