@@ -60,9 +60,9 @@ PHASE_NAMES = {0: "setup", 1: "training", 2: "evaluation"}
 @dataclass
 class Drawn:
     """A figure that was written: its path (the record is a path-like, so `open(drawn)` works), the factor its
-    colours stand for and their levels, each panel's x scale as (scale, base), the data colours found on the
-    canvas before saving, whether an evaluation phase was shaded, the title and the texts on it, and notes (warnings) the reader should see
-    beside it."""
+    colours stand for and their levels, the factor its panels split by, each panel's x scale as (scale, base),
+    the data colours found on the canvas before saving, whether an evaluation phase was shaded, the title and
+    the texts on it, and notes (warnings) the reader should see beside it."""
     path: str
     factor: str = None
     levels: list = field(default_factory=list)
@@ -264,8 +264,17 @@ def _panels(frame, facet):
 
 
 def _colour_and_facet(frame, value):
+    """The strongest factor, and the next one that is not fixed by it: panels of channels beside colours of
+    model would repeat the colours (an MLP has no channels), so a factor with one level within each colour
+    is passed over."""
     ranked = [name for name, _ in strongest_factors(frame, value)]
-    return (ranked[0] if ranked else None), (ranked[1] if len(ranked) > 1 else None)
+    if not ranked:
+        return None, None
+    colour = _levels(frame[ranked[0]])
+    for name in ranked[1:]:
+        if (_levels(frame[name]).groupby(colour.to_numpy()).nunique() > 1).any():
+            return ranked[0], name
+    return ranked[0], None
 
 
 def memory_vs_hyperparameter(trials, param, out):

@@ -249,3 +249,31 @@ def test_rss_over_time_without_samples_writes_nothing(tmp_path):
     reason = figures.rss_over_time(results, "t1", tmp_path / "r.png")
     assert isinstance(reason, str) and "no samples" in reason
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_loaded_grid_of_models_is_coloured_by_model_on_a_log2_batch_axis(tmp_path):
+    """The issue's grid through load(): categorical columns as load() types them, channels only for CNNs."""
+    path = str(tmp_path / "grid.h5")
+    rows = []
+    for model in ("mlp", "cnn"):
+        for optimizer in ("sgd", "adam"):
+            for batch in (32, 256):
+                for width in (64, 512):
+                    per_example = 0.3 if model == "cnn" else 0.01
+                    peak = 100 + per_example * batch + width / 64 + (optimizer == "adam")
+                    rows.append(dict(dataset="mnist", model=model, optimizer=optimizer, batch_size=batch,
+                                     hidden=[width], channels=[8] if model == "cnn" else [],
+                                     rss_baseline=50 * MIB, rss_peak=int(peak * MIB),
+                                     sys_used_mean=(900 + peak) * MIB))
+    write_results_file(path, rows)
+    trials = load(path).trials
+    drawn = figures.memory_vs_hyperparameter(trials, "batch_size", tmp_path / "batch.png")
+    # model and channels split the grid the same way (an MLP has no channels): model comes first in FACTORS,
+    # and channels, fixed by the model, is passed over for the panels
+    assert drawn.factor == "model" and drawn.levels == ["cnn", "mlp"]
+    assert drawn.facet == "optimizer"
+    assert len(drawn.colours) == 2 and drawn.xscales == [("log", 2.0)] * 4
+    assert "SD" not in drawn.title     # one repeat each
+    assert png_colours_present(drawn, set(figures._colours()[:10])) == {"tab:blue", "tab:orange"}
+    width = figures.memory_vs_hyperparameter(trials, "max_width", tmp_path / "width.png")
+    assert {scale for scale in width.xscales} == {("log", 2.0)}   # 64 and 512: a ratio of 8
