@@ -196,11 +196,9 @@ def _show_figure(doc, drawn, alt, written):
     doc.image(drawn.path, alt)
     written.append(drawn.path)
     # The same warning on every figure of a sweep (a shared node) is said once, under the first.
-    said = doc.__dict__.setdefault("figure_notes_said", set())
     for note in drawn.notes:
-        if note not in said:
+        if ("paragraph", True, note) not in doc.blocks:
             doc.paragraph(note, note=True)
-            said.add(note)
 
 
 def _estimate_section(doc, results, trials, out_dir, chosen, figure_paths):
