@@ -211,7 +211,21 @@ def _chosen_trials(trials, asked):
     return list(largest["trial_id"])
 
 
-def _estimate_section(doc, results, trials, out_dir, chosen):
+def _show_figure(doc, drawn, alt, written):
+    """The figure in the document with the notes drawn on it (a shared node), or a line saying why there is
+    none: a figure with nothing to draw is not written (figures.py returns the reason instead)."""
+    if not isinstance(drawn, figures.Drawn):
+        doc.paragraph(f"No figure of {alt}: {drawn}.", note=True)
+        return
+    doc.image(drawn.path, alt)
+    written.append(drawn.path)
+    # The same warning on every figure of a sweep (a shared node) is said once, under the first.
+    for note in drawn.notes:
+        if ("paragraph", True, note) not in doc.blocks:
+            doc.paragraph(note, note=True)
+
+
+def _estimate_section(doc, results, trials, out_dir, chosen, figure_paths):
     # memsweep's estimate is of its own trainer's footprint; a program's predicted_bytes is the Q&A rule on
     # the counts it reported, beside a footprint that is its whole peak: not the same question.
     programs = trials[trials["trainer"].map(trainers.trainer_name) != trainers.BUILTIN_TRAINER] \
@@ -242,7 +256,7 @@ def _estimate_section(doc, results, trials, out_dir, chosen):
         shown["a (MiB)"] = shown.pop("a_bytes") / MIB
         doc.table(shown[["dataset", "host", "a (MiB)", "b", "n", "r2", "note"]])
     picture = figures.estimate_vs_measured(trials, fits, os.path.join(out_dir, "estimate-vs-measured.png"))
-    doc.image(picture, "estimate against measured footprint")
+    _show_figure(doc, picture, "estimate against measured footprint", figure_paths)
     parts = estimate.estimate_components(results, trial_ids=chosen[:COMPONENT_TRIALS])
     if not parts.empty:
         doc.paragraph("The estimate's parts for the trials plotted over time, beside the measured footprint:")
@@ -267,7 +281,7 @@ def _program_notes(doc, trials):
                       + ", ".join(sorted(set(bad["trial_id"]))) + ".", note=True)
 
 
-def _trainers_section(doc, trials, out_dir):
+def _trainers_section(doc, trials, out_dir, written):
     """Trainers compared on the same hyperparameters: the pairs, the difference's slope against batch size in
     one sentence per trainer pair, dataset and figure, and peak against batch size per trainer."""
     pairs = trainers.paired_configurations(trials)
@@ -301,10 +315,9 @@ def _trainers_section(doc, trials, out_dir):
     if alone:
         doc.paragraph("Configurations with ok trials of one side only (not compared): " +
                       ", ".join(f"{t} {n}" for t, n in sorted(alone.items())) + ".", note=True)
-    path = figures.peak_vs_batch_by_trainer(trainers.peaks_by_trainer(pairs),
-                                            os.path.join(out_dir, "trainers-peak-vs-batch.png"), reference)
-    doc.image(path, "peak RSS against batch size per trainer")
-    return path
+    drawn = figures.peak_vs_batch_by_trainer(trainers.peaks_by_trainer(pairs),
+                                             os.path.join(out_dir, "trainers-peak-vs-batch.png"), reference)
+    _show_figure(doc, drawn, "peak RSS against batch size per trainer", written)
 
 
 def _interval_per_example(low, high):
@@ -339,7 +352,7 @@ def _pairs_layout(pairs):
     return shown
 
 
-def _counters_section(doc, results, out_dir, train_examples):
+def _counters_section(doc, results, out_dir, train_examples, written):
     doc.heading("Counters against batch size")
     per_step = counters.counters_per_step(results, train_examples=train_examples)
     events = [c for c in figures.per_step_columns(per_step)]
@@ -361,9 +374,8 @@ def _counters_section(doc, results, out_dir, train_examples):
                                    values="per_step_mean").reset_index()
         wide.columns = [str(c) for c in wide.columns]
         doc.table(wide)
-    path = figures.counters_vs_batch(per_step, os.path.join(out_dir, "counters-vs-batch.png"))
-    doc.image(path, "counters per step against batch size")
-    return path
+    drawn = figures.counters_vs_batch(per_step, os.path.join(out_dir, "counters-vs-batch.png"))
+    _show_figure(doc, drawn, "counters per step against batch size", written)
 
 
 def build_report(paths, out_dir, trials=None, paper_csv=None, train_examples=None):
@@ -398,7 +410,7 @@ def build_report(paths, out_dir, trials=None, paper_csv=None, train_examples=Non
         doc.table(failed)
 
     if len(trainers.trainers(all_trials)) > 1:
-        written.append(_trainers_section(doc, all_trials, out_dir))
+        _trainers_section(doc, all_trials, out_dir, written)
 
     doc.heading("What drives memory")
     doc.paragraph("A linear model of each figure per dataset and pooled (the dataset one more factor), one point "
@@ -432,22 +444,19 @@ def build_report(paths, out_dir, trials=None, paper_csv=None, train_examples=Non
         doc.paragraph("No figure for " + ", ".join(figures.LABELS[p] for p in constant) +
                       ": the same in every ok trial of each dataset.", note=True)
     for parameter in varied:
-        path = figures.memory_vs_hyperparameter(all_trials, parameter,
-                                                os.path.join(out_dir, f"memory-vs-{parameter.replace('_', '-')}.png"))
-        doc.image(path, f"memory against {figures.LABELS[parameter]}")
-        written.append(path)
+        drawn = figures.memory_vs_hyperparameter(
+            all_trials, parameter, os.path.join(out_dir, f"memory-vs-{parameter.replace('_', '-')}.png"))
+        _show_figure(doc, drawn, f"memory against {figures.LABELS[parameter]}", written)
 
     doc.heading("RSS over time")
     if not chosen:
         doc.paragraph("No ok trial to plot.", note=True)
     for trial_id in chosen:
-        path = figures.rss_over_time(results, trial_id, os.path.join(out_dir, f"rss-{trial_id}.png"))
-        doc.image(path, f"RSS over time of trial {trial_id}")
-        written.append(path)
+        drawn = figures.rss_over_time(results, trial_id, os.path.join(out_dir, f"rss-{trial_id}.png"))
+        _show_figure(doc, drawn, f"RSS over time of trial {trial_id}", written)
 
-    calibration = _estimate_section(doc, results, all_trials, out_dir, chosen)
-    written.append(os.path.join(out_dir, "estimate-vs-measured.png"))
-    written.append(_counters_section(doc, results, out_dir, train_examples))
+    calibration = _estimate_section(doc, results, all_trials, out_dir, chosen, written)
+    _counters_section(doc, results, out_dir, train_examples, written)
     return doc, written, calibration
 
 

@@ -71,10 +71,22 @@ def test_markdown_html_and_every_figure_of_the_right_size(report):
     assert len(sources) == len(shown)
     assert all(source.startswith("data:image/png;base64,") for source in sources)
     assert "<link" not in page and "href=" not in page
-    # Each dataset's largest ok footprint is plotted over time: B's second repeat (84 - 60 = 24 MiB) for
-    # mnist, C's ok run for fashion-mnist, batch 128 for cifar-10.
+    # Each dataset's largest ok footprint is chosen to plot over time: B's second repeat (84 - 60 = 24 MiB)
+    # for mnist, C's ok run for fashion-mnist, batch 128 for cifar-10; none has samples (only the first trial
+    # does): no file, and a line saying why.
     for index in (3, 4, 10):
-        assert f"rss-{trials[index]['trial_id']}.png" in shown
+        trial_id = trials[index]["trial_id"]
+        assert f"rss-{trial_id}.png" not in shown and not os.path.exists(os.path.join(out, f"rss-{trial_id}.png"))
+        assert f"_No figure of RSS over time of trial {trial_id}: " in markdown
+        assert "no samples recorded" in markdown
+    # mnist's system used moves 120 MiB over footprints within 10 MiB: a shared node, said once, under the
+    # first figure of memory (the learning rate's, in LABELS' order)
+    warnings = [line for line in markdown.splitlines() if line.startswith("_Shared node?")]
+    assert len(warnings) == 1 and "mnist (SD" in warnings[0] and "cifar-10" not in warnings[0]
+    after = markdown.split("memory-vs-learning-rate.png)", 1)[1].lstrip("\n")
+    assert after.startswith("_Shared node?")
+    # counters were recorded: their figure is there
+    assert "counters-vs-batch.png" in shown
     # Epochs differ between datasets but not within one: no figure. The learning rate varies within mnist.
     assert "memory-vs-batch-size.png" in shown and "memory-vs-learning-rate.png" in shown
     assert "memory-vs-epochs.png" not in shown and "No figure for epochs" in markdown
@@ -187,9 +199,10 @@ def test_two_trainers_get_a_section_comparing_them(two_trainers):
     assert "## Trainers compared" in markdown
     findings = [line[2:] for line in markdown.splitlines() if line.startswith("- ")]
     shown = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", markdown)
-    assert "trainers-peak-vs-batch.png" in shown
-    assert os.path.join(out, "trainers-peak-vs-batch.png") in written["figures"]
-    assert png_size(os.path.join(out, "trainers-peak-vs-batch.png")) == (800, 500)
+    # nothing paired (below): no figure of the pairs, no file, a line saying why
+    assert "trainers-peak-vs-batch.png" not in shown
+    assert not os.path.exists(os.path.join(out, "trainers-peak-vs-batch.png"))
+    assert "_No figure of peak RSS against batch size per trainer: no configuration was trained by two" in markdown
     assert "These statistics take every trainer's trials together" in markdown
     # pytorch's trials carry parameters that memsweep's lack: not the same hyperparameters, nothing paired
     assert "No configuration has an ok trial of two trainers" in markdown
@@ -257,3 +270,15 @@ def test_the_paper_tables_list_trainer_and_params_after_their_columns(paired_rep
     assert built[-1]["trial_id"] in markdown
     text = tables_text([path])
     assert "trainer" in text.splitlines()[1] and "pytorch" in text
+
+
+def test_no_counters_figure_and_no_rss_figure_without_their_data(tmp_path):
+    path = str(tmp_path / "plain.h5")
+    write_results_file(path, [dict(dataset="mnist", batch_size=batch, **memory(1000 + batch, 60 + batch, 50, 9))
+                              for batch in (8, 16, 32)], counter_columns=())
+    written = write_report([path], str(tmp_path / "out"))
+    markdown = read(written["markdown"])
+    assert "_No figure of counters per step against batch size: no counters were recorded._" in markdown
+    files = sorted(os.listdir(tmp_path / "out"))
+    assert "counters-vs-batch.png" not in files
+    assert [name for name in files if name.endswith(".png")] == sorted(os.path.basename(p) for p in written["figures"])
