@@ -130,7 +130,10 @@ def _driver_lines(findings):
         share = "" if pd.isna(row["share"]) else f"partial η² {row['share']:.2f}"
         p = "" if pd.isna(row["p"]) else f"p {row['p']:.3g}"
         figures_ = ", ".join(x for x in (share, p) if x)
-        verdict = " -> not distinguishable from noise" if row["verdict"] == stats.NOISE else ""
+        # A one-part sentence already carries its verdict; a term of several
+        # parts gets the term's own.
+        said = row["sentence"].endswith("(not distinguishable from noise)")
+        verdict = "; as a whole, not distinguishable from noise" if row["verdict"] == stats.NOISE and not said else ""
         lines.append(f"{where}: #{int(row['rank'])} {row['term']} ({figures_}): {row['sentence']}{verdict}")
     return lines
 
