@@ -525,6 +525,96 @@ TEST(RunParts, EachPartWritesItsOwnNamedFileWithExactlyItsTrials) {
   EXPECT_EQ(h5py_table(dir.path() / "parts.h5", "trials").rows.size(), 4U);
 }
 
+// The trial ids `memsweep plan` lists for the whole sweep, in its order.
+std::vector<std::string> plan_order(const std::string& sweep, const std::string& dir) {
+  const CommandResult plan = run_memsweep({"plan", sweep}, dir);
+  EXPECT_EQ(plan.exit_status, kOk) << plan.err;
+  std::vector<std::string> ids;
+  std::istringstream lines(plan.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream cells(line);
+    std::string id;
+    cells >> id;
+    if (std::regex_match(id, std::regex("[0-9a-f]{12}"))) ids.push_back(id);
+  }
+  return ids;
+}
+
+// Part 1 by batch size holds the plan's second and fourth trials: its file
+// and its summary number them so, not 1 and 2.
+TEST(RunParts, APartsTrialsKeepThePlansNumbersInTheFileAndTheSummary) {
+  const TempDir dir;
+  const std::string cwd = dir.path().string();
+  sweep_file(dir, "parts.toml", kPartsSweep);
+  ASSERT_EQ(memsweep_alone(with_tiny({"run", "parts.toml", "--split-by", "batch_size", "--part", "1", "-q"}), cwd)
+                .exit_status,
+            kOk);
+  const auto file = dir.path() / "parts.batch_size-32.h5";
+  const std::vector<std::string> plan = plan_order("parts.toml", cwd);
+  ASSERT_EQ(plan.size(), 4U);
+  const TsvTable trials = h5py_table(file, "trials");
+  ASSERT_EQ(trials.rows.size(), 2U);
+  std::set<std::string> numbers;
+  for (std::size_t row = 0; row < trials.rows.size(); ++row) {
+    const std::string id = trials.at(row, "trial_id");
+    const auto position = std::find(plan.begin(), plan.end(), id) - plan.begin();
+    EXPECT_EQ(trials.at(row, "plan_index"), std::to_string(position)) << id;
+    numbers.insert(std::to_string(position + 1));
+  }
+  EXPECT_EQ(numbers, (std::set<std::string>{"2", "4"}));
+
+  const CommandResult summary = run_memsweep({"summary", file.string()}, cwd);
+  ASSERT_EQ(summary.exit_status, kOk) << summary.err;
+  // Categorical columns first, in this order, model and optimizer always.
+  EXPECT_THAT(summary.out, ::testing::ContainsRegex("trial +id +model +optimizer +lr +epochs +batch +hidden"));
+  for (std::size_t row = 0; row < trials.rows.size(); ++row) {
+    const std::string id = trials.at(row, "trial_id");
+    const auto number = std::find(plan.begin(), plan.end(), id) - plan.begin() + 1;
+    EXPECT_THAT(summary.out, ::testing::ContainsRegex(fmt::format("\n *{} +{} +mlp +sgd +", number, id)))
+        << summary.out;
+  }
+}
+
+// The evaluation pass after each epoch is a phase of its own in the samples:
+// a test set large enough for it to last many sampler intervals.
+TEST(RunCommand, SamplesCarryTheSetupTrainingAndEvaluationPhases) {
+  const TempDir dir;
+  const std::string cwd = dir.path().string();
+  sweep_file(dir, "phases.toml", R"(
+[sweep]
+name = "phases"
+[sampler]
+interval_ms = 2
+[[trial]]
+dataset = "synthetic"
+synthetic = { shape = [1, 16, 16], classes = 4, train_size = 1024, test_size = 16384 }
+epochs = 2
+batch_size = 64
+hidden = [256]
+)");
+  const CommandResult run = memsweep_alone({"run", "phases.toml", "-o", "phases.h5", "-q"}, cwd);
+  ASSERT_EQ(run.exit_status, kOk) << run.err;
+  const TsvTable samples = h5py_table(dir.path() / "phases.h5", "samples");
+  std::map<std::string, int> per_phase;
+  int previous_epoch = 0;
+  int evaluated_epoch = 0;
+  for (std::size_t row = 0; row < samples.rows.size(); ++row) {
+    const std::string phase = samples.at(row, "phase");
+    const int epoch = std::stoi(samples.at(row, "epoch"));
+    ++per_phase[phase];
+    // Setup before the first epoch only; an epoch's evaluation after its training.
+    EXPECT_EQ(phase == "0", epoch == 0) << "row " << row;
+    if (phase == "2") evaluated_epoch = epoch;
+    if (phase == "1") EXPECT_NE(epoch, evaluated_epoch) << "row " << row << ": training after its evaluation";
+    EXPECT_GE(epoch, previous_epoch) << "row " << row;
+    previous_epoch = epoch;
+  }
+  EXPECT_GE(per_phase["1"], 3) << "training samples";
+  EXPECT_GE(per_phase["2"], 3) << "evaluation samples";
+  EXPECT_EQ(per_phase.size(), per_phase.count("0") + per_phase.count("1") + per_phase.count("2"))
+      << "no phase but setup, training and evaluation";
+}
+
 TEST(RunParts, ResumeContinuesTheSamePartAndRefusesAnothers) {
   const TempDir dir;
   const std::string cwd = dir.path().string();
