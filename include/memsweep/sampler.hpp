@@ -73,17 +73,17 @@ enum SampleFlag : std::uint32_t {
 // Sample::phase: what the trial was doing when a sample was taken, as the
 // trainer reported it (set_phase()).
 namespace sample_phase {
-inline constexpr std::int32_t kUnknown = -1;     // a program that reports no phases (yet)
-inline constexpr std::int32_t kSetup = 0;        // before the first epoch
-inline constexpr std::int32_t kTraining = 1;     // an epoch's training pass
+inline constexpr std::int32_t kUnknown = -1;    // a program that reports no phases (yet)
+inline constexpr std::int32_t kSetup = 0;       // before the first epoch
+inline constexpr std::int32_t kTraining = 1;    // an epoch's training pass
 inline constexpr std::int32_t kEvaluating = 2;  // the test pass after an epoch
 }  // namespace sample_phase
 
 // One tick. Byte values are -1 when their read failed (see flags).
 struct Sample {
-  std::int64_t t_ns = 0;    // since start(), monotonic clock
-  std::int32_t epoch = 0;   // the epoch set_phase() last set
-  std::uint32_t flags = 0;  // SampleFlag bits
+  std::int64_t t_ns = 0;                        // since start(), monotonic clock
+  std::int32_t epoch = 0;                       // the epoch set_phase() last set
+  std::uint32_t flags = 0;                      // SampleFlag bits
   std::int32_t phase = sample_phase::kUnknown;  // the phase set_phase() last set
   std::int64_t rss_bytes = -1;
   std::int64_t anon_rss_bytes = -1;

@@ -138,9 +138,8 @@ std::string dataset_table(const std::vector<ShownRow>& shown, bool several_files
   std::vector<const TrialRow*> rows;
   for (const ShownRow& s : shown) rows.push_back(s.row);
   const bool any_repeat = std::any_of(rows.begin(), rows.end(), [](const TrialRow* r) { return r->repeat > 0; });
-  const bool any_cnn = std::any_of(rows.begin(), rows.end(), [](const TrialRow* r) {
-    return get_fixed(r->model) == model_name(ModelKind::cnn);
-  });
+  const bool any_cnn = std::any_of(rows.begin(), rows.end(),
+                                   [](const TrialRow* r) { return get_fixed(r->model) == model_name(ModelKind::cnn); });
   // The dataset is the table's heading; a synthetic one's shape is shown
   // when it varies.
   std::set<std::string> shapes;

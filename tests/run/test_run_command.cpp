@@ -681,7 +681,7 @@ TEST(RunParts, SummaryAppliesThePartAndShowsSeveralFilesTogether) {
   EXPECT_THAT(both.out, HasSubstr("2 files: 4 trials planned; 4 ok\n"));
   EXPECT_THAT(both.out, ::testing::Not(HasSubstr("not run yet")));
   EXPECT_THAT(both.out, HasSubstr("synthetic (4 trials)"));
-  // Rows: trial file id lr epochs batch ...
+  // Rows: trial file id model optimizer lr epochs batch ...
   std::vector<std::vector<std::string>> rows;
   std::istringstream lines(both.out);
   for (std::string line; std::getline(lines, line);) {
@@ -696,8 +696,8 @@ TEST(RunParts, SummaryAppliesThePartAndShowsSeveralFilesTogether) {
   for (std::size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(rows[i][0], expected[i][0]) << both.out;
     EXPECT_EQ(rows[i][1], expected[i][1]) << both.out;
-    EXPECT_EQ(rows[i][3], expected[i][2]) << both.out;
-    EXPECT_EQ(rows[i][5], expected[i][3]) << both.out;
+    EXPECT_EQ(rows[i][5], expected[i][2]) << both.out;
+    EXPECT_EQ(rows[i][7], expected[i][3]) << both.out;
   }
 
   // A missing file among several is bad input naming it.
