@@ -615,6 +615,39 @@ hidden = [256]
       << "no phase but setup, training and evaluation";
 }
 
+// A CNN beside an MLP, on synthetic data of two shapes: the summary shows
+// each one's channels and shape after model and optimizer.
+TEST(RunCommand, SummaryShowsChannelsAndASyntheticShapeThatVaries) {
+  const TempDir dir;
+  const std::string cwd = dir.path().string();
+  sweep_file(dir, "kinds.toml", R"(
+[sweep]
+name = "kinds"
+[defaults]
+dataset = "synthetic"
+epochs = 1
+hidden = [16]
+[[trial]]
+model = "cnn"
+channels = [4, 8]
+optimizer = "adam"
+synthetic = { shape = [1, 8, 8], classes = 4, train_size = 256, test_size = 64 }
+[[trial]]
+model = "mlp"
+optimizer = "sgd"
+synthetic = { shape = [3, 8, 8], classes = 4, train_size = 256, test_size = 64 }
+)");
+  ASSERT_EQ(memsweep_alone(with_tiny({"run", "kinds.toml", "-o", "kinds.h5", "-q"}), cwd).exit_status, kOk);
+  const std::vector<std::string> plan = plan_order("kinds.toml", cwd);
+  ASSERT_EQ(plan.size(), 2U);
+  const CommandResult summary = run_memsweep({"summary", "kinds.h5"}, cwd);
+  ASSERT_EQ(summary.exit_status, kOk) << summary.err;
+  EXPECT_THAT(summary.out, ::testing::ContainsRegex("trial +id +model +optimizer +channels +shape +lr +epochs"));
+  EXPECT_THAT(summary.out, ::testing::ContainsRegex("\n1 +" + plan[0] + " +cnn +adam +4-8 +1x8x8 +0.01 "))
+      << summary.out;
+  EXPECT_THAT(summary.out, ::testing::ContainsRegex("\n2 +" + plan[1] + " +mlp +sgd +- +3x8x8 +0.01 ")) << summary.out;
+}
+
 TEST(RunParts, ResumeContinuesTheSamePartAndRefusesAnothers) {
   const TempDir dir;
   const std::string cwd = dir.path().string();
@@ -755,6 +788,15 @@ mem_budget = "1MiB"
   const CommandResult summary = run_memsweep({"summary", (dir.path() / "f.h5").string()});
   ASSERT_EQ(summary.exit_status, kOk) << summary.err;
   EXPECT_THAT(summary.out, HasSubstr("not ok (3)"));
+  // Each numbered as the plan lists it (the file order of [[trial]]s here).
+  for (std::size_t row = 0; row < trials.rows.size(); ++row) {
+    if (trials.at(row, "status") == "ok") continue;
+    const int number = std::stoi(trials.at(row, "plan_index")) + 1;
+    EXPECT_THAT(summary.out, ::testing::ContainsRegex(fmt::format(
+                                 "\n{} +{} +0 +{} ", number, trials.at(row, "trial_id"), trials.at(row, "status"))))
+        << summary.out;
+  }
+  EXPECT_EQ(trials.at(trials.where("dataset", "mnist").at(0), "plan_index"), "1");
 }
 
 // ---- signals and kills ------------------------------------------------------------
