@@ -23,6 +23,11 @@ Schema 5's /messages holds each trial's whole message in pieces of at most
 message (its /trials column then gets the first bytes), otherwise a trial's
 own `message` is stored there.
 
+Schema 5 also numbers the trials and stamps the samples: a trial's
+`plan_index` (its 0-based position in the sweep as `memsweep plan` lists it)
+defaults to the row's position in `trials`; a sample's `phase` (0 setup, 1
+training, 2 evaluating, -1 unknown) defaults to -1.
+
 Schema 4's trial columns default to a built-in trial's: `trainer`
 "memsweep", `params` "{}", `processes` 1, `rss_peak_hwm_sum` and
 `process_peak_max` -1, `bad_event_lines` 0. A row may give `trainer` (a
@@ -64,6 +69,7 @@ TRIAL_COLUMNS = [
     ("attempt", "<i4", ONE),
     ("repeat", "<i4", ONE),
     ("run", "<i4", ONE),
+    ("plan_index", "<i4", ONE),
     ("dataset", _text(16), TEXT),
     ("model", _text(16), TEXT),
     ("optimizer", _text(16), TEXT),
@@ -113,6 +119,7 @@ SAMPLE_COLUMNS = [
     ("attempt", "<i4", ONE),
     ("rank", "<i4", ONE),
     ("epoch", "<i4", ONE),
+    ("phase", "<i4", ONE),
     ("t", "<f8", SECONDS),
     ("rss", "<i8", BYTES),
     ("anon_rss", "<i8", BYTES),
@@ -164,8 +171,9 @@ ADDED_IN = {
     "trials": {**{name: 3 for name in ("pid", "end_signal", "oom_killed", "end_cause", "isolation",
                                        "start_seconds", "cgroup_peak")},
                **{name: 4 for name in ("trainer", "params", "processes", "rss_peak_hwm_sum", "process_peak_max",
-                                       "bad_event_lines")}},
-    "samples": {"sys_total": 2},
+                                       "bad_event_lines")},
+               "plan_index": 5},
+    "samples": {"sys_total": 2, "phase": 5},
     "runs": {"end_time": 3, "end_state": 3,
              **{name: 5 for name in ("data_dirs", "max_train_examples", "max_test_examples", "threads",
                                      "counter_source", "mem_budget", "trial_timeout", "flush_interval", "no_swmr",
@@ -254,7 +262,7 @@ TRIAL_DEFAULTS = {
     "bad_event_lines": 0,
 }
 
-SAMPLE_DEFAULTS = {"attempt": 0, "rank": 0, "epoch": 0, "t": 0.0, "rss": 60 * 2**20, "anon_rss": 30 * 2**20,
+SAMPLE_DEFAULTS = {"attempt": 0, "rank": 0, "epoch": 0, "phase": -1, "t": 0.0, "rss": 60 * 2**20, "anon_rss": 30 * 2**20,
                    "pss": -1, "sys_used": 800 * 2**20, "sys_total": 24 * 2**30, "sys_available": 20 * 2**30,
                    "sys_active": 500 * 2**20}
 
@@ -439,7 +447,7 @@ def write_results_file(path, trials, samples=(), epochs=(), attrs=None, counter_
     for given in trials:
         if later & set(given):
             raise KeyError(f"not columns of schema {schema_version}'s /trials: {sorted(later & set(given))}")
-    trial_rows = [complete_trial(t) for t in trials]
+    trial_rows = [complete_trial(dict({"plan_index": i}, **t)) for i, t in enumerate(trials)]
     whole = {i: messages.get(i, row["message"]) if messages else row["message"] for i, row in enumerate(trial_rows)}
     for i, text in whole.items():
         trial_rows[i]["message"] = utf8_prefix(text, MESSAGE_PIECE_BYTES)

@@ -72,6 +72,11 @@ inline constexpr std::string_view kBuiltinTrainer = "memsweep";
 struct TrialSpec {
   std::string id;  // stable: a hash of canonical_text(), see below
   int repeat = 0;  // 0 .. repeats-1
+  // Its 0-based position in the whole sweep's expansion, the order `memsweep
+  // plan` lists (repeat-major); set by the sweep parser and kept when a part
+  // is selected, so that every file numbers a trial alike. Not part of the
+  // id. -1: a trial not from a sweep file.
+  int plan_index = -1;
   DatasetSpec dataset;
   ModelKind model = ModelKind::mlp;
   std::vector<int> channels;  // convolution blocks, model = cnn only

@@ -72,6 +72,10 @@ struct TrialRow {
   std::int32_t attempt = 0;  // 0 for a trial's first run, then 1, 2, ... (resumes)
   std::int32_t repeat = 0;
   std::int32_t run = 0;  // which invocation of `memsweep run` on this file: 0, then one more per resume
+  // The trial's 0-based position in the whole sweep as `memsweep plan` lists
+  // it (TrialSpec::plan_index; schema 5): a part's trials keep the whole
+  // sweep's numbers. -1: not recorded (older files).
+  std::int32_t plan_index = -1;
   FixedString<kNameChars> dataset{};
   FixedString<kNameChars> model{};
   FixedString<kNameChars> optimizer{};
@@ -142,7 +146,10 @@ struct SampleRow {
   std::int32_t attempt = 0;
   std::int32_t rank = -1;
   std::int32_t epoch = 0;  // 0 before the first epoch (setup), then 1, 2, ...
-  double t = 0.0;          // seconds since the trial's sampler started
+  // What the trial was doing when the sample was taken (schema 5): a
+  // sample_phase value (sampler.hpp). Older files read kUnknown.
+  std::int32_t phase = sample_phase::kUnknown;
+  double t = 0.0;  // seconds since the trial's sampler started
   std::int64_t rss = -1;
   std::int64_t anon_rss = -1;
   std::int64_t pss = -1;

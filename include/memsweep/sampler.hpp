@@ -70,11 +70,21 @@ enum SampleFlag : std::uint32_t {
   kSamplePssFresh = 1U << 3,  // pss_bytes was read since the previous sample
 };
 
+// Sample::phase: what the trial was doing when a sample was taken, as the
+// trainer reported it (set_phase()).
+namespace sample_phase {
+inline constexpr std::int32_t kUnknown = -1;    // a program that reports no phases (yet)
+inline constexpr std::int32_t kSetup = 0;       // before the first epoch
+inline constexpr std::int32_t kTraining = 1;    // an epoch's training pass
+inline constexpr std::int32_t kEvaluating = 2;  // the test pass after an epoch
+}  // namespace sample_phase
+
 // One tick. Byte values are -1 when their read failed (see flags).
 struct Sample {
-  std::int64_t t_ns = 0;    // since start(), monotonic clock
-  std::int32_t epoch = 0;   // the phase set_phase() last set
-  std::uint32_t flags = 0;  // SampleFlag bits
+  std::int64_t t_ns = 0;                        // since start(), monotonic clock
+  std::int32_t epoch = 0;                       // the epoch set_phase() last set
+  std::uint32_t flags = 0;                      // SampleFlag bits
+  std::int32_t phase = sample_phase::kUnknown;  // the phase set_phase() last set
   std::int64_t rss_bytes = -1;
   std::int64_t anon_rss_bytes = -1;
   std::int64_t pss_bytes = -1;  // last known proportional set size (slower cadence)
@@ -303,7 +313,12 @@ class Sampler {
   void begin_region(const RegionBaseline& baseline);
   RegionSummary end_region();
 
-  void set_phase(std::int32_t epoch) noexcept { phase_.store(epoch, std::memory_order_relaxed); }
+  // The epoch and phase (sample_phase) the samples taken from now on carry;
+  // stored as one word, so that no sample pairs an epoch with the phase
+  // before it.
+  void set_phase(std::int32_t epoch, std::int32_t phase) noexcept {
+    phase_.store(pack_phase(epoch, phase), std::memory_order_relaxed);
+  }
 
   // Consumer side: passes each full (or aged, or final) chunk to `consume`
   // and recycles it; returns the number of chunks passed.
@@ -324,7 +339,10 @@ class Sampler {
   std::unique_ptr<CounterSource> counters_;
   std::unique_ptr<detail::SampleBuffer> buffer_;
   std::unique_ptr<Shared> shared_;
-  std::atomic<std::int32_t> phase_{0};
+  static std::uint64_t pack_phase(std::int32_t epoch, std::int32_t phase) noexcept {
+    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(epoch)) << 32) | static_cast<std::uint32_t>(phase);
+  }
+  std::atomic<std::uint64_t> phase_{pack_phase(0, sample_phase::kUnknown)};
   int target_pid_ = 0;  // 0: this process
   std::thread tick_thread_;
   std::thread pss_thread_;

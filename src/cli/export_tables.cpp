@@ -63,6 +63,7 @@ const Column<TrialRow> kTrialIdentity[] = {
     {"attempt", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.attempt); }},
     {"repeat", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.repeat); }},
     {"run", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.run); }},
+    {"plan_index", [](const TrialRow& r, DelimitedWriter& o) { measured(r.plan_index, o); }},
     {"dataset", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.dataset)); }},
     {"model", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.model)); }},
     {"optimizer", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.optimizer)); }},
@@ -127,6 +128,7 @@ const Column<SampleRow> kSampleColumns[] = {
     {"attempt", [](const SampleRow& r, DelimitedWriter& o) { o.integer(r.attempt); }},
     {"rank", [](const SampleRow& r, DelimitedWriter& o) { measured(r.rank, o); }},
     {"epoch", [](const SampleRow& r, DelimitedWriter& o) { o.integer(r.epoch); }},
+    {"phase", [](const SampleRow& r, DelimitedWriter& o) { measured(r.phase, o); }},  // -1: unknown
     {"t_s", [](const SampleRow& r, DelimitedWriter& o) { o.real(r.t); }},
     {"rss_bytes", [](const SampleRow& r, DelimitedWriter& o) { measured(r.rss, o); }},
     {"anon_rss_bytes", [](const SampleRow& r, DelimitedWriter& o) { measured(r.anon_rss, o); }},

@@ -34,6 +34,27 @@ std::string hidden_text(const TrialRow& row) {
   return widths.empty() ? "-" : fmt::format("{}", fmt::join(widths, "-"));
 }
 
+// A CNN's convolution channels, "16-32"; "-" for other models.
+std::string channels_text(const TrialRow& row) {
+  if (get_fixed(row.model) != model_name(ModelKind::cnn)) return "-";
+  std::vector<int> channels;
+  for (const std::int32_t count : row.channels)
+    if (count > 0) channels.push_back(count);
+  return channels.empty() ? "-" : fmt::format("{}", fmt::join(channels, "-"));
+}
+
+// A synthetic dataset's image shape, "1x28x28", from the row's definition
+// (TrialSpec::canonical_text(), whose format the trial ids fix); empty for
+// other datasets.
+std::string synthetic_shape(const TrialRow& row) {
+  const std::string definition = get_fixed(row.definition);
+  constexpr std::string_view kField = ";synthetic=";
+  const std::size_t start = definition.find(kField);
+  if (start == std::string::npos) return {};
+  const std::size_t from = start + kField.size();
+  return definition.substr(from, definition.find('/', from) - from);
+}
+
 // "SIGKILL"; "signal 99" for a number the C library has no name for.
 std::string signal_text(int signal) {
   const char* name = ::sigabbrev_np(signal);
@@ -100,15 +121,30 @@ std::map<std::string, std::size_t> positions(const std::vector<std::string>& ids
 struct ShownRow {
   const TrialRow* row;
   std::size_t file;
-  int attempts = 1;  // rows the trial has in its file
+  int attempts = 1;          // rows the trial has in its file
+  std::string number = "-";  // its number in `memsweep plan`'s list of the whole sweep
 };
+
+// The trial's number as `memsweep plan` lists the whole sweep, from 1: the
+// row's plan_index (schema 5), else its place in the sweep text the file
+// keeps (`plan_position`, empty when that text does not parse).
+std::string plan_number(const TrialRow& row, const std::map<std::string, std::size_t>& plan_position) {
+  if (row.plan_index >= 0) return std::to_string(row.plan_index + 1);
+  const auto found = plan_position.find(get_fixed(row.trial_id));
+  return found == plan_position.end() ? "-" : std::to_string(found->second + 1);
+}
 
 std::string dataset_table(const std::vector<ShownRow>& shown, bool several_files) {
   std::vector<const TrialRow*> rows;
   for (const ShownRow& s : shown) rows.push_back(s.row);
   const bool any_repeat = std::any_of(rows.begin(), rows.end(), [](const TrialRow* r) { return r->repeat > 0; });
-  const bool any_other_model =
-      std::any_of(rows.begin(), rows.end(), [](const TrialRow* r) { return get_fixed(r->model) != "mlp"; });
+  const bool any_cnn = std::any_of(rows.begin(), rows.end(),
+                                   [](const TrialRow* r) { return get_fixed(r->model) == model_name(ModelKind::cnn); });
+  // The dataset is the table's heading; a synthetic one's shape is shown
+  // when it varies.
+  std::set<std::string> shapes;
+  for (const TrialRow* r : rows) shapes.insert(synthetic_shape(*r));
+  const bool shape_varies = shapes.size() > 1;
   // Files before program trials have no trainer: memsweep's own trained them.
   const auto trainer_of = [](const TrialRow* r) {
     const std::string trainer = get_fixed(r->trainer);
@@ -128,22 +164,30 @@ std::string dataset_table(const std::vector<ShownRow>& shown, bool several_files
   header.push_back("id");
   if (any_repeat) header.push_back("repeat");
   if (any_program) header.push_back("trainer");
-  if (any_other_model) header.push_back("model");
+  header.push_back("model");
+  header.push_back("optimizer");
+  if (any_cnn) header.push_back("channels");
+  if (shape_varies) header.push_back("shape");
   if (any_params) header.push_back("params");
   for (const char* name : {"lr", "epochs", "batch", "hidden", "used MB", "rss mean", "rss peak", "peak-base",
                            "predicted", "accuracy", "status"})
     header.push_back(name);
   if (any_retried) header.push_back("attempts");
   std::vector<TableRow> table{header};
-  int number = 0;
   for (const ShownRow& s : shown) {
     const TrialRow* row = s.row;
-    TableRow line{std::to_string(++number)};
+    TableRow line{s.number};
     if (several_files) line.push_back(std::to_string(s.file));
     line.push_back(get_fixed(row->trial_id));
     if (any_repeat) line.push_back(std::to_string(row->repeat));
     if (any_program) line.push_back(trainer_of(row));
-    if (any_other_model) line.push_back(get_fixed(row->model));
+    line.push_back(get_fixed(row->model));
+    line.push_back(get_fixed(row->optimizer));
+    if (any_cnn) line.push_back(channels_text(*row));
+    if (shape_varies) {
+      const std::string shape = synthetic_shape(*row);
+      line.push_back(shape.empty() ? "-" : shape);
+    }
     if (any_params) line.push_back(params_of(row));
     line.push_back(fmt::format("{:.6g}", row->learning_rate));
     line.push_back(std::to_string(row->epochs));
@@ -219,6 +263,8 @@ std::string format_summary(const std::vector<SummaryInput>& files) {
     for (const TrialRow& row : rows) recorded.insert(get_fixed(row.trial_id));
     std::size_t without_record = 0;
     std::map<std::string, std::size_t> own_position;
+    std::map<std::string, std::size_t> plan_position;
+    if (const auto order = sweep_order(header, false)) plan_position = positions(*order);
     if (const auto order = sweep_order(header, true)) {
       own_position = positions(*order);
       for (const std::string& id : *order) without_record += recorded.count(id) == 0 ? 1 : 0;
@@ -232,7 +278,7 @@ std::string format_summary(const std::vector<SummaryInput>& files) {
       keyed.push_back({whole_position ? position_in(*whole_position, id) : 0,
                        f,
                        position_in(own_position, id),
-                       {&row, f + 1, attempts.at(id)}});
+                       {&row, f + 1, attempts.at(id), plan_number(row, plan_position)}});
     }
 
     std::map<std::string, std::size_t> by_status;
@@ -306,6 +352,7 @@ std::string format_summary(const std::vector<SummaryInput>& files) {
   if (any_process_end) failure_header.push_back("process end");
   failure_header.push_back("message");
   if (several) failure_header.insert(failure_header.begin(), "file");
+  failure_header.insert(failure_header.begin(), "trial");
   std::vector<TableRow> failures{failure_header};
   for (const ShownRow* s : not_ok) {
     const TrialRow& row = *s->row;
@@ -317,6 +364,7 @@ std::string format_summary(const std::vector<SummaryInput>& files) {
     }
     line.push_back(get_fixed(row.message));
     if (several) line.insert(line.begin(), std::to_string(s->file));
+    line.insert(line.begin(), s->number);
     failures.push_back(std::move(line));
   }
   if (failures.size() > 1) out += fmt::format("\nnot ok ({})\n", failures.size() - 1) + render_table(failures);

@@ -243,6 +243,7 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
       trial.id = trial_id(trial);
       const auto [seen, inserted] = index_of_id.emplace(trial.id, spec.trials.size());
       if (inserted) {
+        trial.plan_index = static_cast<int>(spec.trials.size());
         spec.trials.push_back(std::move(trial));
         continue;
       }

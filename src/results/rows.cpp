@@ -87,6 +87,7 @@ TrialRow trial_row_for(const TrialSpec& trial, int attempt) {
   set_fixed(row.trial_id, trial.id);
   row.attempt = attempt;
   row.repeat = trial.repeat;
+  row.plan_index = trial.plan_index;
   set_fixed(row.dataset, dataset_name(trial.dataset.kind));
   set_fixed(row.model, model_name(trial.model));
   set_fixed(row.optimizer, optimizer_name(trial.optimizer.kind));
@@ -123,6 +124,7 @@ std::vector<int> counter_slots(std::span<const std::string> sampler_counters, st
 SampleRow sample_row(const Sample& sample, std::span<const int> sources) {
   SampleRow row;
   row.epoch = sample.epoch;
+  row.phase = sample.phase;
   row.t = sample.t_seconds();
   row.rss = sample.rss_bytes;
   row.anon_rss = sample.anon_rss_bytes;

@@ -377,7 +377,7 @@ void TrainingRunner::Impl::train(Attempt& attempt, const TrialSpec& trial, const
   TrialRow& row = attempt.row;
   ChildProcess& process = *attempt.process;
   sampler->drain([](const SampleChunk&) {});  // what a trial whose sink threw left behind
-  sampler->set_phase(0);
+  sampler->set_phase(0, sample_phase::kSetup);
   sampler->set_target(process.pid(), make_proc_memory_probe(process.pid()));
   sampler->begin_region(attempt.baseline);
   WatchSettings settings;
@@ -608,7 +608,9 @@ void TrainingRunner::Impl::run_program(Attempt& attempt, const TrialSpec& trial,
   attempt.baseline.rss_bytes = 0;
   row.rss_baseline = 0;
   sampler->drain([](const SampleChunk&) {});
-  sampler->set_phase(0);
+  // Unknown until the program reports a phase: one that reports none has
+  // every sample unknown, not "setup".
+  sampler->set_phase(0, sample_phase::kUnknown);
   sampler->set_target(process.pid(), make_process_tree_probe(process.pid(), procs));
   sampler->begin_region(attempt.baseline);
   const char go = 1;

@@ -84,7 +84,7 @@ void TrialWatch::handle(const Frame& frame) {
       const PhaseReport phase = decode_phase(frame);
       outcome.epoch = phase.epoch;
       outcome.evaluating = phase.evaluating;
-      sampler_.set_phase(phase.epoch);
+      sampler_.set_phase(phase.epoch, phase.evaluating ? sample_phase::kEvaluating : sample_phase::kTraining);
       return;
     }
     case FrameType::epoch: {

@@ -283,7 +283,9 @@ void Sampler::tick_loop() {
 
     Sample sample;
     sample.t_ns = woke - shared.t0_ns;
-    sample.epoch = phase_.load(relaxed);
+    const std::uint64_t phase = phase_.load(relaxed);
+    sample.epoch = static_cast<std::int32_t>(static_cast<std::uint32_t>(phase >> 32));
+    sample.phase = static_cast<std::int32_t>(static_cast<std::uint32_t>(phase));
     ProcessMemory process;
     if (probe_->read_process(process)) {
       sample.rss_bytes = process.rss_bytes;

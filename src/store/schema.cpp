@@ -86,6 +86,7 @@ TableSchema trials_schema() {
           int32("attempt", offsetof(TrialRow, attempt), kOne),
           int32("repeat", offsetof(TrialRow, repeat), kOne),
           int32("run", offsetof(TrialRow, run), kOne),
+          added_in(5, int32("plan_index", offsetof(TrialRow, plan_index), kOne)),
           text("dataset", offsetof(TrialRow, dataset), kNameChars),
           text("model", offsetof(TrialRow, model), kNameChars),
           text("optimizer", offsetof(TrialRow, optimizer), kNameChars),
@@ -146,6 +147,7 @@ TableSchema samples_schema(std::span<const std::string> counter_columns, const H
           int32("attempt", offsetof(SampleRow, attempt), kOne),
           int32("rank", offsetof(SampleRow, rank), kOne),
           int32("epoch", offsetof(SampleRow, epoch), kOne),
+          added_in(5, int32("phase", offsetof(SampleRow, phase), kOne)),
           float64("t", offsetof(SampleRow, t), kSeconds),
           int64("rss", offsetof(SampleRow, rss), kBytes),
           int64("anon_rss", offsetof(SampleRow, anon_rss), kBytes),
@@ -305,7 +307,7 @@ TypeHandle memory_type(const TableSchema& schema, const std::vector<Column>& col
 
 TypeHandle file_type(const TableSchema& schema, const Hdf5Errors& errors) {
   // The row structs' padding would be stored too; packing drops it (the
-  // samples row has none, so its conversion stays a plain copy).
+  // samples row's 4 bytes after `phase` included).
   const TypeHandle in_memory = memory_type(schema, errors);
   TypeHandle packed(errors.check(H5Tcopy(in_memory.get()), fmt::format("copy the {} row type", schema.name)));
   errors.check(H5Tpack(packed.get()), fmt::format("pack the {} row type", schema.name));

@@ -41,8 +41,8 @@ struct Assignment {
 static_assert(std::is_trivially_copyable_v<Assignment> && sizeof(Assignment) == 16);
 
 // Rows per SAMPLES message: large enough that a message's fixed cost is
-// small next to its rows, small enough to stay a modest buffer (208-byte
-// rows: 416 KiB).
+// small next to its rows, small enough to stay a modest buffer (224-byte
+// rows: 448 KiB).
 inline constexpr std::size_t kRowsPerMessage = 2048;
 
 template <typename T>

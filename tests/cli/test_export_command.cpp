@@ -205,6 +205,7 @@ TEST_F(Export, TrialsCsvHoldsEveryRowWithUnitsInTheHeader) {
   EXPECT_EQ(table.at(1, "rss_peak_bytes"), std::to_string(second.rss_peak));
   EXPECT_EQ(std::stod(table.at(1, "rss_mean_bytes")), second.rss_mean);
   EXPECT_EQ(table.at(1, "trainer"), "pytorch");
+  EXPECT_EQ(table.at(1, "plan_index"), std::to_string(second.plan_index));
   EXPECT_EQ(table.at(2, "trial_id"), example_id(2));
 }
 
@@ -244,6 +245,7 @@ TEST_F(Export, SamplesEveryRowWithTheFilesCounterColumns) {
     for (const std::size_t i : {std::size_t{0}, std::size_t{1}, std::size_t{16383}, std::size_t{16384},
                                 std::size_t{32768}, kSampleRows - 1}) {
       EXPECT_EQ(table.at(i, "rss_bytes"), std::to_string(written[i].rss)) << i;
+      EXPECT_EQ(table.at(i, "phase"), std::to_string(written[i].phase)) << i;
       EXPECT_EQ(std::stod(table.at(i, "t_s")), written[i].t) << i;
       EXPECT_EQ(table.at(i, "pss_bytes"), i % 7 == 0 ? "" : std::to_string(written[i].pss)) << i;
       EXPECT_EQ(table.at(i, "perf_PAGE_FAULTS_count"), std::to_string(100 * i + 1)) << i;

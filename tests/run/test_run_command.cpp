@@ -525,6 +525,129 @@ TEST(RunParts, EachPartWritesItsOwnNamedFileWithExactlyItsTrials) {
   EXPECT_EQ(h5py_table(dir.path() / "parts.h5", "trials").rows.size(), 4U);
 }
 
+// The trial ids `memsweep plan` lists for the whole sweep, in its order.
+std::vector<std::string> plan_order(const std::string& sweep, const std::string& dir) {
+  const CommandResult plan = run_memsweep({"plan", sweep}, dir);
+  EXPECT_EQ(plan.exit_status, kOk) << plan.err;
+  std::vector<std::string> ids;
+  std::istringstream lines(plan.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream cells(line);
+    std::string id;
+    cells >> id;
+    if (std::regex_match(id, std::regex("[0-9a-f]{12}"))) ids.push_back(id);
+  }
+  return ids;
+}
+
+// Part 1 by batch size holds the plan's second and fourth trials: its file
+// and its summary number them so, not 1 and 2.
+TEST(RunParts, APartsTrialsKeepThePlansNumbersInTheFileAndTheSummary) {
+  const TempDir dir;
+  const std::string cwd = dir.path().string();
+  sweep_file(dir, "parts.toml", kPartsSweep);
+  ASSERT_EQ(memsweep_alone(with_tiny({"run", "parts.toml", "--split-by", "batch_size", "--part", "1", "-q"}), cwd)
+                .exit_status,
+            kOk);
+  const auto file = dir.path() / "parts.batch_size-32.h5";
+  const std::vector<std::string> plan = plan_order("parts.toml", cwd);
+  ASSERT_EQ(plan.size(), 4U);
+  const TsvTable trials = h5py_table(file, "trials");
+  ASSERT_EQ(trials.rows.size(), 2U);
+  std::set<std::string> numbers;
+  for (std::size_t row = 0; row < trials.rows.size(); ++row) {
+    const std::string id = trials.at(row, "trial_id");
+    const auto position = std::find(plan.begin(), plan.end(), id) - plan.begin();
+    EXPECT_EQ(trials.at(row, "plan_index"), std::to_string(position)) << id;
+    numbers.insert(std::to_string(position + 1));
+  }
+  EXPECT_EQ(numbers, (std::set<std::string>{"2", "4"}));
+
+  const CommandResult summary = run_memsweep({"summary", file.string()}, cwd);
+  ASSERT_EQ(summary.exit_status, kOk) << summary.err;
+  // Categorical columns first, in this order, model and optimizer always.
+  EXPECT_THAT(summary.out, ::testing::ContainsRegex("trial +id +model +optimizer +lr +epochs +batch +hidden"));
+  for (std::size_t row = 0; row < trials.rows.size(); ++row) {
+    const std::string id = trials.at(row, "trial_id");
+    const auto number = std::find(plan.begin(), plan.end(), id) - plan.begin() + 1;
+    EXPECT_THAT(summary.out, ::testing::ContainsRegex(fmt::format("\n *{} +{} +mlp +sgd +", number, id)))
+        << summary.out;
+  }
+}
+
+// The evaluation pass after each epoch is a phase of its own in the samples:
+// a test set large enough for it to last many sampler intervals.
+TEST(RunCommand, SamplesCarryTheSetupTrainingAndEvaluationPhases) {
+  const TempDir dir;
+  const std::string cwd = dir.path().string();
+  sweep_file(dir, "phases.toml", R"(
+[sweep]
+name = "phases"
+[sampler]
+interval_ms = 2
+[[trial]]
+dataset = "synthetic"
+synthetic = { shape = [1, 16, 16], classes = 4, train_size = 1024, test_size = 16384 }
+epochs = 2
+batch_size = 64
+hidden = [256]
+)");
+  const CommandResult run = memsweep_alone({"run", "phases.toml", "-o", "phases.h5", "-q"}, cwd);
+  ASSERT_EQ(run.exit_status, kOk) << run.err;
+  const TsvTable samples = h5py_table(dir.path() / "phases.h5", "samples");
+  std::map<std::string, int> per_phase;
+  int previous_epoch = 0;
+  int evaluated_epoch = 0;
+  for (std::size_t row = 0; row < samples.rows.size(); ++row) {
+    const std::string phase = samples.at(row, "phase");
+    const int epoch = std::stoi(samples.at(row, "epoch"));
+    ++per_phase[phase];
+    // Setup before the first epoch only; an epoch's evaluation after its training.
+    EXPECT_EQ(phase == "0", epoch == 0) << "row " << row;
+    if (phase == "2") evaluated_epoch = epoch;
+    if (phase == "1") EXPECT_NE(epoch, evaluated_epoch) << "row " << row << ": training after its evaluation";
+    EXPECT_GE(epoch, previous_epoch) << "row " << row;
+    previous_epoch = epoch;
+  }
+  EXPECT_GE(per_phase["1"], 3) << "training samples";
+  EXPECT_GE(per_phase["2"], 3) << "evaluation samples";
+  EXPECT_EQ(per_phase.size(), per_phase.count("0") + per_phase.count("1") + per_phase.count("2"))
+      << "no phase but setup, training and evaluation";
+}
+
+// A CNN beside an MLP, on synthetic data of two shapes: the summary shows
+// each one's channels and shape after model and optimizer.
+TEST(RunCommand, SummaryShowsChannelsAndASyntheticShapeThatVaries) {
+  const TempDir dir;
+  const std::string cwd = dir.path().string();
+  sweep_file(dir, "kinds.toml", R"(
+[sweep]
+name = "kinds"
+[defaults]
+dataset = "synthetic"
+epochs = 1
+hidden = [16]
+[[trial]]
+model = "cnn"
+channels = [4, 8]
+optimizer = "adam"
+synthetic = { shape = [1, 8, 8], classes = 4, train_size = 256, test_size = 64 }
+[[trial]]
+model = "mlp"
+optimizer = "sgd"
+synthetic = { shape = [3, 8, 8], classes = 4, train_size = 256, test_size = 64 }
+)");
+  ASSERT_EQ(memsweep_alone(with_tiny({"run", "kinds.toml", "-o", "kinds.h5", "-q"}), cwd).exit_status, kOk);
+  const std::vector<std::string> plan = plan_order("kinds.toml", cwd);
+  ASSERT_EQ(plan.size(), 2U);
+  const CommandResult summary = run_memsweep({"summary", "kinds.h5"}, cwd);
+  ASSERT_EQ(summary.exit_status, kOk) << summary.err;
+  EXPECT_THAT(summary.out, ::testing::ContainsRegex("trial +id +model +optimizer +channels +shape +lr +epochs"));
+  EXPECT_THAT(summary.out, ::testing::ContainsRegex("\n1 +" + plan[0] + " +cnn +adam +4-8 +1x8x8 +0.01 "))
+      << summary.out;
+  EXPECT_THAT(summary.out, ::testing::ContainsRegex("\n2 +" + plan[1] + " +mlp +sgd +- +3x8x8 +0.01 ")) << summary.out;
+}
+
 TEST(RunParts, ResumeContinuesTheSamePartAndRefusesAnothers) {
   const TempDir dir;
   const std::string cwd = dir.path().string();
@@ -591,7 +714,7 @@ TEST(RunParts, SummaryAppliesThePartAndShowsSeveralFilesTogether) {
   EXPECT_THAT(both.out, HasSubstr("2 files: 4 trials planned; 4 ok\n"));
   EXPECT_THAT(both.out, ::testing::Not(HasSubstr("not run yet")));
   EXPECT_THAT(both.out, HasSubstr("synthetic (4 trials)"));
-  // Rows: trial file id lr epochs batch ...
+  // Rows: trial file id model optimizer lr epochs batch ...
   std::vector<std::vector<std::string>> rows;
   std::istringstream lines(both.out);
   for (std::string line; std::getline(lines, line);) {
@@ -606,8 +729,8 @@ TEST(RunParts, SummaryAppliesThePartAndShowsSeveralFilesTogether) {
   for (std::size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(rows[i][0], expected[i][0]) << both.out;
     EXPECT_EQ(rows[i][1], expected[i][1]) << both.out;
-    EXPECT_EQ(rows[i][3], expected[i][2]) << both.out;
-    EXPECT_EQ(rows[i][5], expected[i][3]) << both.out;
+    EXPECT_EQ(rows[i][5], expected[i][2]) << both.out;
+    EXPECT_EQ(rows[i][7], expected[i][3]) << both.out;
   }
 
   // A missing file among several is bad input naming it.
@@ -665,6 +788,15 @@ mem_budget = "1MiB"
   const CommandResult summary = run_memsweep({"summary", (dir.path() / "f.h5").string()});
   ASSERT_EQ(summary.exit_status, kOk) << summary.err;
   EXPECT_THAT(summary.out, HasSubstr("not ok (3)"));
+  // Each numbered as the plan lists it (the file order of [[trial]]s here).
+  for (std::size_t row = 0; row < trials.rows.size(); ++row) {
+    if (trials.at(row, "status") == "ok") continue;
+    const int number = std::stoi(trials.at(row, "plan_index")) + 1;
+    EXPECT_THAT(summary.out, ::testing::ContainsRegex(fmt::format(
+                                 "\n{} +{} +0 +{} ", number, trials.at(row, "trial_id"), trials.at(row, "status"))))
+        << summary.out;
+  }
+  EXPECT_EQ(trials.at(trials.where("dataset", "mnist").at(0), "plan_index"), "1");
 }
 
 // ---- signals and kills ------------------------------------------------------------

@@ -122,6 +122,18 @@ TEST_F(ProgramTrialTest, MeasuresTheWholeTreeWithinTwoPercent) {
   EXPECT_TRUE(std::any_of(sink.sample_rows.begin(), sink.sample_rows.end(), [](const SampleRow& sample) {
     return sample.epoch == 1;
   })) << "samples after the train phase carry epoch 1";
+  // Unknown until the program reports a phase (the first sample is taken
+  // at its exec), then what it reported: training during its 400 ms hold.
+  EXPECT_EQ(sink.sample_rows.front().phase, sample_phase::kUnknown);
+  EXPECT_TRUE(std::any_of(sink.sample_rows.begin(), sink.sample_rows.end(), [](const SampleRow& sample) {
+    return sample.phase == sample_phase::kTraining && sample.epoch == 1;
+  }));
+  for (const SampleRow& sample : sink.sample_rows) {
+    EXPECT_TRUE(sample.phase == sample_phase::kUnknown || sample.phase == sample_phase::kTraining ||
+                sample.phase == sample_phase::kEvaluating)
+        << sample.phase;
+    if (sample.phase == sample_phase::kUnknown) EXPECT_EQ(sample.epoch, 0);
+  }
   // parameters × 3 × 4 B + activations × 2 × batch × 4 B + batch × 784 × 4 B
   const std::int64_t rule = 1000 * 3 * 4 + 100 * 2 * trial.batch_size * 4 + trial.batch_size * 784 * 4;
   EXPECT_EQ(row.predicted_bytes, rule);

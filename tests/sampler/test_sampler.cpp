@@ -80,11 +80,16 @@ TEST(Sampler, SamplesRecordRealMemory) {
 
 TEST(Sampler, SamplesCarryThePhaseInForceWhenTaken) {
   Sampler sampler(every(milliseconds(5)), std::make_unique<FakeProbe>(), nullptr);
-  sampler.set_phase(0);
+  // Each epoch with a phase of its own, so that a sample pairing an epoch
+  // with another epoch's phase shows.
+  const auto phase_of = [](std::int32_t epoch) {
+    return epoch == 0 ? sample_phase::kSetup : epoch == 2 ? sample_phase::kEvaluating : sample_phase::kTraining;
+  };
+  sampler.set_phase(0, phase_of(0));
   sampler.start();
   for (std::int32_t epoch = 1; epoch <= 3; ++epoch) {
     std::this_thread::sleep_for(milliseconds(100));
-    sampler.set_phase(epoch);
+    sampler.set_phase(epoch, phase_of(epoch));
   }
   std::this_thread::sleep_for(milliseconds(100));
   sampler.stop();
@@ -94,6 +99,7 @@ TEST(Sampler, SamplesCarryThePhaseInForceWhenTaken) {
     ASSERT_GE(samples[i].epoch, 0);
     ASSERT_LE(samples[i].epoch, 3);
     ++per_epoch[static_cast<std::size_t>(samples[i].epoch)];
+    EXPECT_EQ(samples[i].phase, phase_of(samples[i].epoch)) << "sample " << i;
     if (i > 0) {
       EXPECT_GE(samples[i].epoch, samples[i - 1].epoch) << "phases only move forward here";
     }

@@ -48,6 +48,7 @@ TrialRow example_trial(int index, std::string_view status) {
   row.attempt = index % 3;
   row.repeat = index % 2;
   row.run = 1;
+  row.plan_index = 40 + index;
   set_fixed(row.dataset, "fashion-mnist");
   set_fixed(row.model, "cnn");
   set_fixed(row.optimizer, "momentum");
@@ -130,6 +131,7 @@ std::vector<SampleRow> example_samples(std::string_view trial_id, std::int32_t a
     row.attempt = attempt;
     row.rank = 1;
     row.epoch = static_cast<std::int32_t>(i / 100);
+    row.phase = static_cast<std::int32_t>(i % 3);  // setup, training, evaluating: any of them
     row.t = 0.01 * static_cast<double>(i);
     row.rss = first_rss + 4096 * static_cast<std::int64_t>(i);
     row.anon_rss = row.rss - 500'000;
@@ -176,6 +178,7 @@ void expect_same(const TrialRow& expected, const TrialRow& actual) {
   EXPECT_EQ(actual.attempt, expected.attempt);
   EXPECT_EQ(actual.repeat, expected.repeat);
   EXPECT_EQ(actual.run, expected.run);
+  EXPECT_EQ(actual.plan_index, expected.plan_index);
   EXPECT_EQ(actual.dataset, expected.dataset);
   EXPECT_EQ(actual.model, expected.model);
   EXPECT_EQ(actual.optimizer, expected.optimizer);
@@ -225,6 +228,7 @@ void expect_same(const SampleRow& expected, const SampleRow& actual, std::size_t
   EXPECT_EQ(actual.attempt, expected.attempt);
   EXPECT_EQ(actual.rank, expected.rank);
   EXPECT_EQ(actual.epoch, expected.epoch);
+  EXPECT_EQ(actual.phase, expected.phase);
   EXPECT_EQ(actual.t, expected.t);
   EXPECT_EQ(actual.rss, expected.rss);
   EXPECT_EQ(actual.anon_rss, expected.anon_rss);
@@ -358,8 +362,9 @@ void rewrite_as_schema_version(const std::filesystem::path& path, int version) {
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   ASSERT_GE(file, 0) << path;
   EXPECT_GE(H5Ldelete(file, "messages", H5P_DEFAULT), 0) << "schema 5's /messages";
-  std::vector<std::string> dropped;
-  if (version < 4) dropped = kTrialColumnsOfVersion4;
+  std::vector<std::string> dropped{"plan_index"};  // schema 5's
+  drop_columns(file, "samples", {"phase"});
+  if (version < 4) dropped.insert(dropped.end(), kTrialColumnsOfVersion4.begin(), kTrialColumnsOfVersion4.end());
   if (version < 3) dropped.insert(dropped.end(), kTrialColumnsOfVersion3.begin(), kTrialColumnsOfVersion3.end());
   if (!dropped.empty()) drop_columns(file, "trials", dropped);
   if (version < 2) drop_columns(file, "samples", {"sys_total"});

@@ -109,6 +109,7 @@ TEST(TrialRowFor, CopiesIdentityAndHyperparameters) {
   EXPECT_EQ(get_fixed(row.trial_id), trial.id);
   EXPECT_EQ(row.attempt, 2);
   EXPECT_EQ(row.repeat, 1);
+  EXPECT_EQ(row.plan_index, 2) << "repeat-major: mlp, cnn, then the mlp's second repeat";
   EXPECT_EQ(get_fixed(row.dataset), "mnist");
   EXPECT_EQ(get_fixed(row.model), "mlp");
   EXPECT_EQ(get_fixed(row.optimizer), "adam");
@@ -140,6 +141,7 @@ TEST(SampleRowOf, MovesCountersToTheFilesColumnOrder) {
   Sample sample;
   sample.t_ns = 1'500'000'000;
   sample.epoch = 4;
+  sample.phase = sample_phase::kEvaluating;
   sample.rss_bytes = 111;
   sample.anon_rss_bytes = 222;
   sample.pss_bytes = 333;
@@ -155,6 +157,7 @@ TEST(SampleRowOf, MovesCountersToTheFilesColumnOrder) {
   const SampleRow row = sample_row(sample, sampler, columns);
   EXPECT_DOUBLE_EQ(row.t, 1.5);
   EXPECT_EQ(row.epoch, 4);
+  EXPECT_EQ(row.phase, 2);
   EXPECT_EQ(row.rss, 111);
   EXPECT_EQ(row.anon_rss, 222);
   EXPECT_EQ(row.pss, 333);

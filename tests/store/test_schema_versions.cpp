@@ -82,6 +82,13 @@ TEST(CurrentSchemaVersion, WritesHowEachTrialProcessEndedAndWhatTrainedItWithUni
     EXPECT_EQ(last.processes, 3);
     EXPECT_EQ(last.process_peak_max, 170'000'002);
     EXPECT_EQ(get_fixed(trials[1].trainer), "pytorch");
+    // Schema 5: the plan's numbering and the samples' phases.
+    EXPECT_EQ(trials[1].plan_index, 41);
+    const std::vector<SampleRow> samples = reader.samples(0, kSamples);
+    ASSERT_EQ(samples.size(), kSamples);
+    EXPECT_EQ(samples[0].phase, 0);
+    EXPECT_EQ(samples[1].phase, 1);
+    EXPECT_EQ(samples[5].phase, 2);
   }
   const std::vector<std::pair<std::string, std::string>> units{
       {"pid", "1"},
@@ -98,8 +105,11 @@ TEST(CurrentSchemaVersion, WritesHowEachTrialProcessEndedAndWhatTrainedItWithUni
       {"rss_peak_hwm_sum", "bytes"},
       {"process_peak_max", "bytes"},
       {"bad_event_lines", "1"},
+      // Schema 5: the plan's numbering.
+      {"plan_index", "1"},
   };
   for (const auto& [column, unit] : units) EXPECT_EQ(unit_of(path, "trials", column), unit) << column;
+  EXPECT_EQ(unit_of(path, "samples", "phase"), "1");
   // Schema 5: messages whole.
   for (const char* column : {"attempt", "run", "piece"}) EXPECT_EQ(unit_of(path, "messages", column), "1") << column;
   EXPECT_EQ(unit_of(path, "messages", "text"), "text");
@@ -132,6 +142,8 @@ class OlderVersion : public ::testing::TestWithParam<int> {
     EXPECT_EQ(H5Tget_member_index(trial_type, "pid") >= 0, version() >= 3);
     EXPECT_EQ(H5Tget_member_index(trial_type, "cgroup_peak") >= 0, version() >= 3);
     EXPECT_EQ(H5Tget_member_index(trial_type, "trainer") >= 0, version() >= 4);
+    EXPECT_LT(H5Tget_member_index(trial_type, "plan_index"), 0);
+    EXPECT_LT(H5Tget_member_index(sample_type, "phase"), 0);
     EXPECT_EQ(H5Lexists(file, "messages", H5P_DEFAULT), 0);
     EXPECT_EQ(H5Tget_member_index(sample_type, "sys_total") >= 0, version() >= 2);
     H5Tclose(sample_type);
@@ -147,6 +159,8 @@ class OlderVersion : public ::testing::TestWithParam<int> {
 // What an old file's trial row reads as: its own columns, and "not
 // measured" for those added after its version.
 TrialRow as_read_from_an_older_file(TrialRow row, int version) {
+  if (version >= 5) return row;
+  row.plan_index = -1;
   if (version >= 4) return row;
   set_fixed(row.trainer, "");
   set_fixed(row.params, "");
@@ -183,12 +197,15 @@ TEST_P(OlderVersion, ReadsItsColumnsAndDefaultsForTheNewOnes) {
     expect_same(as_read_from_an_older_file(example_trial(2), version()), reader.trials(1, 5)[1]);
 
     std::vector<SampleRow> expected_samples = example_samples(testing::example_id(0), 0, kSamples);
+    for (SampleRow& row : expected_samples) row.phase = -1;  // schema 5's: unknown
     if (version() < 2)
       for (SampleRow& row : expected_samples) row.sys_total = -1;  // not in version 1
     ASSERT_EQ(reader.sample_count(), kSamples);
     const std::vector<SampleRow> samples = reader.samples(0, kSamples);
     for (std::size_t i = 0; i < kSamples; ++i) expect_same(expected_samples[i], samples[i], kCounterColumns.size());
     EXPECT_EQ(samples[7].sys_total, version() >= 2 ? 16'000'000'000 : -1);
+    EXPECT_EQ(samples[7].phase, -1);
+    EXPECT_EQ(trials[1].plan_index, -1);
 
     ASSERT_EQ(reader.epochs().size(), static_cast<std::size_t>(kTrials));
     expect_same(example_epoch(1), reader.epochs()[1]);

@@ -243,6 +243,7 @@ TEST(Repeats, RepeatMajorOrderDistinctIdsAndSeeds) {
     const TrialSpec& t = sweep.trials[i];
     EXPECT_EQ(t.repeat, static_cast<int>(i / 2));
     EXPECT_EQ(t.batch_size, static_cast<int>(i % 2) + 1);
+    EXPECT_EQ(t.plan_index, static_cast<int>(i)) << "the plan's numbering counts repeats";
     ids.insert(t.id);
     if (t.batch_size == 1) seeds.insert(t.training_seed());
   }
@@ -255,6 +256,7 @@ TEST(Duplicates, TheSameTrialTwiceRunsOnceWithANote) {
   ASSERT_EQ(sweep.trials.size(), 2u);
   ASSERT_EQ(sweep.notes.size(), 1u);
   EXPECT_THAT(sweep.notes[0], ::testing::HasSubstr("d.toml:3 grid[0] defines the same trial as d.toml:1 trial[0]"));
+  EXPECT_EQ(sweep.trials[1].plan_index, 1) << "the duplicate takes no number";
 }
 
 TEST(TrialIds, TwelveHexDigits) {

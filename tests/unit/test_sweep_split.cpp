@@ -191,6 +191,10 @@ TEST(SelectPart, TheSweepWithOnlyThatPartsTrials) {
   EXPECT_EQ(selected.part.name(), "dataset=fashion-mnist");
   EXPECT_EQ(selected.part.label, "dataset-fashion-mnist");
   EXPECT_THAT(ids_of(selected.sweep.trials), ElementsAre(sweep.trials[1].id, sweep.trials[3].id));
+  // A part's trials keep the whole sweep's numbers (memsweep plan's order).
+  ASSERT_EQ(selected.sweep.trials.size(), 2u);
+  EXPECT_EQ(selected.sweep.trials[0].plan_index, 1);
+  EXPECT_EQ(selected.sweep.trials[1].plan_index, 3);
   // Everything else is the sweep's: the results file keeps the whole text.
   EXPECT_EQ(selected.sweep.name, "grid");
   EXPECT_EQ(selected.sweep.seed, 5u);
