@@ -267,20 +267,48 @@ def _anova(fit, model, frame, kept, factors, numeric, scales):
         return row["p"] <= 0.05 if not pd.isna(row["p"]) else row["sum_sq"] > 1e-9 * max(residual, 1.0)
 
     interacting = {x: [t for t in kept if ":" in t and t.endswith(":" + x) and real(t)] for x in numeric}
+    # A factor whose difference depends on a numeric term (a real factor × numeric interaction) is stated
+    # with the strongest such interaction, not on its own: its difference at the numeric terms' means
+    # mostly restates the slopes (marginality: no main effect read apart from its interaction).
+    host = {}
+    for term in kept:
+        parts = term.split(":")
+        if len(parts) == 2 and parts[1] in numeric and real(term):
+            current = host.get(parts[0])
+            own = by_label[_term_name(term, factors, numeric)]["partial_eta2"]
+            if current is None or own > by_label[_term_name(current, factors, numeric)]["partial_eta2"]:
+                host[parts[0]] = term
     for term in kept:
         label = _term_name(term, factors, numeric)
         parts = term.split(":")
         if term in numeric and interacting[term]:
             continue  # stated through its interaction(s), below
+        if len(parts) == 1 and term in host:
+            continue  # stated with its interaction, below
         own = by_label[label]["partial_eta2"]
         if len(parts) == 2 and parts[1] in numeric:
             x = parts[1]
             effects = _slopes(fit, model, frame, kept, factors, numeric, scales, x, by=parts[0][2:-1], label=label)
+            differences = []
+            if host.get(parts[0]) == term:
+                differences = _differences(fit, model, frame, factors, numeric, parts[0][2:-1], by=None,
+                                           label=label)
             if term in interacting[x]:
-                # the sentence states x's slope within each level: its share is that of "no slope in any level"
-                share, p = _joint(model, np.vstack([e.pop("_contrast") for e in effects]), exact)
+                # the sentence states x's slope within each level (and the factor's difference, when it is
+                # stated here): its share is that of "no slope in any level, and no difference"
+                share, p = _joint(model, np.vstack([e.pop("_contrast") for e in effects + differences]), exact)
             else:
                 share, p = own, by_label[label]["p"]
+            if differences:
+                if exact:
+                    p = math.nan
+                noisy = all(e["verdict"] == NOISE for e in effects + differences) or (not pd.isna(p) and p > 0.05)
+                findings.append({"scope": fit.scope, "target": fit.target, "term": label, "share": share,
+                                 "own": own, "p": p,
+                                 "sentence": _sentence(effects) + "; " + _sentence(differences),
+                                 "verdict": NOISE if noisy else "an effect"})
+                fit.effects.extend({k: v for k, v in e.items() if k != "_contrast"} for e in effects + differences)
+                continue
         else:
             share, p = own, by_label[label]["p"]
             if term in numeric:

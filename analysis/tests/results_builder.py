@@ -25,7 +25,7 @@ own `message` is stored there.
 
 Schema 5 also numbers the trials and stamps the samples: a trial's
 `plan_index` (its 0-based position in the sweep as `memsweep plan` lists it)
-defaults to the row's position in `trials`; a sample's `phase` (0 setup, 1
+defaults to the order its trial id first appears in `trials` (attempts share it); a sample's `phase` (0 setup, 1
 training, 2 evaluating, -1 unknown) defaults to -1.
 
 Schema 4's trial columns default to a built-in trial's: `trainer`
@@ -447,7 +447,12 @@ def write_results_file(path, trials, samples=(), epochs=(), attrs=None, counter_
     for given in trials:
         if later & set(given):
             raise KeyError(f"not columns of schema {schema_version}'s /trials: {sorted(later & set(given))}")
-    trial_rows = [complete_trial(dict({"plan_index": i}, **t)) for i, t in enumerate(trials)]
+    trial_rows = [complete_trial(dict(t)) for t in trials]
+    # Unless given, a trial's plan number is the order its id first appears in: attempts of one trial share it.
+    first_seen = {}
+    for row, given in zip(trial_rows, trials):
+        if "plan_index" not in given:
+            row["plan_index"] = first_seen.setdefault(row["trial_id"], len(first_seen))
     whole = {i: messages.get(i, row["message"]) if messages else row["message"] for i, row in enumerate(trial_rows)}
     for i, text in whole.items():
         trial_rows[i]["message"] = utf8_prefix(text, MESSAGE_PIECE_BYTES)

@@ -50,7 +50,10 @@ def test_the_model_by_batch_interaction_ranks_first_with_intervals_covering_b_an
     terms, findings, effects = drivers(load(path).trials, "rss_footprint")
     top = findings[findings["rank"] == 1].iloc[0]
     assert top["term"] == "model × batch size" and top["verdict"] == "an effect"
-    slopes = effects[effects["term"] == "model × batch size"].set_index("level")
+    stated = effects[effects["term"] == "model × batch size"]
+    # the model's difference at the mean batch is stated with the interaction too (marginality)
+    assert stated["level"].tolist()[-1] == "cnn − mlp"
+    slopes = stated[stated["unit"].str.startswith("per ")].set_index("level")
     assert list(slopes.index) == ["mlp", "cnn"]
     assert (slopes["unit"] == "per example of batch size").all()  # linear: the truth is linear, AIC says so
     for level, truth in (("cnn", B), ("mlp", C)):
@@ -169,30 +172,11 @@ def test_the_tables_command_shows_model_optimizer_and_the_ranking(built):
     assert "#1 model × batch size" in text
 
 
-def with_plan_index(path, plan_index):
-    """Rewrite a built file's /trials with a `plan_index` column (the runner's, after schema 5), keeping the
-    table's attributes: the builder's schema is not this module's to change."""
-    import h5py
-    with h5py.File(path, "r+") as file:
-        old = file["trials"]
-        rows, attrs = old[()], dict(old.attrs)
-        dtype = np.dtype([(name, rows.dtype.fields[name][0]) for name in rows.dtype.names] + [("plan_index", "<i8")])
-        table = np.zeros(len(rows), dtype=dtype)
-        for name in rows.dtype.names:
-            table[name] = rows[name]
-        table["plan_index"] = plan_index
-        del file["trials"]
-        new = file.create_dataset("trials", data=table, maxshape=(None,), chunks=True)
-        for key, value in attrs.items():
-            new.attrs[key] = value
-        new.attrs["unit:plan_index"] = "1"
-
-
 def test_a_files_plan_index_numbers_the_trials_in_load_and_in_the_reports_tables(tmp_path):
     path = str(tmp_path / "planned.h5")
     # written in another order than planned (ranks finish out of order): plan positions 2, 0, 1
-    rows = write_results_file(path, [dict(batch_size=b, rss_baseline=0, rss_peak=b * MIB) for b in (64, 16, 32)])
-    with_plan_index(path, [2, 0, 1])
+    rows = write_results_file(path, [dict(batch_size=b, rss_baseline=0, rss_peak=b * MIB, plan_index=i)
+                                     for b, i in ((64, 2), (16, 0), (32, 1))])
     trials = load(path).trials
     assert trials["trial_number"].tolist() == [3, 1, 2]
     written = write_report([path], str(tmp_path / "out"))

@@ -137,7 +137,8 @@ std::string format_plan(const SweepSpec& sweep, const std::vector<PlannedPart>& 
   for (std::size_t index = 0; index < parts.size(); ++index)
     for (const TrialSpec& trial : parts[index].part.trials) part_of_trial.emplace(trial.id, index);
   const bool split = !parts.empty();
-  Row header{"id"};
+  // "trial": the number summary and the report give the trial (plan_index + 1).
+  Row header{"id", "trial"};
   if (split) header.push_back("part");
   if (any_program) header.push_back("trainer");
   for (const char* name : {"repeat", "dataset", "model", "optimizer", "lr", "epochs", "batch", "hidden"})
@@ -150,7 +151,7 @@ std::string format_plan(const SweepSpec& sweep, const std::vector<PlannedPart>& 
   EstimateCache estimates;
   std::vector<Row> rows{header};
   for (const TrialSpec& t : sweep.trials) {
-    Row row{t.id};
+    Row row{t.id, std::to_string(t.plan_index + 1)};
     if (split) row.push_back(std::to_string(part_of_trial.at(t.id)));
     if (any_program) row.push_back(std::string(t.trainer()));
     for (std::string cell : {std::to_string(t.repeat), dataset_text(t.dataset), std::string(model_name(t.model)),

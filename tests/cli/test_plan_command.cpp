@@ -29,14 +29,21 @@ std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
-// Table rows are the lines that start with a 12-digit trial id.
+// Table rows are the lines that start with a 12-digit trial id. The trial
+// number beside the id (the one summary and the report show) must count the
+// rows from 1; it is checked here and left out of what is returned.
 std::vector<std::vector<std::string>> table_rows(const std::string& out) {
   std::vector<std::vector<std::string>> rows;
   for (const std::string& line : lines_of(out)) {
     std::istringstream cells(line);
     std::vector<std::string> row;
     for (std::string cell; cells >> cell;) row.push_back(cell);
-    if (!row.empty() && std::regex_match(row[0], std::regex("[0-9a-f]{12}"))) rows.push_back(row);
+    if (row.empty() || !std::regex_match(row[0], std::regex("[0-9a-f]{12}"))) continue;
+    EXPECT_GE(row.size(), 2u) << line;
+    if (row.size() < 2) continue;
+    EXPECT_EQ(row[1], std::to_string(rows.size() + 1)) << line;
+    row.erase(row.begin() + 1);
+    rows.push_back(row);
   }
   return rows;
 }

@@ -62,18 +62,20 @@ TEST(PlanPrograms, TrainerAndParamsColumns) {
   const CommandResult result = run_memsweep({"plan", file.string()});
   ASSERT_EQ(result.exit_status, 0) << result.err;
   const PlanTable table = plan_table(result.out);
-  EXPECT_THAT(table.header, ElementsAre("id", "trainer", "repeat", "dataset", "model", "optimizer", "lr", "epochs",
-                                        "batch", "hidden", "act", "dropout", "predicted"));
+  EXPECT_THAT(table.header, ElementsAre("id", "trial", "trainer", "repeat", "dataset", "model", "optimizer", "lr",
+                                        "epochs", "batch", "hidden", "act", "dropout", "predicted"));
   ASSERT_EQ(table.rows.size(), 4u) << result.out;
   // The built-in trainer reads no [params] (-), and has a prediction ("1.20 MiB": two cells).
-  EXPECT_EQ(table.rows[0][1], "memsweep");
-  EXPECT_EQ(table.rows[0][8], "32");
-  EXPECT_EQ(table.rows[0][10], "-");
+  EXPECT_EQ(table.rows[0][2], "memsweep");
+  EXPECT_EQ(table.rows[0][9], "32");
   EXPECT_EQ(table.rows[0][11], "-");
-  EXPECT_EQ(table.rows[0].size(), 14u) << result.out;
+  EXPECT_EQ(table.rows[0][12], "-");
+  EXPECT_EQ(table.rows[0].size(), 15u) << result.out;
+  // The plan's numbers, which summary and the report give the same trials.
+  for (std::size_t row = 0; row < table.rows.size(); ++row) EXPECT_EQ(table.rows[row][1], std::to_string(row + 1));
   // A program has its [params] and no prediction: memsweep's estimate is of its own trainer.
-  EXPECT_THAT(table.rows[3], ElementsAre(table.rows[3][0], "pytorch", "0", "synthetic:1x28x28", "mlp", "sgd", "0.01",
-                                         "1", "128", "128", "relu", "0.1", "-"));
+  EXPECT_THAT(table.rows[3], ElementsAre(table.rows[3][0], "4", "pytorch", "0", "synthetic:1x28x28", "mlp", "sgd",
+                                         "0.01", "1", "128", "128", "relu", "0.1", "-"));
   EXPECT_THAT(result.out, HasSubstr("for memsweep's own trainer only"));
 }
 
@@ -82,11 +84,11 @@ TEST(PlanPrograms, TheExampleSweepComparesTorchAndMemsweep) {
   ASSERT_EQ(result.exit_status, 0) << result.err;
   const PlanTable table = plan_table(result.out);
   ASSERT_EQ(table.rows.size(), 4u) << result.out;
-  EXPECT_EQ(table.header.at(1), "trainer");
-  EXPECT_EQ(table.rows[0][1], "memsweep");
-  EXPECT_EQ(table.rows[1][1], "memsweep");
-  EXPECT_EQ(table.rows[2][1], "pytorch");
-  EXPECT_EQ(table.rows[3][1], "pytorch");
+  EXPECT_EQ(table.header.at(2), "trainer");
+  EXPECT_EQ(table.rows[0][2], "memsweep");
+  EXPECT_EQ(table.rows[1][2], "memsweep");
+  EXPECT_EQ(table.rows[2][2], "pytorch");
+  EXPECT_EQ(table.rows[3][2], "pytorch");
 }
 
 TEST(PlanPrograms, WithoutProgramsThereIsNoTrainerColumn) {
@@ -95,8 +97,8 @@ TEST(PlanPrograms, WithoutProgramsThereIsNoTrainerColumn) {
   const CommandResult result = run_memsweep({"plan", file.string()});
   ASSERT_EQ(result.exit_status, 0) << result.err;
   const PlanTable table = plan_table(result.out);
-  EXPECT_THAT(table.header, ElementsAre("id", "repeat", "dataset", "model", "optimizer", "lr", "epochs", "batch",
-                                        "hidden", "predicted"));
+  EXPECT_THAT(table.header, ElementsAre("id", "trial", "repeat", "dataset", "model", "optimizer", "lr", "epochs",
+                                        "batch", "hidden", "predicted"));
   EXPECT_THAT(result.out, ::testing::Not(HasSubstr("own trainer only")));
 }
 

@@ -605,7 +605,9 @@ hidden = [256]
     // Setup before the first epoch only; an epoch's evaluation after its training.
     EXPECT_EQ(phase == "0", epoch == 0) << "row " << row;
     if (phase == "2") evaluated_epoch = epoch;
-    if (phase == "1") EXPECT_NE(epoch, evaluated_epoch) << "row " << row << ": training after its evaluation";
+    if (phase == "1") {
+      EXPECT_NE(epoch, evaluated_epoch) << "row " << row << ": training after its evaluation";
+    }
     EXPECT_GE(epoch, previous_epoch) << "row " << row;
     previous_epoch = epoch;
   }

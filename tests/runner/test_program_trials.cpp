@@ -132,7 +132,9 @@ TEST_F(ProgramTrialTest, MeasuresTheWholeTreeWithinTwoPercent) {
     EXPECT_TRUE(sample.phase == sample_phase::kUnknown || sample.phase == sample_phase::kTraining ||
                 sample.phase == sample_phase::kEvaluating)
         << sample.phase;
-    if (sample.phase == sample_phase::kUnknown) EXPECT_EQ(sample.epoch, 0);
+    if (sample.phase == sample_phase::kUnknown) {
+      EXPECT_EQ(sample.epoch, 0);
+    }
   }
   // parameters × 3 × 4 B + activations × 2 × batch × 4 B + batch × 784 × 4 B
   const std::int64_t rule = 1000 * 3 * 4 + 100 * 2 * trial.batch_size * 4 + trial.batch_size * 784 * 4;
