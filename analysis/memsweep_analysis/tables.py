@@ -66,8 +66,9 @@ def ok_rows(trials):
 def paper_table(results, dataset=None, paper_csv=None):
     """One row per (dataset, configuration), all datasets in one frame (or only `dataset`).
 
-    `trial` numbers configurations per dataset from 1, in the order their
-    first row appears in the files. `paper_csv`: a path, a list of paths, or
+    `trial` numbers configurations per dataset from 1, in the plan's order
+    (their smallest trial number; files without one: the order their first
+    row appears in). `paper_csv`: a path, a list of paths, or
     {dataset: path} of the paper's published tables (trial, learning_rate,
     epochs, batch_size, hidden, memory_used_mb); matched rows get
     `paper_trial` and `paper_memory_used_mb`, and the table is in the paper's
@@ -98,6 +99,8 @@ def paper_table(results, dataset=None, paper_csv=None):
                "trial_ids": tuple(dict.fromkeys(group["trial_id"]))}
         numbers = group.drop_duplicates("trial_id")["trial_number"] if "trial_number" in group.columns else []
         row["trial_numbers"] = tuple(sorted(int(v) for v in numbers))
+        if row["trial_numbers"]:  # the plan's order, as summary lists the trials
+            row["_order"] = row["trial_numbers"][0]
         for column, theirs in CATEGORICAL_EXTRA.items():
             row[column] = str(first[theirs]) if theirs in group.columns and not pd.isna(first[theirs]) else ""
         for theirs, mine in params.values():
