@@ -457,8 +457,9 @@ std::vector<std::string> planned_ids(const std::string& sweep, const std::string
   for (std::string line; std::getline(lines, line);) {
     std::istringstream cells(line);
     std::string id;
+    std::string number;  // the trial's plan number, beside its id
     std::string in_part;
-    cells >> id >> in_part;
+    cells >> id >> number >> in_part;
     if (std::regex_match(id, std::regex("[0-9a-f]{12}")) && in_part == part) ids.push_back(id);
   }
   return ids;
