@@ -112,18 +112,10 @@ std::vector<std::string> path_texts(const std::vector<fs::path>& paths) {
   return texts;
 }
 
-// RunRow::data_dirs back into the search list.
+// RunRow::data_dirs back into the search list: the stored folders are
+// absolute and ':'-separated, as $MEMSWEEP_DATA's, so that parser reads them.
 std::vector<fs::path> data_dirs_of(const RunRow& run) {
-  std::vector<fs::path> dirs;
-  std::string_view rest = get_fixed(run.data_dirs);
-  const std::string text(rest);
-  rest = text;
-  while (!rest.empty()) {
-    const std::size_t end = rest.find(':');
-    if (end != 0) dirs.emplace_back(rest.substr(0, end));
-    rest = end == std::string_view::npos ? std::string_view{} : rest.substr(end + 1);
-  }
-  return dirs;
+  return dataset_search_dirs(std::nullopt, get_fixed(run.data_dirs), fs::current_path());
 }
 
 RunSettings check_options(const RunOptions& options) {
