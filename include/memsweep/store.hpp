@@ -156,10 +156,10 @@ class ResultStore {
   int run_index() const;  // this invocation's row of /runs
 
   // Appends (in memory order) and makes the rows visible to SWMR readers at
-  // the next flush. append_trial flushes at once. Sample rows are written to
-  // the file a whole chunk of /samples at a time (with SWMR, also once they
-  // have waited a few seconds); close() writes the rest
-  // (docs/results-file.md, Storage).
+  // the next flush. append_trial writes every waiting sample row first and
+  // flushes at once. Otherwise sample rows are written to the file a whole
+  // chunk of /samples at a time, or once they have waited a second; close()
+  // writes the rest (docs/results-file.md, Storage).
   // The trial's row and its whole `message`, of any length: stored as valid
   // UTF-8 (invalid sequences replaced, valid_utf8()) in /messages, and its
   // first kMessageChars bytes in the row's message column.
@@ -167,6 +167,10 @@ class ResultStore {
   // A row whose message is its own message column.
   void append_trial(const TrialRow& row);
   void append_samples(std::span<const SampleRow> rows);
+  // Writes the sample rows that have waited samples_max_age, and flushes
+  // what was written once the last flush is a second old: for a writer that
+  // has nothing else to do, so that its rows do not wait for the next call.
+  void write_waiting_samples();
   void append_epoch(const EpochRow& row);
   void flush();
   // Rewrites this run's row of /runs with `end_state` and the time now, and

@@ -101,8 +101,14 @@ class ResultSink {
   virtual void samples(std::span<const SampleRow> rows) = 0;
   virtual void epoch(const EpochRow& row) = 0;
   // The trial's row and its whole message (the row's message column holds
-  // its first bytes). Durable (flushed) when it returns.
+  // its first bytes). Durable (flushed) when it returns, together with
+  // every sample row given before it: a row never stands in the file
+  // without its series.
   virtual void trial(const TrialRow& row, const std::string& message) = 0;
+  // Called by rank 0 about every 100 ms, whether or not messages arrive:
+  // rows that have waited long enough in memory go to the file, so that
+  // killing rank 0 loses seconds of samples at most.
+  virtual void tick() {}
   // The sweep begins to stop (a signal reached rank 0 or a worker), written
   // at once and durable when it returns: a resume then knows that rank 0
   // outlived whatever ended the run (plan_resume's LostAttempts).

@@ -249,6 +249,7 @@ class StoreSink final : public ResultSink {
   void samples(std::span<const SampleRow> rows) override { store_.append_samples(rows); }
   void epoch(const EpochRow& row) override { store_.append_epoch(row); }
   void trial(const TrialRow& row, const std::string& message) override { store_.append_trial(row, message); }
+  void tick() override { store_.write_waiting_samples(); }
   void stopping() override { store_.mark_run(run_end_state::kStopping); }
 
  private:

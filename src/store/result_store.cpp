@@ -35,6 +35,7 @@ void ResultStore::append_trial(const TrialRow& row, std::string_view message) {
 void ResultStore::append_trial(const TrialRow& row) { impl_->writer->append_trial(row, get_fixed(row.message)); }
 void ResultStore::append_samples(std::span<const SampleRow> rows) { impl_->writer->append_samples(rows); }
 void ResultStore::append_epoch(const EpochRow& row) { impl_->writer->append_epoch(row); }
+void ResultStore::write_waiting_samples() { impl_->writer->write_waiting_samples(); }
 void ResultStore::flush() { impl_->writer->flush(); }
 void ResultStore::mark_run(std::string_view end_state) { impl_->writer->mark_run(end_state); }
 void ResultStore::close() { impl_->writer->close(); }

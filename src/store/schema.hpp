@@ -108,11 +108,12 @@ struct TableStorage {
 // pointing at other data. So compressed chunks are written once, whole:
 // - /trials, /runs and /messages: one row per chunk, each row its own chunk
 //   (a message's rows are written with its trial's row, and as durably);
-// - /samples: rows wait in the writer until they fill a chunk (with SWMR,
-//   a partial chunk is written too once its first row is samples_max_age
-//   old, so that a live reader, and a resume after rank 0's death, lose
-//   little); chunks hold about two seconds of the sweep's samples, so that
-//   few partial chunks are written, and so leaked;
+// - /samples: rows wait in the writer until they fill a chunk. A partial
+//   chunk is written too when a trial's row is (its series must be in the
+//   file with it), and once its first row is samples_max_age old, so that
+//   a live reader, and a resume after rank 0's death, lose little. Chunks
+//   hold about two seconds of the sweep's samples, so that few partial
+//   chunks are written, and so leaked;
 // - /epochs: rows come one at a time and must be as durable as the trial's
 //   row, so the table is not compressed: an uncompressed chunk keeps its
 //   size and place however often it is rewritten (epochs are a small part of

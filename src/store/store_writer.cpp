@@ -226,7 +226,11 @@ void StoreWriter::check_open() const {
 void StoreWriter::append_trial(const TrialRow& row, std::string_view message) {
   silence_hdf5_errors();
   check_open();
-  write_samples(false);
+  // Every waiting sample row, the trial's own among them (a worker sends
+  // its samples before its row): a rank 0 killed after this flush leaves
+  // the row with its whole series, not a row whose `samples` the file
+  // does not hold.
+  write_samples(true);
   // The one place a message is made fit for the file: valid UTF-8 (program
   // output can hold any bytes), whole in /messages, its first bytes in the
   // row. The message's rows go first, so the flush that makes the trial's
@@ -245,6 +249,12 @@ void StoreWriter::append_samples(std::span<const SampleRow> rows) {
   check_open();
   if (unwritten_.empty()) oldest_unwritten_ = std::chrono::steady_clock::now();
   unwritten_.insert(unwritten_.end(), rows.begin(), rows.end());
+  write_waiting_samples();
+}
+
+void StoreWriter::write_waiting_samples() {
+  silence_hdf5_errors();
+  check_open();
   write_samples(false);
   if (written_since_flush_ && std::chrono::steady_clock::now() - last_flush_ >= kSampleFlushInterval) flush();
 }
@@ -259,19 +269,23 @@ void StoreWriter::append_epoch(const EpochRow& row) {
 void StoreWriter::write_samples(bool all) {
   Table& samples = tables_->samples;
   const std::uint64_t chunk = samples.chunk_rows();
+  // A chunk that was already partly in the file (a resumed file's last one,
+  // or an earlier partial write) moves when it is written again: flushed at
+  // once, the index that points at its old place is replaced at once.
+  const auto write_rows = [&](std::size_t count) {
+    const bool rewrites_a_chunk = samples.rows() % chunk != 0;
+    write_unwritten(count);
+    if (rewrites_a_chunk) flush();
+  };
   for (;;) {
     const std::uint64_t to_boundary = chunk - samples.rows() % chunk;
     if (unwritten_.size() < to_boundary) break;
-    // A chunk that was already partly in the file (a resumed file's last
-    // one, or an old partial write) moves when it is written again: flushed
-    // at once, the index that points at its old place is replaced at once.
-    const bool rewrites_a_chunk = samples.rows() % chunk != 0;
-    write_unwritten(to_boundary);
-    if (rewrites_a_chunk) flush();
+    write_rows(to_boundary);
   }
   if (unwritten_.empty()) return;
-  const bool too_old = options_.swmr && std::chrono::steady_clock::now() - oldest_unwritten_ >= layout_.samples_max_age;
-  if (all || too_old) write_unwritten(unwritten_.size());
+  // With or without SWMR: a writer without readers still dies.
+  const bool too_old = std::chrono::steady_clock::now() - oldest_unwritten_ >= layout_.samples_max_age;
+  if (all || too_old) write_rows(unwritten_.size());
 }
 
 void StoreWriter::write_unwritten(std::size_t count) {

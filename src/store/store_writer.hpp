@@ -42,9 +42,13 @@ class StoreWriter {
 
   // `message` whole; the row's message column gets its first bytes.
   void append_trial(const TrialRow& row, std::string_view message);
-  // Sample rows wait here until they fill a chunk of /samples (StoreLayout
-  // says why); close() writes the rest.
+  // Sample rows wait here until they fill a chunk of /samples, a trial's
+  // row comes, or they are samples_max_age old (StoreLayout says why);
+  // close() writes the rest.
   void append_samples(std::span<const SampleRow> rows);
+  // The age rule above, and a flush of what it wrote once the last flush is
+  // kSampleFlushInterval old, without new rows to trigger it.
+  void write_waiting_samples();
   void append_epoch(const EpochRow& row);
   void flush();
   void close();
@@ -72,8 +76,8 @@ class StoreWriter {
   // flush, so that the file on disk is whole before anyone sees it.
   void start_writing();
   void check_open() const;
-  // Writes the waiting sample rows that complete chunks; with SWMR, all of
-  // them once the oldest is samples_max_age old; with `all`, all of them.
+  // Writes the waiting sample rows that complete chunks; all of them once
+  // the oldest is samples_max_age old; with `all`, all of them.
   void write_samples(bool all);
   void write_unwritten(std::size_t count);
 

@@ -53,6 +53,7 @@ class Coordinator {
         begin_stop();
       }
       if (std::optional<Message> message = comm_.receive(kAnySource, kStopCheckInterval)) handle(*message);
+      tick();
     }
     for (const int worker : waiting_) send_empty(comm_, worker, tag::kFinish);
     for (const auto& queue : queues_) result_.not_started += queue.size();
@@ -132,6 +133,15 @@ class Coordinator {
     }
   }
 
+  // A timer of its own, not only the receive timeout: a busy sweep may
+  // never leave receive() idle for a whole interval.
+  void tick() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_tick_ < kStopCheckInterval) return;
+    last_tick_ = now;
+    write([&] { sink_.tick(); });
+  }
+
   void begin_stop() {
     if (stopping_) return;
     stopping_ = true;
@@ -157,6 +167,7 @@ class Coordinator {
   std::vector<SampleRow> samples_;                 // reused between messages
   std::vector<EpochRow> epochs_;
   std::exception_ptr sink_failure_;
+  std::chrono::steady_clock::time_point last_tick_ = std::chrono::steady_clock::now();
   SweepResult result_;
 };
 
