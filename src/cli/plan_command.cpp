@@ -48,11 +48,10 @@ constexpr double kSlowEstimateSeconds = 2.0;
 std::string beyond_note(const TrialSpec& trial, const MemoryEstimate& estimate) {
   namespace part = estimate_part;
   return fmt::format(
-      "trial {}: needs at least {} (parameters {}, activations {}, batch {}), more than any machine has ({}); "
+      "trial {}: needs at least {} (parameters {}, activations {}), more than any machine has ({}); "
       "the full estimate is not worked out for it",
       trial.id, format_byte_size(estimate.total()), format_byte_size(estimate.part(part::kParameters).bytes),
-      format_byte_size(estimate.part(part::kActivations).bytes), trial.batch_size,
-      format_byte_size(kEstimateLimitBytes));
+      format_byte_size(estimate.part(part::kActivations).bytes), format_byte_size(kEstimateLimitBytes));
 }
 
 // The full estimate's total (docs/estimate.md) for the published dataset
