@@ -25,6 +25,7 @@
 
 namespace memsweep {
 
+struct TrainerConfig;
 struct TrainerMemory;
 
 // One named part of an estimate: how many bytes, and where the figure comes from.
@@ -36,7 +37,12 @@ struct EstimatePart {
 
 struct MemoryEstimate {
   std::vector<EstimatePart> parts;
+  // The parts are floors (plain layouts, no scratchpad), not oneDNN's
+  // figures: the trial needs more than total(), which is beyond
+  // kEstimateLimitBytes (see estimate_trial).
+  bool at_least = false;
 
+  // The sum of the parts; a sum past 2^64 - 1 stays there instead of wrapping.
   std::uint64_t total() const;
   // The part called `name`; throws std::out_of_range when there is none.
   const EstimatePart& part(std::string_view name) const;
@@ -81,6 +87,21 @@ EstimatePart resident_dataset_part(const DatasetSpec& spec, ExampleCounts counts
 
 // ---- the full estimate ------------------------------------------------------
 
+// No machine has a pebibyte of memory. A trial whose plain tensors alone
+// exceed it gets its floor (plain_floor_estimate) instead of the full
+// estimate: oneDNN is not asked about shapes whose sizes it computes in
+// 64-bit integers that such tensors overflow, and the figure would only say
+// "too large" anyway.
+inline constexpr std::uint64_t kEstimateLimitBytes = std::uint64_t{1} << 50;
+
+// What the trainer of `config` holds at the least, counted without oneDNN:
+// every tensor in its plain layout (no blocked padding, no 64-byte
+// alignment, no reorder copies, no scratchpad, no pooling workspace), for
+// every batch size the trainer prepares. Each part is at most the full
+// estimate's part of that name; sums saturate at 2^64 - 1. Its cost does
+// not depend on the sizes: a few operations per layer and batch size.
+MemoryEstimate plain_floor_estimate(const TrainerConfig& config);
+
 // The parts of what a trainer holds, in the order a table shows them.
 MemoryEstimate estimate_from_trainer_memory(const TrainerMemory& memory);
 
@@ -88,6 +109,7 @@ MemoryEstimate estimate_from_trainer_memory(const TrainerMemory& memory);
 // the trainer of trainer_config(trial, counts.train, counts.test) (main
 // batch, the train split's last partial batch, the test split's batches).
 // This is the prediction of the trial's peak − baseline; the dataset is not in it.
+// When the floor alone exceeds kEstimateLimitBytes, the floor (at_least set).
 MemoryEstimate estimate_trial(const TrialSpec& trial, ExampleCounts counts);
 
 // estimate_trial for many trials, computed once per distinct shape (layers,
@@ -97,9 +119,12 @@ class EstimateCache {
  public:
   const MemoryEstimate& estimate(const TrialSpec& trial, ExampleCounts counts);
   std::size_t distinct_shapes() const { return estimates_.size(); }
+  // Of those, how many are beyond kEstimateLimitBytes (at_least estimates).
+  std::size_t beyond_limit_shapes() const { return beyond_limit_; }
 
  private:
   std::map<std::string, MemoryEstimate> estimates_;
+  std::size_t beyond_limit_ = 0;
 };
 
 // ---- the Q&A rule -------------------------------------------------------------

@@ -21,6 +21,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace memsweep {
@@ -101,6 +102,11 @@ class Trainer {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The networks a Trainer built from `config` prepares: each distinct row
+// count once (0 skipped), the main training batch first; `true` for a
+// network that trains (has a backward pass), `false` for evaluation only.
+std::vector<std::pair<std::size_t, bool>> prepared_batch_sizes(const TrainerConfig& config);
 
 // What a Trainer built from `config` would hold, without allocating it or
 // generating any kernel: the same layouts and sizes, from oneDNN's own

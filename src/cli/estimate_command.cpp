@@ -125,8 +125,13 @@ std::string format_trial_estimate(const TrialSpec& trial, ExampleCounts counts, 
   }
   const MemoryEstimate estimate = estimate_trial(trial, counts);
   for (const EstimatePart& part : estimate.parts) rows.push_back(part_row(part));
-  rows.push_back({"total", format_byte_size(estimate.total()), std::to_string(estimate.total()),
-                  "the trial's own memory: its predicted peak - baseline"});
+  if (estimate.at_least)
+    out += fmt::format("beyond any machine's memory (more than {}): the parts are floors, counted without oneDNN\n",
+                       format_byte_size(kEstimateLimitBytes));
+  rows.push_back({estimate.at_least ? "total, at least" : "total", format_byte_size(estimate.total()),
+                  std::to_string(estimate.total()),
+                  estimate.at_least ? "the trial's own memory is more than this"
+                                    : "the trial's own memory: its predicted peak - baseline"});
   rows.push_back(part_row(resident_dataset_part(trial.dataset, counts)));
   return out + render_table(rows);
 }

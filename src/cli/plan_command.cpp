@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -37,11 +38,43 @@ std::string counted(std::size_t count, std::string_view noun) {
   return fmt::format("{} {}{}", count, noun, count == 1 ? "" : "s");
 }
 
+// A distinct shape beyond any machine gets a note of its own, up to this
+// many: a grid of such shapes needs no line for each.
+constexpr std::size_t kMaxBeyondNotes = 20;
+// An estimate that takes longer is named (docs/estimate.md): the sizes are
+// screened (kEstimateLimitBytes), but oneDNN's choices are its own.
+constexpr double kSlowEstimateSeconds = 2.0;
+
+std::string beyond_note(const TrialSpec& trial, const MemoryEstimate& estimate) {
+  namespace part = estimate_part;
+  return fmt::format(
+      "trial {}: needs at least {} (parameters {}, activations {}), more than any machine has ({}); "
+      "the full estimate is not worked out for it",
+      trial.id, format_byte_size(estimate.total()), format_byte_size(estimate.part(part::kParameters).bytes),
+      format_byte_size(estimate.part(part::kActivations).bytes), format_byte_size(kEstimateLimitBytes));
+}
+
 // The full estimate's total (docs/estimate.md) for the published dataset
-// sizes: what the trial itself should allocate, the dataset excluded.
+// sizes: what the trial itself should allocate, the dataset excluded. A
+// shape beyond any machine shows its floor (">= X") and a note.
 std::string predicted_text(EstimateCache& cache, const TrialSpec& trial) {
   try {
-    return format_byte_size(cache.estimate(trial, canonical_example_counts(trial.dataset)).total());
+    const std::size_t shapes_before = cache.distinct_shapes();
+    const auto start = std::chrono::steady_clock::now();
+    const MemoryEstimate& estimate = cache.estimate(trial, canonical_example_counts(trial.dataset));
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    if (took.count() > kSlowEstimateSeconds)
+      fmt::print(stderr, "memsweep plan: note: trial {}: its estimate took {:.1f} s ({})\n", trial.id, took.count(),
+                 describe_layers(model_spec(trial)));
+    if (!estimate.at_least) return format_byte_size(estimate.total());
+    if (cache.distinct_shapes() > shapes_before) {
+      const std::size_t beyond = cache.beyond_limit_shapes();
+      if (beyond <= kMaxBeyondNotes) fmt::print(stderr, "memsweep plan: note: {}\n", beyond_note(trial, estimate));
+      if (beyond == kMaxBeyondNotes + 1)
+        fmt::print(stderr, "memsweep plan: note: more shapes need more than {}; their rows show \">= \" a floor\n",
+                   format_byte_size(kEstimateLimitBytes));
+    }
+    return ">= " + format_byte_size(estimate.total());
   } catch (const std::exception& error) {
     // A shape oneDNN cannot plan fails when the trial runs; plan still lists it.
     fmt::print(stderr, "memsweep plan: note: trial {}: no prediction: {}\n", trial.id, error.what());

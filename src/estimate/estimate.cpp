@@ -3,6 +3,7 @@
 
 #include "memsweep/estimate.hpp"
 
+#include "estimate/saturating.hpp"
 #include "memsweep/trainer.hpp"
 
 #include <fmt/format.h>
@@ -13,7 +14,7 @@ namespace memsweep {
 
 std::uint64_t MemoryEstimate::total() const {
   std::uint64_t sum = 0;
-  for (const EstimatePart& p : parts) sum += p.bytes;
+  for (const EstimatePart& p : parts) sum = estimate_detail::saturating_add(sum, p.bytes);
   return sum;
 }
 
@@ -45,7 +46,14 @@ MemoryEstimate estimate_from_trainer_memory(const TrainerMemory& m) {
 
 namespace {
 
+// The floor first: a shape beyond any machine is not worth oneDNN's time,
+// and its padded sizes may not even fit the 64-bit sizes oneDNN computes.
 MemoryEstimate estimate_config(const TrainerConfig& config) {
+  MemoryEstimate floor = plain_floor_estimate(config);
+  if (floor.total() > kEstimateLimitBytes) {
+    floor.at_least = true;
+    return floor;
+  }
   return estimate_from_trainer_memory(predict_trainer_memory(config));
 }
 
@@ -65,7 +73,9 @@ const MemoryEstimate& EstimateCache::estimate(const TrialSpec& trial, ExampleCou
                   fmt::join(config.eval_batch_sizes, ","), optimizer_name(config.optimizer.kind));
   const auto found = estimates_.find(key);
   if (found != estimates_.end()) return found->second;
-  return estimates_.emplace(key, estimate_config(config)).first->second;
+  const MemoryEstimate& estimate = estimates_.emplace(key, estimate_config(config)).first->second;
+  if (estimate.at_least) ++beyond_limit_;
+  return estimate;
 }
 
 }  // namespace memsweep

@@ -60,27 +60,9 @@ struct Trainer::Impl : LayerGradientsReady {
 
 namespace {
 
-// Each distinct row count once, the first training size first (it fixes the
-// parameters' layouts); a size used for training gets a backward pass too.
-std::vector<std::pair<std::size_t, bool>> plan_sizes(const TrainerConfig& config) {
-  std::vector<std::pair<std::size_t, bool>> sizes;
-  const auto want = [&](std::size_t rows, bool train) {
-    if (rows == 0) return;
-    const auto it = std::find_if(sizes.begin(), sizes.end(), [&](const auto& s) { return s.first == rows; });
-    if (it == sizes.end())
-      sizes.emplace_back(rows, train);
-    else
-      it->second = it->second || train;
-  };
-  for (const std::size_t rows : config.train_batch_sizes) want(rows, true);
-  for (const std::size_t rows : config.eval_batch_sizes) want(rows, false);
-  if (sizes.empty()) throw std::invalid_argument("a trainer needs at least one batch size");
-  return sizes;
-}
-
 std::vector<PlanLayout> plan_layouts(const TrainerConfig& config, ParameterStore& store, const dnnl::engine& engine) {
   std::vector<PlanLayout> layouts;
-  const auto sizes = plan_sizes(config);
+  const auto sizes = prepared_batch_sizes(config);
   for (std::size_t i = 0; i < sizes.size(); ++i)
     layouts.push_back(make_plan_layout(config.model, sizes[i].first, sizes[i].second, store, i == 0, engine));
   return layouts;
@@ -116,6 +98,24 @@ TrainerMemory account(const ParameterStore& store, int state_copies, const std::
 }
 
 }  // namespace
+
+// Each distinct row count once, the first training size first (it fixes the
+// parameters' layouts); a size used for training gets a backward pass too.
+std::vector<std::pair<std::size_t, bool>> prepared_batch_sizes(const TrainerConfig& config) {
+  std::vector<std::pair<std::size_t, bool>> sizes;
+  const auto want = [&](std::size_t rows, bool train) {
+    if (rows == 0) return;
+    const auto it = std::find_if(sizes.begin(), sizes.end(), [&](const auto& s) { return s.first == rows; });
+    if (it == sizes.end())
+      sizes.emplace_back(rows, train);
+    else
+      it->second = it->second || train;
+  };
+  for (const std::size_t rows : config.train_batch_sizes) want(rows, true);
+  for (const std::size_t rows : config.eval_batch_sizes) want(rows, false);
+  if (sizes.empty()) throw std::invalid_argument("a trainer needs at least one batch size");
+  return sizes;
+}
 
 Trainer::Trainer(const TrainerConfig& config) : impl_(std::make_unique<Impl>(config)) {
   const std::vector<PlanLayout> layouts = plan_layouts(config, impl_->store, impl_->engine);

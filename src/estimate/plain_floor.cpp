@@ -1,0 +1,52 @@
+// The floor of the full estimate, from counts alone: what the trainer holds
+// if every tensor were in its plain layout. Cheap whatever the sizes, so it
+// screens shapes before oneDNN is asked about them (estimate.cpp).
+
+#include "memsweep/estimate.hpp"
+
+#include "estimate/saturating.hpp"
+#include "memsweep/trainer.hpp"
+#include "trainer/optimizer.hpp"
+
+#include <fmt/format.h>
+
+namespace memsweep {
+
+using estimate_detail::saturating_add;
+using estimate_detail::saturating_mul;
+
+MemoryEstimate plain_floor_estimate(const TrainerConfig& config) {
+  namespace part = estimate_part;
+  constexpr std::uint64_t kFloat = sizeof(float);
+  constexpr std::uint64_t kLabel = sizeof(std::int32_t);
+  const ModelSpec& model = config.model;
+  const std::uint64_t parameters = saturating_mul(parameter_count(model), kFloat);
+  const auto copies =
+      static_cast<std::uint64_t>(trainer_detail::Optimizer(config.optimizer, config.learning_rate).state_copies());
+  // Every layer's output (the logits included) and its gradient when the
+  // network trains; the softmax's probabilities are one more output.
+  const std::uint64_t outputs = activations_per_example(model);
+  const std::uint64_t pixels = model.input.pixels();
+  std::uint64_t activations = 0, gradients = 0, input = 0;
+  for (const auto& [rows, trains] : prepared_batch_sizes(config)) {
+    activations = saturating_add(activations,
+                                 saturating_mul(rows, saturating_mul(saturating_add(outputs, model.classes), kFloat)));
+    if (trains) gradients = saturating_add(gradients, saturating_mul(rows, saturating_mul(outputs, kFloat)));
+    input = saturating_add(input, saturating_mul(rows, saturating_add(saturating_mul(pixels, kFloat), kLabel)));
+  }
+  const std::string plain = "at least: plain layouts, without oneDNN's padding and alignment";
+  return MemoryEstimate{{
+      {std::string(part::kParameters), parameters,
+       fmt::format("{} weights and biases; {}", parameter_count(model), plain)},
+      {std::string(part::kGradients), parameters, "one buffer shaped like the parameters"},
+      {std::string(part::kOptimizerState), saturating_mul(copies, parameters),
+       "copies of the parameters: SGD 0, momentum 1, Adam 2"},
+      {std::string(part::kActivations), activations,
+       fmt::format("{} outputs per example, softmax included, for every batch size the trainer prepares; {}",
+                   saturating_add(outputs, model.classes), plain)},
+      {std::string(part::kActivationGradients), gradients, "gradients of the forward outputs, per training batch size"},
+      {std::string(part::kInputBatch), input, "images and labels of each batch size; no reordered copy counted"},
+  }};
+}
+
+}  // namespace memsweep
