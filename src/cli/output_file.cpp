@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <stdio.h>  // renameat2, RENAME_NOREPLACE
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,6 +19,41 @@ namespace {
 
 std::string error_text() { return std::strerror(errno); }
 
+std::string kind_of_special(mode_t mode) {
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+bool starts_with_hdf5_signature(const std::filesystem::path& path) {
+  static constexpr char kSignature[] = "\x89HDF\r\n\x1a\n";
+  char start[sizeof kSignature - 1] = {};
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return false;
+  const bool read = std::fread(start, 1, sizeof start, file) == sizeof start;
+  std::fclose(file);
+  return read && std::memcmp(start, kSignature, sizeof start) == 0;
+}
+
+// --force replaces a file such as this command writes, a regular file (an
+// earlier export): the rename would put a text file in place of a device
+// node or a link (as root, -o /dev/null --force would replace the system's),
+// and an HDF5 file is a results file (or another tool's), not an export.
+void check_replaceable(const std::filesystem::path& path) {
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0) return;  // nothing there to replace
+  constexpr char kAllowed[] = "--force replaces only a regular file, such as an earlier export";
+  if (!S_ISREG(info.st_mode))
+    throw InputError(
+        fmt::format("-o {}: {}, not a file to replace; {}", path.string(), kind_of_special(info.st_mode), kAllowed));
+  if (starts_with_hdf5_signature(path))
+    throw InputError(
+        fmt::format("-o {}: an HDF5 file (a results file?), not an export to replace; {}", path.string(), kAllowed));
+}
+
 }  // namespace
 
 OutputFile::OutputFile(std::filesystem::path path, bool replace) : path_(std::move(path)), replace_(replace) {
@@ -27,6 +63,7 @@ OutputFile::OutputFile(std::filesystem::path path, bool replace) : path_(std::mo
     throw InputError(fmt::format("-o {}: is a directory; expected a file to write", path_.string()));
   if (std::filesystem::exists(status) && !replace_)
     throw InputError(fmt::format("-o {}: the file exists; add --force to replace it", path_.string()));
+  if (replace_) check_replaceable(path_);
   const std::filesystem::path folder = path_.has_parent_path() ? path_.parent_path() : std::filesystem::path(".");
   if (!std::filesystem::is_directory(folder, error))
     throw InputError(fmt::format("-o {}: no such folder {}", path_.string(), folder.string()));

@@ -11,7 +11,8 @@ namespace memsweep::cli {
 class OutputFile {
  public:
   // Throws InputError, naming the path, when it exists and `replace` is
-  // false, when it is a directory, or when its folder does not exist.
+  // false, when it is a directory, or when its folder does not exist; with
+  // `replace`, when what is there is not a regular file, or is HDF5.
   OutputFile(std::filesystem::path path, bool replace);
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;

@@ -385,6 +385,12 @@ Prepared prepare_results_file(const RunOptions& options, const RunSettings& sett
                               const std::vector<std::string>& hosts, ProgressReporter& progress) {
   Prepared prepared;
   const StoreOptions store_options{.swmr = run.no_swmr == 0};
+  // Said plainly here: the store would only say the file is not a results
+  // file (and, without --force, suggest --force).
+  std::error_code not_comparable;
+  if (fs::equivalent(settings.output, options.sweep_file, not_comparable))
+    throw InputError(
+        fmt::format("-o {}: is the sweep file itself; the results need a file of their own", settings.output.string()));
 
   if (options.resume && fs::exists(settings.output)) {
     const auto same_sweep = [&](const FileHeader& found) {

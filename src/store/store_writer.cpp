@@ -2,6 +2,7 @@
 
 #include "store/file_access.hpp"
 #include "store/file_header.hpp"
+#include "store/replace_target.hpp"
 #include "store/series_scan.hpp"
 
 #include <fmt/format.h>
@@ -62,17 +63,24 @@ std::string exists_message(const std::filesystem::path& path) {
 
 // Gives the finished temporary file its name. Without `replace` the name
 // must still be free: link() fails if it is not, where rename() would not.
+// `name_was_free`: --force found no file at the name, so it holds no lock
+// on one; a file that appeared there meanwhile is another run's (two --force
+// on a new name at once) and is not replaced either.
 void publish(const std::filesystem::path& temporary, const std::filesystem::path& path, bool replace,
-             const Hdf5Errors& errors) {
-  if (!replace) {
+             bool name_was_free, const Hdf5Errors& errors) {
+  if (!replace || name_was_free) {
     if (::link(temporary.c_str(), path.c_str()) == 0) {
       ::unlink(temporary.c_str());
       return;
     }
-    if (errno == EEXIST) throw StoreExistsError(exists_message(path));
+    if (errno == EEXIST) {
+      if (!replace) throw StoreExistsError(exists_message(path));
+      WriterLock::check_free(path, errors);  // names the run that has it, if one does
+      errors.fail_plain("appeared while this run was creating it; run again with --force to replace it");
+    }
     // A filesystem without hard links: check, then rename.
     std::error_code ignored;
-    if (std::filesystem::exists(path, ignored)) throw StoreExistsError(exists_message(path));
+    if (!replace && std::filesystem::exists(path, ignored)) throw StoreExistsError(exists_message(path));
   }
   std::error_code error;
   std::filesystem::rename(temporary, path, error);
@@ -100,13 +108,21 @@ std::unique_ptr<StoreWriter> StoreWriter::create(const std::filesystem::path& pa
   std::error_code ignored;
   if (std::filesystem::is_directory(path, ignored))
     throw StoreError(fmt::format("{}: is a directory; expected the path of a results file (HDF5)", path.string()));
-  const bool exists = std::filesystem::exists(path, ignored);
+  // symlink_status: a dangling link, a FIFO, a device, all exist.
+  const bool exists = std::filesystem::exists(std::filesystem::symlink_status(path, ignored));
   if (exists && !replace) throw StoreExistsError(exists_message(path));
 
   std::unique_ptr<StoreWriter> writer(new StoreWriter(path, options, layout));
   const Hdf5Errors& errors = writer->errors_;
-  // --force replaces a finished or dead run's file, not a live run's.
-  if (exists) WriterLock::check_free(path, errors);
+  // --force replaces a finished or dead run's file, not a live run's, and
+  // one run's at a time: the lock on the file it replaces is held until the
+  // new file, locked itself, has its name (WriterLock says why).
+  WriterLock replaced_file_lock;
+  if (exists) {
+    check_replaceable_kind(path, errors);
+    replaced_file_lock = WriterLock::acquire_to_replace(path, errors);
+    check_replaceable_content(path, errors);
+  }
   writer->header_ = header;
   writer->header_.schema_version = kSchemaVersion;  // the tables below are this version's
   writer->header_.swmr = options.swmr;
@@ -124,8 +140,9 @@ std::unique_ptr<StoreWriter> StoreWriter::create(const std::filesystem::path& pa
     });
     writer->append_run(run ? *run : first_run(writer->header_));
     writer->start_writing();
+    // Without SWMR the new file is locked too: HDF5 holds its flock() on it.
     if (options.swmr) writer->lock_ = WriterLock::acquire(temporary, errors);
-    publish(temporary, path, replace, errors);
+    publish(temporary, path, replace, !exists, errors);
   } catch (...) {
     writer->close_tables();
     writer->file_.reset();

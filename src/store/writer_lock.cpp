@@ -1,7 +1,11 @@
 #include "store/writer_lock.hpp"
 
+#include "store/lock_holder.hpp"
+
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,13 +27,73 @@ struct flock lock_request(short type) {
   return request;
 }
 
-[[noreturn]] void fail_held(const Hdf5Errors& errors) {
+// How often the name may be found to hold another file than the one just
+// locked (a --force renamed its file onto it meanwhile) before giving up.
+constexpr int kLookups = 8;
+
+struct FileId {
+  dev_t device = 0;
+  ino_t inode = 0;
+};
+
+std::optional<FileId> id_of(int fd) {
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) return std::nullopt;
+  return FileId{info.st_dev, info.st_ino};
+}
+
+std::optional<pid_t> holder_of(const std::optional<FileId>& file) {
+  return file ? process_holding_write_lock(file->device, file->inode) : std::nullopt;
+}
+
+[[noreturn]] void fail_held(const Hdf5Errors& errors, const std::optional<FileId>& file) {
+  const std::optional<pid_t> pid = holder_of(file);
   errors.fail_plain(
-      "another memsweep run is writing this file (it holds the writer's lock); wait for that run to end, "
-      "or write to another file");
+      fmt::format("another memsweep run{} is writing this file (it holds the writer's lock); wait for that run to end, "
+                  "or write to another file",
+                  pid ? fmt::format(" (process {})", *pid) : std::string()));
+}
+
+[[noreturn]] void fail_hdf5_held(const Hdf5Errors& errors, const std::optional<FileId>& file) {
+  const std::optional<pid_t> pid = holder_of(file);
+  errors.fail_plain(fmt::format(
+      "{} is writing this file (it holds HDF5's lock on it); wait for that run to end, or write to another file",
+      pid ? fmt::format("process {}", *pid) : std::string("another process")));
 }
 
 bool held_by_another(int error) { return error == EAGAIN || error == EACCES; }
+
+bool names_file(const std::filesystem::path& path, int fd) {
+  struct stat named {};
+  struct stat opened {};
+  return ::stat(path.c_str(), &named) == 0 && ::fstat(fd, &opened) == 0 && named.st_dev == opened.st_dev &&
+         named.st_ino == opened.st_ino;
+}
+
+// The descriptor of the file at `path`, locked; -1 when there is nothing to
+// lock (no file, or no such locks here: go without). A name found to hold
+// another file once locked was replaced meanwhile: that file's turn.
+// O_NONBLOCK on every open here: a FIFO at the path must not hang the run
+// (it has no effect on a regular file).
+int lock_file_at(const std::filesystem::path& path, const Hdf5Errors& errors) {
+  for (int lookup = 0; lookup < kLookups; ++lookup) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return -1;  // HDF5's own open, or the caller, will say why
+    struct flock request = lock_request(F_WRLCK);
+    if (::fcntl(fd, F_OFD_SETLK, &request) != 0) {
+      const int error = errno;
+      const std::optional<FileId> file = id_of(fd);
+      ::close(fd);
+      if (held_by_another(error)) fail_held(errors, file);
+      return -1;  // no such locks here (EINVAL, ENOLCK)
+    }
+    if (names_file(path, fd)) return fd;
+    ::close(fd);
+  }
+  errors.fail_plain(
+      "the file was replaced again and again while this run tried to lock it: other runs are replacing it "
+      "(--force); wait for them to end, or write to another file");
+}
 
 }  // namespace
 
@@ -48,14 +112,26 @@ WriterLock::~WriterLock() {
 }
 
 WriterLock WriterLock::acquire(const std::filesystem::path& path, const Hdf5Errors& errors) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) return WriterLock();  // HDF5's own open will say why
-  struct flock request = lock_request(F_WRLCK);
-  if (::fcntl(fd, F_OFD_SETLK, &request) == 0) return WriterLock(fd);
-  const int error = errno;
-  ::close(fd);
-  if (held_by_another(error)) fail_held(errors);
-  return WriterLock();  // no such locks here (EINVAL, ENOLCK): go without
+  const int fd = lock_file_at(path, errors);
+  return fd >= 0 ? WriterLock(fd) : WriterLock();
+}
+
+WriterLock WriterLock::acquire_to_replace(const std::filesystem::path& path, const Hdf5Errors& errors) {
+  const int fd = lock_file_at(path, errors);
+  if (fd < 0) {
+    check_free(path, errors);  // no lock to hold: at least no live writer now
+    return WriterLock();
+  }
+  WriterLock lock(fd);
+  // A writer without SWMR holds HDF5's exclusive flock() and not memsweep's
+  // lock; a shared flock, let go at once, tells. flock() and the
+  // open-file-description lock above are apart on local filesystems.
+  if (::flock(fd, LOCK_SH | LOCK_NB) == 0) {
+    ::flock(fd, LOCK_UN);
+  } else if (errno == EWOULDBLOCK) {
+    fail_hdf5_held(errors, id_of(fd));
+  }
+  return lock;
 }
 
 namespace {
@@ -64,10 +140,11 @@ struct LockState {
   bool queried = false;  // the writer's lock could be queried
   bool memsweep_held = false;
   bool hdf5_locked = false;  // HDF5's exclusive lock: a writer without SWMR
+  std::optional<FileId> file;
 };
 
 std::optional<LockState> lock_state(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return std::nullopt;
   LockState state;
   struct flock request = lock_request(F_WRLCK);
@@ -76,6 +153,7 @@ std::optional<LockState> lock_state(const std::filesystem::path& path) {
   // HDF5's own lock: exclusive while a writer without SWMR has the file open
   // (readers share it, and so does this test, which releases it at close).
   state.hdf5_locked = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  state.file = id_of(fd);
   ::close(fd);
   return state;
 }
@@ -83,7 +161,7 @@ std::optional<LockState> lock_state(const std::filesystem::path& path) {
 }  // namespace
 
 std::optional<bool> WriterLock::is_held(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return std::nullopt;
   struct flock request = lock_request(F_WRLCK);
   const bool queried = ::fcntl(fd, F_OFD_GETLK, &request) == 0;
@@ -100,11 +178,8 @@ bool WriterLock::hdf5_lock_held(const std::filesystem::path& path) {
 void WriterLock::check_free(const std::filesystem::path& path, const Hdf5Errors& errors) {
   const std::optional<LockState> state = lock_state(path);
   if (!state) return;
-  if (state->memsweep_held) fail_held(errors);
-  if (state->hdf5_locked)
-    errors.fail_plain(
-        "another process is writing this file (it holds HDF5's lock on it); wait for that run to end, "
-        "or write to another file");
+  if (state->memsweep_held) fail_held(errors, state->file);
+  if (state->hdf5_locked) fail_hdf5_held(errors, state->file);
 }
 
 }  // namespace memsweep::store

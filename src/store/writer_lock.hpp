@@ -8,6 +8,15 @@
 // flock(), readers too, and the two kinds do not interact on local
 // filesystems). The kernel drops it when the writer dies, killed or not.
 // Where such locks are not supported the lock is skipped.
+//
+// A lock belongs to a file (an inode), not to its name, and --force renames a
+// new file onto the name. So a lock is taken on the file the name holds
+// *after* locking: a name that no longer holds the locked file (replaced
+// meanwhile) is looked up again. And a replacement holds the lock on the file
+// it replaces until its own file, already locked, has the name
+// (acquire_to_replace): a second --force, or a resume, then finds one of the
+// two locked at every moment. No lock file beside the results: nothing to
+// leave behind, and a killed run's lock goes with it.
 
 #include "store/hdf5_handles.hpp"
 
@@ -25,9 +34,13 @@ class WriterLock {
   WriterLock& operator=(const WriterLock&) = delete;
   ~WriterLock();
 
-  // Takes the lock, held until this object goes; throws StoreError when a
-  // live writer holds it.
+  // Takes the lock on the file at `path`, held until this object goes;
+  // throws StoreError when a live writer holds it.
   static WriterLock acquire(const std::filesystem::path& path, const Hdf5Errors& errors);
+  // Before --force replaces the file at `path`: its lock, to hold until the
+  // replacement has the name. Throws StoreError as check_free() does when a
+  // live writer (with or without SWMR) has the file.
+  static WriterLock acquire_to_replace(const std::filesystem::path& path, const Hdf5Errors& errors);
   // Throws StoreError when a live writer has the file, without taking the
   // lock: memsweep's lock (a SWMR writer) or HDF5's (a writer without SWMR).
   // For a writer without SWMR, which HDF5's lock then protects (on NFS, where

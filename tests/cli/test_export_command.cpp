@@ -12,6 +12,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <hdf5.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -335,6 +336,9 @@ TEST_P(ExportRefuses, OneLineStatusTwoNothingWritten) {
   dir.write("other.h5", "not HDF5 either\n");
   // HDF5, but not memsweep's: no format attribute, no tables.
   H5Fclose(H5Fcreate((dir.path() / "plain.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  // What --force must not replace with an export.
+  ASSERT_EQ(::mkfifo((dir.path() / "pipe").c_str(), 0644), 0);
+  std::filesystem::create_symlink("notes.txt", dir.path() / "link.csv");
   std::vector<std::string> args = with_file(GetParam().args, good.string());
   const std::vector<std::filesystem::path> before{std::filesystem::directory_iterator(dir.path()), {}};
 
@@ -358,6 +362,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCall{"unknown_table", {"export", "@", "--table", "runs"}, "--table runs"},
         BadCall{"unknown_format", {"export", "@", "--format", "xlsx"}, "--format xlsx"},
         BadCall{"output_is_input", {"export", "@", "-o", "@", "--force"}, "is one of the results files"},
+        BadCall{"force_over_fifo", {"export", "@", "-o", "pipe", "--force"}, "-o pipe: a FIFO (named pipe)"},
+        BadCall{"force_over_link", {"export", "@", "-o", "link.csv", "--force"}, "-o link.csv: a symbolic link"},
+        BadCall{"force_over_hdf5", {"export", "@", "-o", "plain.h5", "--force"}, "-o plain.h5: an HDF5 file"},
         BadCall{"output_folder_missing", {"export", "@", "-o", "no/such/out.csv"}, "no such folder"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
