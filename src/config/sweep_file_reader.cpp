@@ -38,8 +38,7 @@ const char* kind_of(mode_t mode) {
 
 void check_kind_and_size(const std::filesystem::path& path, const struct stat& status) {
   if (!S_ISREG(status.st_mode))
-    throw InputError(
-        fmt::format("{}: {}; expected a sweep file (TOML), a regular file", path.string(), kind_of(status.st_mode)));
+    throw InputError(fmt::format("{}: {}; expected a sweep file (TOML)", path.string(), kind_of(status.st_mode)));
   if (static_cast<std::uint64_t>(status.st_size) > kMaxSweepFileBytes) too_large(path);
 }
 
