@@ -9,9 +9,9 @@
 
 namespace memsweep::config_detail {
 
-// A sweep file is text a person writes: the largest examples are a few
-// KiB, and 10^5 explicit [[trial]] tables about 10 MiB. Past this, the
-// parser's copies of the text would cost more memory than a sweep needs.
+// A sweep file is text a person (or a script) writes: the examples are a
+// few KiB, and 10^5 explicit [[trial]] tables of five fields about 8 MiB.
+// Twice that leaves room; more is not a sweep file (/dev/zero by mistake).
 inline constexpr std::uint64_t kMaxSweepFileBytes = 16 * 1024 * 1024;
 
 // The whole file. Throws InputError naming the file and what is wrong:
