@@ -2,7 +2,9 @@
 // in which trials are put together.
 
 #include "config/expand.hpp"
+#include "config/nesting.hpp"
 #include "config/program_fields.hpp"
+#include "config/sweep_file_reader.hpp"
 #include "config/toml_access.hpp"
 
 #include <fmt/format.h>
@@ -202,6 +204,7 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
                                   "a sweep file is TOML, which is UTF-8",
                                   column, static_cast<unsigned char>(text[bad])));
   }
+  reject_deep_nesting(text, source_name);  // before toml11, which recurses without a limit
   TomlValue root;
   try {
     std::istringstream stream{std::string(text)};
@@ -267,18 +270,9 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
 }
 
 SweepSpec load_sweep_file(const std::filesystem::path& path) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error))
-    throw InputError(fmt::format("{}: is a directory; expected a sweep file (TOML)", path.string()));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot read the sweep file: {}", path.string(), std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad())
-    throw InputError(fmt::format("{}: cannot read the sweep file: {}", path.string(), std::strerror(errno)));
+  const std::string contents = read_sweep_text(path);
   // A results file or another binary file given by mistake: say so, rather
   // than the TOML parser's complaint about its first bytes.
-  const std::string contents = text.str();
   if (contents.starts_with(kHdf5Signature))
     throw InputError(
         fmt::format("{}: an HDF5 file (a results file?), not a sweep file; expected TOML text", path.string()));
