@@ -4,13 +4,17 @@
 // Speed is bench/bench_expand.cpp's to measure; these only have to finish.
 
 #include "memsweep/config.hpp"
+#include "memsweep/random.hpp"
+#include "memsweep/results.hpp"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 namespace memsweep {
 namespace {
@@ -119,6 +123,29 @@ TEST(SweepScale, LineNumbersComeFromTheTextBeingRead) {
       EXPECT_EQ(error.line(), line) << text;
     }
   }
+}
+
+// The agreement hash as it was first defined (ids sorted as text), which
+// results files already hold: sorting the ids as numbers must not change it.
+std::string hash_of_sorted_text(const SweepSpec& sweep) {
+  std::vector<std::string> ids;
+  for (const TrialSpec& trial : sweep.trials) ids.push_back(trial.id);
+  std::sort(ids.begin(), ids.end());
+  const std::string text = fmt::format("trials={}\ninterval_ms={}\nevents={}\n", fmt::join(ids, ","),
+                                       sweep.sampler.interval_ms, fmt::join(sweep.sampler.events, ","));
+  return fmt::format("{:016x}", stable_hash(text));
+}
+
+TEST(SweepScale, AgreementHashIsTheOneFilesHold) {
+  SweepSpec sweep = parse_sweep(
+      "[sampler]\ninterval_ms = 20\nevents = ['b', 'a']\n"
+      "[random]\ncount = 5000\nlearning_rate = { log_uniform = [1e-5, 1e-1] }\n",
+      "hash.toml");
+  EXPECT_EQ(sweep_hash(sweep), hash_of_sorted_text(sweep));
+  // Ids not written by trial_id() (a hand-made trial): sorted as text.
+  sweep.trials[7].id = "Zz";
+  sweep.trials[9].id = "0123456789abcdef";
+  EXPECT_EQ(sweep_hash(sweep), hash_of_sorted_text(sweep));
 }
 
 }  // namespace
