@@ -150,6 +150,10 @@ class ProgressReporter {
   std::map<std::string, Running> running_;  // by trial id
   std::vector<FinishedTrial> finished_trials_;
   Clock::time_point start_ = Clock::now();
+  // With many trials waiting, the ETA is worked out at most once a second
+  // and counted down in between: each costs a pass over every waiting trial.
+  mutable std::optional<std::chrono::duration<double>> last_eta_;
+  mutable Clock::time_point last_eta_at_;
 };
 
 // ---- the sweep ----------------------------------------------------------------
