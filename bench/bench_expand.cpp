@@ -10,7 +10,8 @@
 //                run: hashing as many trial ids of ready-made trials, the
 //                part no expansion can skip.
 // The target: 10^6 trials in < 5 s and < 1 GiB.
-// Run: memsweep_bench_expand --benchmark_min_time=0.05
+// Run: memsweep_bench_expand --benchmark_min_time=0.5 (the 10^4 cases need
+// several iterations to settle).
 
 #include "memsweep/config.hpp"
 #include "memsweep/results.hpp"
