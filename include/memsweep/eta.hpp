@@ -95,5 +95,9 @@ std::optional<CostRate> fitted_rate(std::span<const FinishedTrial> finished, con
 // to fit (no finished trial trained an epoch): there is no prior for this
 // machine's speed.
 std::optional<double> remaining_seconds(const EtaInputs& inputs);
+// The same, for a caller that holds the trials itself (rank 0's progress
+// lines: copying 10^6 waiting trials for every line cost more than the ETA).
+std::optional<double> remaining_seconds(std::span<const FinishedTrial> finished, std::span<const RunningTrial> running,
+                                        std::span<const TrialCost> waiting, int workers);
 
 }  // namespace memsweep

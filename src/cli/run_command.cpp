@@ -616,8 +616,9 @@ int run_on_every_rank(const RunOptions& options, Communicator& comm) {
 
   const int workers = comm.size() > 1 ? comm.size() - 1 : 1;
   // Notes before the sweep; the trials' own progress needs the number left,
-  // which is known once rank 0 has read the file.
-  ProgressReporter notes(std::cerr, settings->verbosity, sweep.trials.size(), workers);
+  // which is known once rank 0 has read the file. Notes count no trials
+  // (10^6 placeholder costs on every rank took time and memory).
+  ProgressReporter notes(std::cerr, settings->verbosity, std::size_t{0}, workers);
   if (root) {
     for (const std::string& note : sweep.notes) notes.note(note);
     if (part)

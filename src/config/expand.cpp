@@ -227,7 +227,7 @@ RandomField random_field(const std::string& name, const TomlValue& spec, const P
   return field;
 }
 
-FieldValue draw(const RandomField& field, Rng& rng) {
+FieldValue draw(const RandomField& field, ShortStreamRng& rng) {
   if (!field.distribution) return field.fixed;
   switch (*field.distribution) {
     case Distribution::uniform: return FieldValue{TomlValue(rng.uniform(field.low, field.high)), field.place};
@@ -243,8 +243,9 @@ FieldValue draw(const RandomField& field, Rng& rng) {
   return field.fixed;
 }
 
-Rng field_stream(std::uint64_t sweep_seed, std::size_t draw_index, std::string_view field) {
-  return Rng(mix_seed(mix_seed(sweep_seed, draw_index), stable_hash(field)));
+// A stream per (draw, field) makes a few draws: a hidden list's widths at most.
+ShortStreamRng field_stream(std::uint64_t sweep_seed, std::size_t draw_index, std::string_view field) {
+  return ShortStreamRng(mix_seed(mix_seed(sweep_seed, draw_index), stable_hash(field)));
 }
 
 }  // namespace
@@ -260,39 +261,54 @@ TrialDraft table_draft(const TomlTable& table, const Place& table_place) {
   return draft;
 }
 
-std::vector<DraftWithOrigin> grid_drafts(const TomlTable& grid, const Place& grid_place) {
+std::uint64_t grid_size(const TomlTable& grid, const Place& grid_place) {
   reject_unknown_keys(grid, grid_place, section_keys({kDepth, kWidth}));
   check_depth_width_pair(grid, grid_place);
+  // Exact while it fits in 64 bits; past that, only its order of magnitude
+  // is of use to anyone.
+  std::uint64_t total = 1;
+  double approximate = 1.0;
+  bool overflowed = false;
+  bool any = false;
+  for (const SectionEntry& entry : section_entries(grid, grid_place, "{} = [{}]")) {
+    const TomlArray& items = expect_array(*entry.value, entry.place);
+    if (items.empty()) fail(entry.place, "expected a non-empty array of values to combine");
+    any = true;
+    overflowed = overflowed || __builtin_mul_overflow(total, items.size(), &total);
+    approximate *= static_cast<double>(items.size());
+  }
+  if (!any) fail(grid_place, "expected at least one field to vary, e.g. batch_size = [16, 64]");
+  if (overflowed)
+    fail(grid_place, fmt::format("the grid expands to about {:.2g} trials, more than {}; split the sweep", approximate,
+                                 kMaxGridTrials));
+  if (total > kMaxGridTrials)
+    fail(grid_place,
+         fmt::format("the grid expands to {} trials, more than {}; split the sweep", total, kMaxGridTrials));
+  return total;
+}
+
+void grid_drafts(const TomlTable& grid, const Place& grid_place, const DraftSink& sink) {
+  const std::uint64_t total = grid_size(grid, grid_place);  // before depth x width is built
   std::vector<GridAxis> axes;
   for (const SectionEntry& entry : section_entries(grid, grid_place, "{} = [{}]"))
     if (entry.name != kDepth && entry.name != kWidth) axes.push_back(grid_axis(entry.name, *entry.value, grid_place));
   if (grid.count(std::string(kDepth)) > 0) axes.push_back(depth_width_axis(grid, grid_place));
-  if (axes.empty()) fail(grid_place, "expected at least one field to vary, e.g. batch_size = [16, 64]");
   // The file's order: the first axis written varies slowest, as nested loops would.
   std::stable_sort(axes.begin(), axes.end(), [](const GridAxis& a, const GridAxis& b) { return a.line < b.line; });
 
-  std::size_t total = 1;
-  for (const GridAxis& axis : axes) {
-    total *= axis.values.size();
-    if (total > kMaxGridTrials)
-      fail(grid_place, fmt::format("the grid expands to more than {} trials; split the sweep", kMaxGridTrials));
-  }
-  std::vector<DraftWithOrigin> drafts;
-  drafts.reserve(total);
-  for (std::size_t index = 0; index < total; ++index) {
+  for (std::uint64_t index = 0; index < total; ++index) {
     DraftWithOrigin trial{{}, Place{grid_place.file, grid_place.line, fmt::format("grid[{}]", index)}};
-    std::size_t rest = index;
+    std::uint64_t rest = index;
     for (auto axis = axes.rbegin(); axis != axes.rend(); ++axis) {
       trial.draft.insert_or_assign(axis->name, axis->values[rest % axis->values.size()]);
       rest /= axis->values.size();
     }
-    drafts.push_back(std::move(trial));
+    sink(std::move(trial));
   }
-  return drafts;
 }
 
-std::vector<DraftWithOrigin> random_drafts(const TomlTable& random, const Place& random_place,
-                                           std::uint64_t sweep_seed) {
+void random_drafts(const TomlTable& random, const Place& random_place, std::uint64_t sweep_seed,
+                   const DraftSink& sink) {
   reject_unknown_keys(random, random_place, section_keys({"count", kDepth, kWidth}));
   const auto count_entry = random.find("count");
   if (count_entry == random.end())
@@ -313,28 +329,25 @@ std::vector<DraftWithOrigin> random_drafts(const TomlTable& random, const Place&
   const RandomField* depth = find(kDepth);
   const RandomField* width = find(kWidth);
 
-  std::vector<DraftWithOrigin> drafts;
-  drafts.reserve(count);
   for (std::size_t index = 0; index < count; ++index) {
     DraftWithOrigin trial{{}, Place{random_place.file, random_place.line, fmt::format("random[{}]", index)}};
     for (const RandomField& field : fields) {
       if (&field == depth || &field == width) continue;
-      Rng rng = field_stream(sweep_seed, index, field.name);
+      ShortStreamRng rng = field_stream(sweep_seed, index, field.name);
       trial.draft.insert_or_assign(field.name, draw(field, rng));
     }
     if (depth != nullptr) {
       // Each layer gets its own width, as in the source paper's random search.
-      Rng depth_rng = field_stream(sweep_seed, index, kDepth);
-      Rng width_rng = field_stream(sweep_seed, index, kWidth);
+      ShortStreamRng depth_rng = field_stream(sweep_seed, index, kDepth);
+      ShortStreamRng width_rng = field_stream(sweep_seed, index, kWidth);
       const int layers = static_cast<int>(draw(*depth, depth_rng).value.as_integer());
       std::vector<int> widths;
       for (int layer = 0; layer < layers; ++layer)
         widths.push_back(static_cast<int>(draw(*width, width_rng).value.as_integer()));
       trial.draft.insert_or_assign("hidden", hidden_of(layers, widths, depth->place));
     }
-    drafts.push_back(std::move(trial));
+    sink(std::move(trial));
   }
-  return drafts;
 }
 
 }  // namespace memsweep::config_detail

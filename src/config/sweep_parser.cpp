@@ -97,49 +97,71 @@ void read_sampler_section(const TomlTable& root, const std::string& file, Sample
   }
 }
 
-// Each explicit trial, grid point and random draw, as drafts over [defaults].
 // Each section is bounded; together, and with repeats, they could still ask
-// for more trials than memory holds (a 70-byte file asked for 10^10).
+// for more trials than memory holds (a 70-byte file asked for 10^10). The
+// message says how many, so that the user knows how far to cut.
 void check_total(std::uint64_t trials, int repeats, const std::string& file) {
-  const std::uint64_t runs = trials * static_cast<std::uint64_t>(repeats);
-  if (runs > kMaxSweepTrials)
-    fail(Place{file, 1, ""}, fmt::format("the sweep defines {} trials x {} repeats = {} runs, more than {}; split "
-                                         "it into several sweeps",
-                                         trials, repeats, runs, kMaxSweepTrials));
+  const std::uint64_t runs = trials * static_cast<std::uint64_t>(repeats);  // < 2^63 * 10^4: no overflow in 128
+  if (runs <= kMaxSweepTrials) return;
+  if (repeats == 1)
+    fail(Place{file, 1, ""}, fmt::format("the sweep defines {} trials, more than {}; split it into several sweeps",
+                                         trials, kMaxSweepTrials));
+  fail(Place{file, 1, ""}, fmt::format("the sweep defines {} trials x {} repeats = {} runs, more than {}; split "
+                                       "it into several sweeps",
+                                       trials, repeats, runs, kMaxSweepTrials));
 }
 
-std::vector<DraftWithOrigin> trial_drafts(const TomlTable& root, const std::string& file, std::uint64_t seed,
-                                          int repeats) {
-  std::vector<DraftWithOrigin> drafts;
-  if (const auto it = root.find("trial"); it != root.end()) {
-    const Place place = place_of(it->second, "trial");
-    const TomlArray& tables = expect_array(it->second, place);
-    for (std::size_t i = 0; i < tables.size(); ++i) {
-      const Place at = place_of(tables[i], fmt::format("trial[{}]", i));
-      drafts.push_back({table_draft(expect_table(tables[i], at), at), at});
+struct TrialSections {
+  const TomlArray* tables = nullptr;  // [[trial]]
+  const TomlTable* grid = nullptr;
+  const TomlTable* random = nullptr;
+  Place grid_place, random_place;
+};
+
+TrialSections trial_sections(const TomlTable& root, const std::string& file) {
+  TrialSections sections;
+  if (const auto it = root.find("trial"); it != root.end())
+    sections.tables = &expect_array(it->second, place_of(it->second, "trial"));
+  sections.grid = section(root, "grid", file, &sections.grid_place);
+  sections.random = section(root, "random", file, &sections.random_place);
+  return sections;
+}
+
+// How many trials the sections define, counted without expanding them;
+// refuses more than kMaxSweepTrials runs (with repeats) before anything is
+// built, so that a sweep of 10^7 is refused at once.
+std::uint64_t count_trials(const TrialSections& sections, int repeats, const std::string& file) {
+  std::uint64_t total = sections.tables ? sections.tables->size() : 0;
+  if (sections.grid) total += grid_size(*sections.grid, sections.grid_place);
+  if (sections.random) {
+    // `count` itself is checked by random_drafts, after the total.
+    const auto count = sections.random->find("count");
+    if (count != sections.random->end() && count->second.is_integer() && count->second.as_integer() > 0)
+      total += static_cast<std::uint64_t>(count->second.as_integer());
+  }
+  check_total(total, repeats, file);
+  return total;
+}
+
+// Each explicit trial, grid point and random draw, as drafts over
+// [defaults], handed to `sink` one at a time.
+void for_each_trial_draft(const TrialSections& sections, const std::string& file, std::uint64_t seed,
+                          const DraftSink& sink) {
+  std::uint64_t made = 0;
+  const DraftSink counted = [&](DraftWithOrigin&& draft) {
+    ++made;
+    sink(std::move(draft));
+  };
+  if (sections.tables)
+    for (std::size_t i = 0; i < sections.tables->size(); ++i) {
+      const TomlValue& table = (*sections.tables)[i];
+      const Place at = place_of(table, fmt::format("trial[{}]", i));
+      counted({table_draft(expect_table(table, at), at), at});
     }
-  }
-  Place place;
-  if (const TomlTable* grid = section(root, "grid", file, &place)) {
-    auto grid_trials = grid_drafts(*grid, place);
-    drafts.insert(drafts.end(), std::make_move_iterator(grid_trials.begin()),
-                  std::make_move_iterator(grid_trials.end()));
-  }
-  check_total(drafts.size(), repeats, file);
-  if (const TomlTable* random = section(root, "random", file, &place)) {
-    // Before drawing, which is what takes the time; `count` itself is
-    // checked by random_drafts.
-    const auto count = random->find("count");
-    if (count != random->end() && count->second.is_integer() && count->second.as_integer() > 0)
-      check_total(drafts.size() + std::min<std::uint64_t>(count->second.as_integer(), kMaxSweepTrials + 1), repeats,
-                  file);
-    auto random_trials = random_drafts(*random, place, seed);
-    drafts.insert(drafts.end(), std::make_move_iterator(random_trials.begin()),
-                  std::make_move_iterator(random_trials.end()));
-  }
-  if (drafts.empty())
+  if (sections.grid) grid_drafts(*sections.grid, sections.grid_place, counted);
+  if (sections.random) random_drafts(*sections.random, sections.random_place, seed, counted);
+  if (made == 0)
     fail(Place{file, 1, ""}, "the sweep defines no trials; expected at least one [[trial]], a [grid] or a [random]");
-  return drafts;
 }
 
 // TOML text is UTF-8. toml11 3.7 reads out of bounds when it reports
@@ -228,42 +250,52 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
   if (const TomlTable* table = section(top, "defaults", source_name, &defaults_place))
     defaults = table_draft(*table, defaults_place);
 
-  std::vector<TrialSpec> distinct;
-  std::set<std::string> params_left_out;  // origins of built-in trials given [params]
-  for (DraftWithOrigin& trial : trial_drafts(top, source_name, spec.seed, spec.repeats)) {
-    TrialDraft merged = defaults;
-    for (auto& [name, value] : trial.draft) merged.insert_or_assign(name, std::move(value));
-    distinct.push_back(build_trial(merged, spec.seed, trial.origin, programs));
-    if (!distinct.back().program && has_params(merged)) params_left_out.insert(distinct.back().origin);
-  }
+  // Repeat 0 is built draft by draft, merged duplicates left out as they
+  // come; a trial's other repeats are copies of it. Nothing but the trials
+  // is held at once: 10^6 drafts, or a second list of trials, would double
+  // what a large sweep takes.
+  std::unordered_map<std::string, std::size_t> index_of_id;
+  const auto keep = [&](TrialSpec&& trial, bool params_left_out) {
+    const auto [seen, inserted] = index_of_id.emplace(trial.id, spec.trials.size());
+    if (inserted) {
+      trial.plan_index = static_cast<int>(spec.trials.size());
+      spec.trials.push_back(std::move(trial));
+      return;
+    }
+    const TrialSpec& first = spec.trials[seen->second];
+    if (first.canonical_text() != trial.canonical_text())
+      throw ConfigError(source_name, 1, "", fmt::format("trial id collision between different trials ({})", trial.id));
+    if (trial.repeat > 0) return;
+    if (params_left_out)
+      spec.notes.push_back(
+          fmt::format("{} defines the same trial as {} once its [params] are left out, which memsweep's own "
+                      "trainer does not read; it runs once (id {}).",
+                      trial.origin, first.origin, trial.id));
+    else
+      spec.notes.push_back(
+          fmt::format("{} defines the same trial as {}; it runs once (id {}). "
+                      "Use [sweep] repeats to run trials more than once.",
+                      trial.origin, first.origin, trial.id));
+  };
+  const TrialSections sections = trial_sections(top, source_name);
+  const std::uint64_t runs = count_trials(sections, spec.repeats, source_name) * spec.repeats;
+  spec.trials.reserve(static_cast<std::size_t>(runs));  // at most kMaxSweepTrials: no copies as it grows
+  index_of_id.reserve(static_cast<std::size_t>(runs));
+  const TrialSpec defaults_applied = apply_defaults(defaults, spec.seed);
+  for_each_trial_draft(sections, source_name, spec.seed, [&](DraftWithOrigin&& trial) {
+    TrialSpec built = build_trial(defaults, defaults_applied, trial.draft, trial.origin, programs);
+    const bool params_left_out = !built.program && (has_params(defaults) || has_params(trial.draft));
+    keep(std::move(built), params_left_out);
+  });
 
   // Repeat-major order: a sweep cut short has every trial once before any twice.
-  std::unordered_map<std::string, std::size_t> index_of_id;
-  for (int repeat = 0; repeat < spec.repeats; ++repeat) {
-    for (const TrialSpec& base : distinct) {
-      TrialSpec trial = base;
+  const std::size_t distinct = spec.trials.size();
+  for (int repeat = 1; repeat < spec.repeats; ++repeat) {
+    for (std::size_t index = 0; index < distinct; ++index) {
+      TrialSpec trial = spec.trials[index];
       trial.repeat = repeat;
       trial.id = trial_id(trial);
-      const auto [seen, inserted] = index_of_id.emplace(trial.id, spec.trials.size());
-      if (inserted) {
-        trial.plan_index = static_cast<int>(spec.trials.size());
-        spec.trials.push_back(std::move(trial));
-        continue;
-      }
-      const TrialSpec& first = spec.trials[seen->second];
-      if (first.canonical_text() != trial.canonical_text())
-        throw ConfigError(source_name, 1, "",
-                          fmt::format("trial id collision between different trials ({})", trial.id));
-      if (repeat == 0 && params_left_out.count(trial.origin) > 0)
-        spec.notes.push_back(
-            fmt::format("{} defines the same trial as {} once its [params] are left out, which memsweep's own "
-                        "trainer does not read; it runs once (id {}).",
-                        trial.origin, first.origin, trial.id));
-      else if (repeat == 0)
-        spec.notes.push_back(
-            fmt::format("{} defines the same trial as {}; it runs once (id {}). "
-                        "Use [sweep] repeats to run trials more than once.",
-                        trial.origin, first.origin, trial.id));
+      keep(std::move(trial), false);
     }
   }
   return spec;

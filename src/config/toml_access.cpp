@@ -4,12 +4,53 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <vector>
 
 namespace memsweep::config_detail {
 
+namespace {
+
+// The offset of every line's first byte in one parsed source, built once.
+// toml11 3.7 counts the newlines from the start of the source each time a
+// value's line is asked for, which made 10^5 [[trial]] tables take minutes.
+struct LineIndex {
+  std::weak_ptr<const std::vector<char>> source;  // weak: a new source at the same address is not this one
+  std::vector<std::size_t> line_starts;
+};
+
+bool same_source(const LineIndex& index, const std::shared_ptr<const std::vector<char>>& source) {
+  return !index.source.expired() && !index.source.owner_before(source) && !source.owner_before(index.source);
+}
+
+const LineIndex& line_index_of(const std::shared_ptr<const std::vector<char>>& source) {
+  // One source is read at a time; each thread keeps its own.
+  thread_local LineIndex index;
+  if (same_source(index, source)) return index;
+  index.source = source;
+  index.line_starts.assign(1, 0);
+  for (std::size_t offset = 0; offset < source->size(); ++offset)
+    if ((*source)[offset] == '\n') index.line_starts.push_back(offset + 1);
+  return index;
+}
+
+// 1-based, as toml11 counts.
+int line_number(const toml::detail::region& region) {
+  const auto offset = static_cast<std::size_t>(region.first() - region.begin());
+  const std::vector<std::size_t>& starts = line_index_of(region.source()).line_starts;
+  return static_cast<int>(std::upper_bound(starts.begin(), starts.end(), offset) - starts.begin());
+}
+
+}  // namespace
+
 Place place_of(const TomlValue& value, std::string key) {
-  const toml::source_location where = value.location();
-  return Place{where.file_name(), static_cast<int>(where.line()), std::move(key)};
+  const auto* region = dynamic_cast<const toml::detail::region*>(toml::detail::get_region(value));
+  if (region == nullptr || !region->is_ok()) {
+    // A value made in code, not read from a file.
+    const toml::source_location where = value.location();
+    return Place{where.file_name(), static_cast<int>(where.line()), std::move(key)};
+  }
+  return Place{region->name(), line_number(*region), std::move(key)};
 }
 
 void fail(const Place& place, const std::string& message) {

@@ -203,17 +203,26 @@ void check_field_value(std::string_view name, const FieldValue& field) {
   applier(name)(scratch, field);
 }
 
-TrialSpec build_trial(const TrialDraft& draft, std::uint64_t sweep_seed, const Place& origin,
-                      const ProgramTables& programs) {
+TrialSpec apply_defaults(const TrialDraft& defaults, std::uint64_t sweep_seed) {
   TrialSpec trial;
   trial.seed = sweep_seed;
-  for (const auto& [name, field] : draft)
+  for (const auto& [name, field] : defaults)
+    if (!is_program_field(name)) applier(name)(trial, field);
+  return trial;
+}
+
+TrialSpec build_trial(const TrialDraft& defaults, const TrialSpec& defaults_applied, const TrialDraft& own,
+                      const Place& origin, const ProgramTables& programs) {
+  // Each field sets its own members only, so the trial's own values applied
+  // over the defaults' give what the merged draft would.
+  TrialSpec trial = defaults_applied;
+  for (const auto& [name, field] : own)
     if (!is_program_field(name)) applier(name)(trial, field);
 
   const auto place_for = [&](std::string_view field) {
-    const auto it = draft.find(field);
-    return it != draft.end() ? it->second.place
-                             : Place{origin.file, origin.line, origin.key + "." + std::string(field)};
+    if (const auto it = own.find(field); it != own.end()) return it->second.place;
+    if (const auto it = defaults.find(field); it != defaults.end()) return it->second.place;
+    return Place{origin.file, origin.line, origin.key + "." + std::string(field)};
   };
   if (trial.model == ModelKind::mlp && trial.hidden.empty())
     fail(place_for("hidden"), "an MLP needs at least one hidden layer; expected a non-empty list of widths");
@@ -221,7 +230,13 @@ TrialSpec build_trial(const TrialDraft& draft, std::uint64_t sweep_seed, const P
     fail(place_for("channels"), "a CNN needs at least one convolution block; expected a non-empty list of channels");
   if (trial.model != ModelKind::mlp)
     check_conv_fits_input(trial, place_for(trial.model == ModelKind::cnn ? "channels" : "model"));
-  apply_program_fields(draft, programs, trial);
+  // Programs read the merged draft; memsweep's own trainer (no `program`)
+  // needs none of it.
+  if (defaults.count("program") > 0 || own.count("program") > 0) {
+    TrialDraft merged = defaults;
+    for (const auto& [name, value] : own) merged.insert_or_assign(name, value);
+    apply_program_fields(merged, programs, trial);
+  }
   trial.origin = fmt::format("{}:{} {}", origin.file, origin.line, origin.key);
   trial.id = trial_id(trial);
   return trial;

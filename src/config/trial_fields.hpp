@@ -34,12 +34,18 @@ bool is_trial_field(std::string_view name);
 // is written, not at expansion.
 void check_field_value(std::string_view name, const FieldValue& field);
 
-// Applies every value of `draft` over the built-in defaults, then checks
-// what only the whole trial can tell (an MLP without hidden layers, more
-// pooling blocks than the input has pixels for). `origin` is where the trial
-// was defined, for messages about fields that no layer set. `programs` are
-// the file's [programs.NAME] tables, which `program = "NAME"` names.
-TrialSpec build_trial(const TrialDraft& draft, std::uint64_t sweep_seed, const Place& origin,
-                      const ProgramTables& programs);
+// The built-in defaults with [defaults]' values applied (its whole-trial
+// checks wait for each trial's own values): built once per sweep.
+TrialSpec apply_defaults(const TrialDraft& defaults, std::uint64_t sweep_seed);
+
+// A trial's own values applied over `defaults_applied` (apply_defaults of
+// `defaults`), then checks of what only the whole trial can tell (an MLP
+// without hidden layers, more pooling blocks than the input has pixels
+// for). The result is that of the two drafts merged, the trial's values
+// replacing the defaults'. `origin` is where the trial was defined, for
+// messages about fields that no layer set. `programs` are the file's
+// [programs.NAME] tables, which `program = "NAME"` names.
+TrialSpec build_trial(const TrialDraft& defaults, const TrialSpec& defaults_applied, const TrialDraft& own,
+                      const Place& origin, const ProgramTables& programs);
 
 }  // namespace memsweep::config_detail

@@ -117,8 +117,13 @@ std::optional<CostRate> fitted_rate(std::span<const FinishedTrial> finished, con
 }
 
 std::optional<double> remaining_seconds(const EtaInputs& inputs) {
-  if (inputs.running.empty() && inputs.waiting.empty()) return 0.0;
-  const Fits fits(inputs.finished);
+  return remaining_seconds(inputs.finished, inputs.running, inputs.waiting, inputs.workers);
+}
+
+std::optional<double> remaining_seconds(std::span<const FinishedTrial> finished, std::span<const RunningTrial> running,
+                                        std::span<const TrialCost> waiting, int workers) {
+  if (running.empty() && waiting.empty()) return 0.0;
+  const Fits fits(finished);
   if (fits.all.trials == 0) return std::nullopt;
 
   // Each worker's time until it is free; the running trials first (one
@@ -126,7 +131,7 @@ std::optional<double> remaining_seconds(const EtaInputs& inputs) {
   // Summing and dividing by the workers would ignore the tail: the last
   // long trial runs on one worker while the others idle.
   std::priority_queue<double, std::vector<double>, std::greater<>> free_at;
-  for (int worker = 0; worker < std::max(inputs.workers, 1); ++worker) free_at.push(0.0);
+  for (int worker = 0; worker < std::max(workers, 1); ++worker) free_at.push(0.0);
   double last_end = 0.0;
   const auto assign = [&](double seconds) {
     const double end = free_at.top() + seconds;
@@ -134,9 +139,9 @@ std::optional<double> remaining_seconds(const EtaInputs& inputs) {
     free_at.push(end);
     last_end = std::max(last_end, end);
   };
-  for (const RunningTrial& trial : inputs.running)
+  for (const RunningTrial& trial : running)
     assign(std::max(predicted_seconds(*fits.rate(trial.cost), trial.cost) - trial.elapsed_seconds, 0.0));
-  for (const TrialCost& cost : inputs.waiting) assign(predicted_seconds(*fits.rate(cost), cost));
+  for (const TrialCost& cost : waiting) assign(predicted_seconds(*fits.rate(cost), cost));
   return last_end;
 }
 

@@ -27,6 +27,16 @@ TEST(Rng, FirstOutputIsTheStandardsMt19937_64Value) {
   EXPECT_EQ(value, 9981545732273789042ULL);
 }
 
+// The random search's per-field streams: the standard engine's outputs,
+// through the short path (the first 156) and past it.
+TEST(ShortStreamMt19937_64, GivesTheStandardEnginesOutputs) {
+  for (const std::uint64_t seed : {0ULL, 1ULL, 5489ULL, 0x9e3779b97f4a7c15ULL, ~0ULL}) {
+    std::mt19937_64 standard(seed);
+    ShortStreamMt19937_64 short_stream(seed);
+    for (int k = 0; k < 700; ++k) ASSERT_EQ(short_stream(), standard()) << "seed " << seed << ", output " << k;
+  }
+}
+
 TEST(Rng, UniformIntCoversTheClosedRangeEvenly) {
   Rng rng(1);
   std::vector<int> counts(6, 0);

@@ -1,0 +1,157 @@
+// Sweep expansion at scale: a sweep file's text to its trials, their ids and
+// the hash the ranks agree on (parse_sweep + sweep_hash, what `plan` and
+// every rank of `run` do first), for a [grid], a [random] and explicit
+// [[trial]] tables of 10^4, 10^5 and 10^6 trials (explicit: 10^4 and 10^5). Figures per case:
+//   trials/s     trials expanded per second;
+//   peak_MiB     the most heap in use during one expansion, above what was
+//                in use before it (this binary counts operator new);
+//   kept_MiB     what the expanded sweep holds once parsed;
+//   x_ids        the expansion's time over the baseline measured in the same
+//                run: hashing as many trial ids of ready-made trials, the
+//                part no expansion can skip.
+// The target: 10^6 trials in < 5 s and < 1 GiB.
+// Run: memsweep_bench_expand --benchmark_min_time=0.5 (the 10^4 cases need
+// several iterations to settle).
+
+#include "memsweep/config.hpp"
+#include "memsweep/results.hpp"
+
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <new>
+#include <string>
+
+// ---- heap accounting: every operator new and delete of the process ----------
+
+namespace {
+
+std::atomic<std::size_t> heap_in_use{0};
+std::atomic<std::size_t> heap_peak{0};
+
+// The block's size sits in front of it, so that delete knows what to subtract.
+constexpr std::size_t kHeader = alignof(std::max_align_t);
+
+void* counted_allocate(std::size_t size) {
+  auto* block = static_cast<unsigned char*>(std::malloc(size + kHeader));
+  if (block == nullptr) throw std::bad_alloc();
+  *reinterpret_cast<std::size_t*>(block) = size;
+  const std::size_t now = heap_in_use.fetch_add(size, std::memory_order_relaxed) + size;
+  std::size_t peak = heap_peak.load(std::memory_order_relaxed);
+  while (now > peak && !heap_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+  return block + kHeader;
+}
+
+void counted_free(void* pointer) noexcept {
+  if (pointer == nullptr) return;
+  auto* block = static_cast<unsigned char*>(pointer) - kHeader;
+  heap_in_use.fetch_sub(*reinterpret_cast<std::size_t*>(block), std::memory_order_relaxed);
+  std::free(block);
+}
+
+}  // namespace
+
+void* operator new(std::size_t size) { return counted_allocate(size); }
+void* operator new[](std::size_t size) { return counted_allocate(size); }
+void operator delete(void* pointer) noexcept { counted_free(pointer); }
+void operator delete[](void* pointer) noexcept { counted_free(pointer); }
+void operator delete(void* pointer, std::size_t) noexcept { counted_free(pointer); }
+void operator delete[](void* pointer, std::size_t) noexcept { counted_free(pointer); }
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+const char* const kDefaults =
+    "[defaults]\n"
+    "dataset = \"synthetic\"\n"
+    "synthetic = { shape = [1, 4, 4], classes = 2, train_size = 8, test_size = 4, noise = 0.5, seed = 1 }\n"
+    "hidden = [4]\n";
+
+std::string numbers(std::size_t count, const char* format) {
+  std::string text;
+  for (std::size_t k = 1; k <= count; ++k) text += fmt::format(fmt::runtime(format), k) + (k < count ? ", " : "");
+  return text;
+}
+
+// 10^4: 100 x 100; each further factor of 10 an `epochs` axis of 10 or 100.
+std::string grid_text(std::size_t trials) {
+  std::string text = std::string(kDefaults) + "[grid]\n";
+  text += "learning_rate = [" + numbers(100, "{}e-5") + "]\n";
+  text += "batch_size = [" + numbers(100, "{}") + "]\n";
+  if (trials > 10'000) text += "epochs = [" + numbers(trials / 10'000, "{}") + "]\n";
+  return text;
+}
+
+std::string random_text(std::size_t trials) {
+  return std::string(kDefaults) + fmt::format(
+                                      "[random]\ncount = {}\nlearning_rate = {{ log_uniform = [1e-5, 1e-1] }}\n"
+                                      "batch_size = {{ int_uniform = [1, 512] }}\n",
+                                      trials);
+}
+
+std::string explicit_text(std::size_t trials) {
+  std::string text = kDefaults;
+  for (std::size_t k = 0; k < trials; ++k)
+    text += fmt::format("[[trial]]\nlearning_rate = {}e-7\nbatch_size = {}\n", k + 1, k % 512 + 1);
+  return text;
+}
+
+// The baseline: ids of as many trials already built (differing by seed).
+double ids_seconds(std::size_t trials) {
+  static std::map<std::size_t, double> measured;
+  if (const auto it = measured.find(trials); it != measured.end()) return it->second;
+  memsweep::TrialSpec trial;
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t k = 0; k < trials; ++k) {
+    trial.seed = k;
+    benchmark::DoNotOptimize(memsweep::trial_id(trial));
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return measured[trials] = seconds;
+}
+
+void expand(benchmark::State& state, std::string (*text_of)(std::size_t)) {
+  const auto trials = static_cast<std::size_t>(state.range(0));
+  const std::string text = text_of(trials);
+  const double baseline = ids_seconds(trials);
+  double peak = 0.0, kept = 0.0, seconds = 0.0;
+  for (auto _ : state) {
+    const std::size_t before = heap_in_use.load();
+    heap_peak.store(before);
+    const auto start = std::chrono::steady_clock::now();
+    memsweep::SweepSpec sweep = memsweep::parse_sweep(text, "bench.toml");
+    benchmark::DoNotOptimize(memsweep::sweep_hash(sweep));
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    peak = std::max(peak, static_cast<double>(heap_peak.load() - before));
+    kept = static_cast<double>(heap_in_use.load() - before);
+    if (sweep.trials.size() != trials) state.SkipWithError("the sweep did not expand to the trials asked for");
+    state.PauseTiming();  // freeing 10^6 trials is not expansion
+    sweep = {};
+    state.ResumeTiming();
+  }
+  const auto iterations = static_cast<double>(state.iterations());
+  state.counters["trials/s"] =
+      benchmark::Counter(static_cast<double>(trials) * iterations, benchmark::Counter::kIsRate);
+  state.counters["peak_MiB"] = peak / kMiB;
+  state.counters["kept_MiB"] = kept / kMiB;
+  state.counters["x_ids"] = seconds / iterations / baseline;
+}
+
+void BM_ExpandGrid(benchmark::State& state) { expand(state, grid_text); }
+void BM_ExpandRandom(benchmark::State& state) { expand(state, random_text); }
+void BM_ExpandExplicitTrials(benchmark::State& state) { expand(state, explicit_text); }
+
+BENCHMARK(BM_ExpandGrid)->RangeMultiplier(10)->Range(10'000, 1'000'000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ExpandRandom)->RangeMultiplier(10)->Range(10'000, 1'000'000)->Unit(benchmark::kMillisecond);
+// Up to 10^5: 10^6 tables would be a 50 MB file, past the sweep file's size limit.
+BENCHMARK(BM_ExpandExplicitTrials)->RangeMultiplier(10)->Range(10'000, 100'000)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

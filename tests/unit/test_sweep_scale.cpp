@@ -1,0 +1,152 @@
+// Sweeps at the size limit and past it: 10^7 trials refused at once with
+// their count, 10^6 expanded to as many distinct ids, 10^5 explicit
+// [[trial]] tables read with the right line numbers (docs/reliability.md).
+// Speed is bench/bench_expand.cpp's to measure; these only have to finish.
+
+#include "memsweep/config.hpp"
+#include "memsweep/random.hpp"
+#include "memsweep/results.hpp"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace memsweep {
+namespace {
+
+using ::testing::HasSubstr;
+
+// "1, 2, ..., count"
+std::string numbers(int count) {
+  std::string text;
+  for (int k = 1; k <= count; ++k) text += fmt::format("{}{}", k, k < count ? ", " : "");
+  return text;
+}
+
+// learning_rate x batch_size x epochs, 100 values each: 10^6 points.
+std::string million_point_grid() {
+  std::string text = "[grid]\n";
+  text += "learning_rate = [" + numbers(100) + "]\n";
+  text += "batch_size = [" + numbers(100) + "]\n";
+  text += "epochs = [" + numbers(100) + "]\n";
+  return text;
+}
+
+std::string refusal(const std::string& text) {
+  try {
+    parse_sweep(text, "big.toml");
+  } catch (const ConfigError& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "expected a ConfigError";
+  return "";
+}
+
+TEST(SweepScale, GridOfTenMillionIsRefusedWithItsSize) {
+  const std::string message = refusal(million_point_grid() + "seed = [" + numbers(10) + "]\n");
+  EXPECT_THAT(message, HasSubstr("big.toml:1: grid: the grid expands to 10000000 trials, more than 1000000"));
+}
+
+TEST(SweepScale, GridPastSixtyFourBitsIsRefusedWithItsOrderOfMagnitude) {
+  // 10^4 values on each of 5 axes: 10^20 points, more than 64 bits count.
+  std::string text = "[grid]\n";
+  for (const char* axis : {"learning_rate", "batch_size", "epochs", "seed", "momentum"})
+    text += fmt::format("{} = [{}]\n", axis, numbers(10'000));
+  EXPECT_THAT(refusal(text), HasSubstr("the grid expands to about 1e+20 trials, more than 1000000"));
+}
+
+TEST(SweepScale, RandomCountOfTenMillionIsRefusedWithItsSize) {
+  const std::string message = refusal("[random]\ncount = 10000000\nlearning_rate = { uniform = [0.1, 0.2] }\n");
+  EXPECT_THAT(message, HasSubstr("big.toml:1: the sweep defines 10000000 trials, more than 1000000"));
+}
+
+TEST(SweepScale, GridTimesRepeatsOfTenMillionIsRefusedWithItsSize) {
+  const std::string message = refusal("[sweep]\nrepeats = 10\n" + million_point_grid());
+  EXPECT_THAT(message, HasSubstr("the sweep defines 1000000 trials x 10 repeats = 10000000 runs, more than 1000000"));
+}
+
+TEST(SweepScale, GridAndRandomTogetherPastTheLimitAreRefusedWithTheirSum) {
+  const std::string message = refusal(million_point_grid() + "[random]\ncount = 1000\n");
+  EXPECT_THAT(message, HasSubstr("the sweep defines 1001000 trials, more than 1000000"));
+}
+
+TEST(SweepScale, GridOfOneMillionExpandsToOneMillionDistinctIds) {
+  const SweepSpec sweep = parse_sweep(million_point_grid(), "million.toml");
+  ASSERT_EQ(sweep.trials.size(), 1'000'000u);
+  std::unordered_set<std::string> ids;
+  ids.reserve(sweep.trials.size());
+  for (const TrialSpec& trial : sweep.trials) ids.insert(trial.id);
+  EXPECT_EQ(ids.size(), 1'000'000u);
+  // The last point: every axis at its last value, numbered last.
+  const TrialSpec& last = sweep.trials.back();
+  EXPECT_EQ(last.plan_index, 999'999);
+  EXPECT_EQ(last.learning_rate, 100.0);
+  EXPECT_EQ(last.batch_size, 100);
+  EXPECT_EQ(last.epochs, 100);
+  EXPECT_EQ(last.id, trial_id(last));
+}
+
+// The line of each value comes from an index of the file's lines; read
+// from the start each time it made 10^5 tables take minutes. The tables
+// before the last are read and built as trials before it is reached.
+TEST(SweepScale, HundredThousandExplicitTrialsKeepTheirLineNumbers) {
+  constexpr int kTrials = 100'000;
+  std::string text = "[defaults]\ndataset = \"synthetic\"\n";
+  for (int k = 0; k < kTrials - 1; ++k)
+    text += fmt::format("[[trial]]\nbatch_size = {}\nepochs = {}\n", k % 512 + 1, k / 512 + 1);
+  text += "[[trial]]\nepochs = 1000\nbatch_size = 0\n";
+  const int bad_line = 2 + 3 * (kTrials - 1) + 3;
+  try {
+    parse_sweep(text, "many.toml");
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(error.line(), bad_line);
+    EXPECT_EQ(error.key(), fmt::format("trial[{}].batch_size", kTrials - 1));
+    EXPECT_THAT(error.what(), HasSubstr(fmt::format("many.toml:{}: trial[{}].batch_size", bad_line, kTrials - 1)));
+  }
+}
+
+// The line index belongs to one parsed text: the next text's lines are its own.
+TEST(SweepScale, LineNumbersComeFromTheTextBeingRead) {
+  for (const auto& [text, line] : {std::pair{"\n\n\n\n[[trial]]\nepochs = 0\n", 6},
+                                   {"[[trial]]\nepochs = 0\n", 2},
+                                   {"[[trial]]\n\n\n\nbatch_size = 1\n\nepochs = 0\n", 7}}) {
+    try {
+      parse_sweep(text, "lines.toml");
+      ADD_FAILURE() << "expected a ConfigError";
+    } catch (const ConfigError& error) {
+      EXPECT_EQ(error.line(), line) << text;
+    }
+  }
+}
+
+// The agreement hash as it was first defined (ids sorted as text), which
+// results files already hold: sorting the ids as numbers must not change it.
+std::string hash_of_sorted_text(const SweepSpec& sweep) {
+  std::vector<std::string> ids;
+  for (const TrialSpec& trial : sweep.trials) ids.push_back(trial.id);
+  std::sort(ids.begin(), ids.end());
+  const std::string text = fmt::format("trials={}\ninterval_ms={}\nevents={}\n", fmt::join(ids, ","),
+                                       sweep.sampler.interval_ms, fmt::join(sweep.sampler.events, ","));
+  return fmt::format("{:016x}", stable_hash(text));
+}
+
+TEST(SweepScale, AgreementHashIsTheOneFilesHold) {
+  SweepSpec sweep = parse_sweep(
+      "[sampler]\ninterval_ms = 20\nevents = ['b', 'a']\n"
+      "[random]\ncount = 5000\nlearning_rate = { log_uniform = [1e-5, 1e-1] }\n",
+      "hash.toml");
+  EXPECT_EQ(sweep_hash(sweep), hash_of_sorted_text(sweep));
+  // Ids not written by trial_id() (a hand-made trial): sorted as text.
+  sweep.trials[7].id = "Zz";
+  sweep.trials[9].id = "0123456789abcdef";
+  EXPECT_EQ(sweep_hash(sweep), hash_of_sorted_text(sweep));
+}
+
+}  // namespace
+}  // namespace memsweep
