@@ -73,7 +73,7 @@ INSTANTIATE_TEST_SUITE_P(
                                 "[sweep]\nrepeats = 5\n" + grid(false) +
                                     "[random]\ncount = 1000000\nseed = { int_uniform = [0, 9] }\n",
                                 "the sweep defines 2000000 trials x 5 repeats = 10000000 runs, more than 1000000"}),
-    [](const auto& info) { return std::string(info.param.name); });
+    [](const auto& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace
 }  // namespace memsweep::testing
