@@ -156,7 +156,7 @@ void add_plan_command(CLI::App& app, PlanOptions& options) {
                    "says which of the sweep's datasets are there, and exits 2 if one is missing");
 }
 
-std::string format_plan(const SweepSpec& sweep, const std::vector<PlannedPart>& parts) {
+void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<PlannedPart>& parts) {
   const bool any_cnn = std::any_of(sweep.trials.begin(), sweep.trials.end(),
                                    [](const TrialSpec& t) { return t.model == ModelKind::cnn; });
   const bool any_budget = std::any_of(sweep.trials.begin(), sweep.trials.end(),
@@ -182,7 +182,8 @@ std::string format_plan(const SweepSpec& sweep, const std::vector<PlannedPart>& 
   header.insert(header.end(), params.begin(), params.end());
   header.push_back("predicted");
   EstimateCache estimates;
-  std::vector<Row> rows{header};
+  PackedTable table;
+  table.add(header);
   for (const TrialSpec& t : sweep.trials) {
     Row row{t.id, std::to_string(t.plan_index + 1)};
     if (split) row.push_back(std::to_string(part_of_trial.at(t.id)));
@@ -197,18 +198,18 @@ std::string format_plan(const SweepSpec& sweep, const std::vector<PlannedPart>& 
     for (const std::string& name : params) row.push_back(param_text(t, name));
     // The estimate is of memsweep's own trainer; another program's memory is its own.
     row.push_back(t.program ? "-" : predicted_text(estimates, t));
-    rows.push_back(std::move(row));
+    table.add(row);
   }
   const std::size_t distinct = sweep.trials.size() / static_cast<std::size_t>(sweep.repeats);
-  std::string out =
-      fmt::format("sweep \"{}\" ({}): {} ({} distinct x {}), seed {}, sampling every {} ms\n", sweep.name,
-                  sweep.source_name, counted(sweep.trials.size(), "trial"), distinct,
-                  counted(static_cast<std::size_t>(sweep.repeats), "repeat"), sweep.seed, sweep.sampler.interval_ms);
-  if (split) out += format_parts(parts) + "\n";
-  return out + render_table(rows) + counted(sweep.trials.size(), "trial") +
-         "\npredicted: each trial's own memory, dataset excluded, for the published dataset sizes "
-         "(memsweep estimate shows the parts)" +
-         (any_program ? "; for memsweep's own trainer only\n" : "\n");
+  fmt::print(out, "sweep \"{}\" ({}): {} ({} distinct x {}), seed {}, sampling every {} ms\n", sweep.name,
+             sweep.source_name, counted(sweep.trials.size(), "trial"), distinct,
+             counted(static_cast<std::size_t>(sweep.repeats), "repeat"), sweep.seed, sweep.sampler.interval_ms);
+  if (split) fmt::print(out, "{}\n", format_parts(parts));
+  table.write(out);
+  fmt::print(out,
+             "{}\npredicted: each trial's own memory, dataset excluded, for the published dataset sizes "
+             "(memsweep estimate shows the parts){}",
+             counted(sweep.trials.size(), "trial"), any_program ? "; for memsweep's own trainer only\n" : "\n");
 }
 
 int run_plan_command(const PlanOptions& options) {
@@ -231,7 +232,7 @@ int run_plan_command(const PlanOptions& options) {
     for (const std::string& output : outputs) fmt::print("{}\n", output);
     return exit_status::kOk;
   }
-  fmt::print("{}", format_plan(sweep, parts));
+  write_plan(stdout, sweep, parts);
   // After the plan, so that the user sees what was looked for before the
   // error (main prints it; exit 2) says what is missing.
   const std::vector<std::filesystem::path> search_dirs = dataset_search_dirs_from_environment(options.data_dir);

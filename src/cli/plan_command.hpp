@@ -34,7 +34,7 @@ struct PlannedPart {
 
 // The header line, the parts (when split) and the trials' table, as `plan`
 // prints it; with parts, the trials' table has a `part` column.
-std::string format_plan(const SweepSpec& sweep, const std::vector<PlannedPart>& parts = {});
+void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<PlannedPart>& parts = {});
 
 int run_plan_command(const PlanOptions& options);
 

@@ -285,8 +285,10 @@ class SmallDisk {
   std::string problem_;
 };
 
-// Trials of about half a second sampled every millisecond: the file grows by
-// about 18 KiB a trial, past the 96 KiB disk within the first six.
+// Trials of 0.2 to 0.5 s sampled every millisecond. A new file takes about
+// 100 KB; each trial's row comes with its samples (a partial chunk, whose
+// earlier copies SWMR does not free), so the file passes the 160 KiB disk
+// after about six trials of the 16 (five at 128 KiB, ten at 256 KiB).
 constexpr const char* kFillSweep = R"(
 [sweep]
 name = "fill"
@@ -305,7 +307,7 @@ learning_rate = [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.10, 0.1
 TEST(DiskFull, AClearErrorAndTheFileReadableUpToItsLastFlushedTrial) {
   const TempDir dir;
   const std::string sweep = dir.write("fill.toml", kFillSweep).string();
-  const SmallDisk disk(dir.path() / "small", 96);
+  const SmallDisk disk(dir.path() / "small", 160);
   if (!disk.mounted()) {
     const std::string message = "cannot mount a tmpfs (this test needs root): " + disk.problem();
     if (running_in_ci()) FAIL() << message;
@@ -315,7 +317,7 @@ TEST(DiskFull, AClearErrorAndTheFileReadableUpToItsLastFlushedTrial) {
   const std::string out = (dir.path() / "small" / "fill.h5").string();
 
   const CommandResult run = run_command({MEMSWEEP_EXECUTABLE, "run", sweep, "-o", out}, "", kEnvironment);
-  std::cout << "disk full (a 96 KiB tmpfs): exit status " << run.exit_status << "\n"
+  std::cout << "disk full (a 160 KiB tmpfs): exit status " << run.exit_status << "\n"
             << run.err.substr(run.err.rfind("memsweep:") == std::string::npos ? 0 : run.err.rfind("memsweep:"))
             << std::flush;
   ASSERT_EQ(run.exit_status, kBadInput) << "the disk filled before the sweep's end: " << run.err;
