@@ -101,14 +101,19 @@ void read_sampler_section(const TomlTable& root, const std::string& file, Sample
 // for more trials than memory holds (a 70-byte file asked for 10^10). The
 // message says how many, so that the user knows how far to cut.
 void check_total(std::uint64_t trials, int repeats, const std::string& file) {
-  const std::uint64_t runs = trials * static_cast<std::uint64_t>(repeats);  // < 2^63 * 10^4: no overflow in 128
-  if (runs <= kMaxSweepTrials) return;
+  // A random count may be near 2^63 here (random_drafts checks it later),
+  // and repeats up to 10^4: the product can pass 64 bits.
+  std::uint64_t runs = 0;
+  const bool overflowed = __builtin_mul_overflow(trials, static_cast<std::uint64_t>(repeats), &runs);
+  if (!overflowed && runs <= kMaxSweepTrials) return;
   if (repeats == 1)
     fail(Place{file, 1, ""}, fmt::format("the sweep defines {} trials, more than {}; split it into several sweeps",
                                          trials, kMaxSweepTrials));
+  const std::string runs_text =
+      overflowed ? fmt::format("about {:.2g}", static_cast<double>(trials) * repeats) : std::to_string(runs);
   fail(Place{file, 1, ""}, fmt::format("the sweep defines {} trials x {} repeats = {} runs, more than {}; split "
                                        "it into several sweeps",
-                                       trials, repeats, runs, kMaxSweepTrials));
+                                       trials, repeats, runs_text, kMaxSweepTrials));
 }
 
 struct TrialSections {

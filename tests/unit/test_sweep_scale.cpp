@@ -70,6 +70,13 @@ TEST(SweepScale, GridTimesRepeatsOfTenMillionIsRefusedWithItsSize) {
   EXPECT_THAT(message, HasSubstr("the sweep defines 1000000 trials x 10 repeats = 10000000 runs, more than 1000000"));
 }
 
+// 10^18 x 100 passes 64 bits: wrapped, it could read as a small number.
+TEST(SweepScale, RunsPastSixtyFourBitsAreRefusedWithTheirOrderOfMagnitude) {
+  const std::string message = refusal(
+      "[sweep]\nrepeats = 100\n[random]\ncount = 1000000000000000000\nlearning_rate = { uniform = [0.1, 0.2] }\n");
+  EXPECT_THAT(message, HasSubstr("the sweep defines 1000000000000000000 trials x 100 repeats = about 1e+20 runs"));
+}
+
 TEST(SweepScale, GridAndRandomTogetherPastTheLimitAreRefusedWithTheirSum) {
   const std::string message = refusal(million_point_grid() + "[random]\ncount = 1000\n");
   EXPECT_THAT(message, HasSubstr("the sweep defines 1001000 trials, more than 1000000"));
