@@ -1,5 +1,6 @@
 #include "cli/output_file.hpp"
 
+#include "common/file_kind.hpp"
 #include "memsweep/error.hpp"
 
 #include <fmt/format.h>
@@ -19,25 +20,6 @@ namespace {
 
 std::string error_text() { return std::strerror(errno); }
 
-std::string kind_of_special(mode_t mode) {
-  if (S_ISLNK(mode)) return "a symbolic link";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
-bool starts_with_hdf5_signature(const std::filesystem::path& path) {
-  static constexpr char kSignature[] = "\x89HDF\r\n\x1a\n";
-  char start[sizeof kSignature - 1] = {};
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) return false;
-  const bool read = std::fread(start, 1, sizeof start, file) == sizeof start;
-  std::fclose(file);
-  return read && std::memcmp(start, kSignature, sizeof start) == 0;
-}
-
 // --force replaces a file such as this command writes, a regular file (an
 // earlier export): the rename would put a text file in place of a device
 // node or a link (as root, -o /dev/null --force would replace the system's),
@@ -48,7 +30,7 @@ void check_replaceable(const std::filesystem::path& path) {
   constexpr char kAllowed[] = "--force replaces only a regular file, such as an earlier export";
   if (!S_ISREG(info.st_mode))
     throw InputError(
-        fmt::format("-o {}: {}, not a file to replace; {}", path.string(), kind_of_special(info.st_mode), kAllowed));
+        fmt::format("-o {}: {}, not a file to replace; {}", path.string(), file_kind(info.st_mode), kAllowed));
   if (starts_with_hdf5_signature(path))
     throw InputError(
         fmt::format("-o {}: an HDF5 file (a results file?), not an export to replace; {}", path.string(), kAllowed));

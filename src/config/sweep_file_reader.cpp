@@ -1,5 +1,6 @@
 #include "config/sweep_file_reader.hpp"
 
+#include "common/file_kind.hpp"
 #include "memsweep/error.hpp"
 
 #include <fmt/format.h>
@@ -17,16 +18,6 @@ namespace {
 
 constexpr std::uint64_t kMiB = 1024 * 1024;
 
-// What a file that is not a regular file is, for the message.
-const char* kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "is a directory";
-  if (S_ISFIFO(mode)) return "is a FIFO (named pipe)";
-  if (S_ISCHR(mode)) return "is a character device";
-  if (S_ISBLK(mode)) return "is a block device";
-  if (S_ISSOCK(mode)) return "is a socket";
-  return "is not a regular file";
-}
-
 [[noreturn]] void cannot_read(const std::filesystem::path& path, int error) {
   throw InputError(fmt::format("{}: cannot read the sweep file: {}", path.string(), std::strerror(error)));
 }
@@ -38,7 +29,7 @@ const char* kind_of(mode_t mode) {
 
 void check_kind_and_size(const std::filesystem::path& path, const struct stat& status) {
   if (!S_ISREG(status.st_mode))
-    throw InputError(fmt::format("{}: {}; expected a sweep file (TOML)", path.string(), kind_of(status.st_mode)));
+    throw InputError(fmt::format("{}: is {}; expected a sweep file (TOML)", path.string(), file_kind(status.st_mode)));
   if (static_cast<std::uint64_t>(status.st_size) > kMaxSweepFileBytes) too_large(path);
 }
 

@@ -1,5 +1,6 @@
 #include "store/replace_target.hpp"
 
+#include "common/file_kind.hpp"
 #include "store/attributes.hpp"
 #include "store/file_access.hpp"
 #include "store/file_header.hpp"
@@ -20,22 +21,6 @@ constexpr char kAllowed[] = "--force replaces only a memsweep results file or an
   errors.fail_plain(fmt::format("{}, not a results file; {}", what, kAllowed));
 }
 
-std::string kind_of_special(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
-bool starts_with_hdf5_signature(const std::filesystem::path& path) {
-  static constexpr char kSignature[] = "\x89HDF\r\n\x1a\n";
-  char start[sizeof kSignature - 1] = {};
-  std::ifstream file(path, std::ios::binary);
-  return file.read(start, sizeof start) && std::string(start, sizeof start) == std::string(kSignature, sizeof start);
-}
-
 bool start_mentions_memsweep(const std::filesystem::path& path) {
   std::ifstream file(path, std::ios::binary);
   std::vector<char> start(kDamagedFileScanBytes);
@@ -53,7 +38,7 @@ void check_replaceable_kind(const std::filesystem::path& path, const Hdf5Errors&
     std::error_code ignored;
     refuse(errors, fmt::format("a symbolic link (to {})", std::filesystem::read_symlink(path, ignored).string()));
   }
-  if (!S_ISREG(info.st_mode)) refuse(errors, kind_of_special(info.st_mode));
+  if (!S_ISREG(info.st_mode)) refuse(errors, file_kind(info.st_mode));
 }
 
 void check_replaceable_content(const std::filesystem::path& path, const Hdf5Errors& errors) {
