@@ -3,7 +3,8 @@
 // the file and what is wrong, exit status 2 (README.md), nothing on stdout,
 // and no file written.
 
-#include "cli/run_command.hpp"
+#include "support/exit_statuses.hpp"
+#include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
 #include <fmt/format.h>
@@ -22,7 +23,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr int kBadInput = 2;
 const std::string kQuickstart = MEMSWEEP_SOURCE_DIR "/jobs/examples/quickstart.toml";
 // The first bytes of an HDF5 file: enough for a "results file" given where a
 // sweep file is expected.

@@ -3,9 +3,10 @@
 // rank or several; `plan --data-dir` says what it found. Run as a user runs
 // memsweep, with the real datasets where a test needs them.
 
-#include "cli/run_command.hpp"
 #include "support/dataset_files.hpp"
+#include "support/exit_statuses.hpp"
 #include "support/real_datasets.hpp"
+#include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
 #include <fmt/format.h>
@@ -25,9 +26,6 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-constexpr int kOk = 0;
-constexpr int kBadInput = 2;  // README.md: exit statuses
 
 // The user's case: a small MNIST sweep (two trials), and one with CIFAR-10 too.
 constexpr const char* kMnistSweep = R"(
@@ -51,9 +49,6 @@ hidden = [16]
 [grid]
 dataset = ["mnist", "cifar-10", "synthetic"]
 )";
-
-// One OpenMP thread per rank: ranks share this machine's two cores.
-const std::map<std::string, std::string> kEnvironment{{"OMP_NUM_THREADS", "1"}};
 
 std::size_t occurrences(const std::string& text, const std::string& what) {
   std::size_t count = 0;

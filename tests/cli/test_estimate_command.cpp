@@ -2,8 +2,9 @@
 // the Q&A rule has its three parts, a sweep file's trials are each
 // estimated, and bad input gets one clear line and exit status 2.
 
-#include "cli/run_command.hpp"
 #include "support/dataset_files.hpp"
+#include "support/exit_statuses.hpp"
+#include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gmock/gmock.h>
@@ -18,8 +19,6 @@ namespace memsweep::testing {
 namespace {
 
 using ::testing::HasSubstr;
-
-constexpr int kBadInput = 2;  // README.md: exit statuses
 
 const std::string kExamples = std::string(MEMSWEEP_SOURCE_DIR) + "/jobs/examples/";
 

@@ -1,7 +1,7 @@
 // `memsweep events` run as a user runs it: the candidates with their
 // availability on this machine, and the default set.
 
-#include "cli/run_command.hpp"
+#include "support/subprocess.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -3,9 +3,10 @@
 // back (by an RFC 4180 reader written here, and by pandas) to compare cell
 // by cell with what was written.
 
-#include "cli/run_command.hpp"
 #include "memsweep/store.hpp"
 #include "store/store_fixtures.hpp"
+#include "support/exit_statuses.hpp"
+#include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
 #include <fmt/format.h>
@@ -30,7 +31,6 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-constexpr int kBadInput = 2;
 // More than the export reads at once (16,384): the rows across a read's edge show.
 constexpr std::size_t kSampleRows = 40'000;
 // A double whose shortest text has 17 significant digits.

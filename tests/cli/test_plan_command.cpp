@@ -1,9 +1,10 @@
 // `memsweep plan` run as a user runs it: the published studies print their
 // exact trials, and bad input gets one clear line and exit status 2.
 
-#include "cli/run_command.hpp"
 #include "support/dataset_files.hpp"
+#include "support/exit_statuses.hpp"
 #include "support/paper_tables.hpp"
+#include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
 #include <fmt/format.h>
@@ -17,8 +18,6 @@ namespace memsweep::testing {
 namespace {
 
 using ::testing::HasSubstr;
-
-constexpr int kBadInput = 2;  // README.md: exit statuses
 
 const std::string kExamples = std::string(MEMSWEEP_SOURCE_DIR) + "/jobs/examples/";
 

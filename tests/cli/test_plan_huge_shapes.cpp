@@ -3,7 +3,7 @@
 // they finish, every such trial gets a floor and a note naming it, no size
 // wraps past 2^64, and a normal trial beside them is predicted as alone.
 
-#include "cli/run_command.hpp"
+#include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
 #include <fmt/format.h>

@@ -1,7 +1,8 @@
 // `memsweep plan` with program trials: a trainer column, a column per
 // [params] name, and a program that cannot be started is bad input (exit 2).
 
-#include "cli/run_command.hpp"
+#include "support/exit_statuses.hpp"
+#include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gmock/gmock.h>
@@ -16,8 +17,6 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-constexpr int kBadInput = 2;  // README.md: exit statuses
 
 std::vector<std::string> cells_of(const std::string& line) {
   std::istringstream in(line);

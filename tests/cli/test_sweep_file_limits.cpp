@@ -4,8 +4,9 @@
 // one line naming the file and what is wrong, exit status 2, promptly, and
 // write nothing (`run`: no results file).
 
-#include "cli/run_command.hpp"
 #include "support/background_process.hpp"
+#include "support/exit_statuses.hpp"
+#include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
 #include <fmt/format.h>
@@ -32,7 +33,6 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using Clock = std::chrono::steady_clock;
 
-constexpr int kBadInput = 2;
 // Each answer is immediate; a hang or a read of /dev/zero until memory runs
 // out would take far longer than this.
 constexpr auto kPromptly = std::chrono::seconds(20);

@@ -2,7 +2,8 @@
 // it at once, in one line that says how many trials it asked for, with exit
 // status 2, and `run` writes nothing (docs/reliability.md).
 
-#include "cli/run_command.hpp"
+#include "support/exit_statuses.hpp"
+#include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
 #include <fmt/format.h>
@@ -18,8 +19,6 @@ namespace memsweep::testing {
 namespace {
 
 using ::testing::HasSubstr;
-
-constexpr int kBadInput = 2;
 
 std::string numbers(int count) {
   std::string text;

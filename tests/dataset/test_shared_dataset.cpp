@@ -5,7 +5,7 @@
 #include "memsweep/shared_dataset.hpp"
 
 #include "dataset/shared_dataset_file.hpp"
-#include "store/child_process.hpp"
+#include "support/child_process.hpp"
 #include "support/dataset_files.hpp"
 #include "support/real_datasets.hpp"
 #include "support/temp_dir.hpp"

@@ -1,6 +1,6 @@
 #include "run/results_file.hpp"
 
-#include "cli/run_command.hpp"
+#include "support/subprocess.hpp"
 
 #include <sstream>
 #include <stdexcept>

@@ -6,10 +6,11 @@
 // the sweep with exactly one final row per trial. docs/reliability.md has
 // the figures.
 
-#include "cli/run_command.hpp"
 #include "run/results_file.hpp"
 #include "support/background_process.hpp"
+#include "support/exit_statuses.hpp"
 #include "support/real_datasets.hpp"
+#include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
 #include <fmt/format.h>
@@ -33,10 +34,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr int kOk = 0;
-constexpr int kBadInput = 2;
-constexpr int kStopped = 3;
-
 // Twelve trials of a second or so each on two workers (about 8 s in all):
 // a fault at a random moment of the first seconds lands while trials run,
 // between trials, or while rank 0 writes a row.
@@ -55,8 +52,6 @@ epochs = 5
 hidden = [[32], [48], [64], [80], [96], [112], [128], [144], [160], [176], [192], [208]]
 )";
 constexpr std::size_t kTrials = 12;
-
-const std::map<std::string, std::string> kEnvironment{{"OMP_NUM_THREADS", "1"}};
 
 // memsweep with `args` on `ranks` ranks.
 std::vector<std::string> memsweep_on_ranks_argv(int ranks, const std::vector<std::string>& args) {

@@ -6,8 +6,9 @@
 // and the analysis report must all show the software counters, counted
 // through the kernel's generic events.
 
-#include "cli/run_command.hpp"
 #include "run/results_file.hpp"
+#include "support/file_text.hpp"
+#include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gmock/gmock.h>
@@ -52,13 +53,6 @@ std::map<std::string, std::string> without_papis_cpu_component() {
   std::cout << "[ PAPI CPU OFF ] disabling libpfm4's CPU PMUs: LIBPFM_DISABLED_PMUS=" << cpu_pmus << "\n";
   environment["LIBPFM_DISABLED_PMUS"] = cpu_pmus;
   return environment;
-}
-
-std::string slurp(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 class WithoutPapisCpuComponent : public ::testing::Test {

@@ -2,9 +2,11 @@
 // the trials it is told to, and a stopped sweep is continued by the command
 // memsweep prints, as printed (issue 18's user cases, end to end).
 
-#include "cli/run_command.hpp"
 #include "run/results_file.hpp"
 #include "support/background_process.hpp"
+#include "support/exit_statuses.hpp"
+#include "support/file_text.hpp"
+#include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
 #include <fmt/format.h>
@@ -23,20 +25,6 @@ namespace memsweep::testing {
 namespace {
 
 using ::testing::HasSubstr;
-
-// README.md: exit statuses.
-constexpr int kOk = 0;
-constexpr int kBadInput = 2;
-constexpr int kStopped = 3;
-
-const std::map<std::string, std::string> kEnvironment{{"OMP_NUM_THREADS", "1"}};
-
-std::string slurp(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // Eight MLPs of a few seconds each on the synthetic dataset.
 constexpr char kSweep[] = R"([sweep]

@@ -2,10 +2,12 @@
 // under mpirun with real ranks, training real trials, writing a real HDF5
 // file that h5py and h5dump read without memsweep's code.
 
-#include "cli/run_command.hpp"
 #include "run/results_file.hpp"
 #include "support/background_process.hpp"
 #include "support/dataset_files.hpp"
+#include "support/exit_statuses.hpp"
+#include "support/file_text.hpp"
+#include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
 #include <fmt/format.h>
@@ -29,11 +31,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// README.md: exit statuses.
-constexpr int kOk = 0;
-constexpr int kBadInput = 2;
-constexpr int kStopped = 3;
-
 const std::string kSource = MEMSWEEP_SOURCE_DIR;
 const std::string kQuickstart = kSource + "/jobs/examples/quickstart.toml";
 
@@ -42,18 +39,8 @@ std::vector<std::string> memsweep_on_ranks_argv(int ranks, const std::vector<std
   return on_ranks(MEMSWEEP_MPIEXEC, ranks, memsweep_argv(args));
 }
 
-// One OpenMP thread per rank: ranks share this machine's two cores.
-const std::map<std::string, std::string> kEnvironment{{"OMP_NUM_THREADS", "1"}};
-
 CommandResult memsweep_on_ranks(int ranks, const std::vector<std::string>& args, const std::string& dir) {
   return run_command(memsweep_on_ranks_argv(ranks, args), dir, kEnvironment);
-}
-
-std::string slurp(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // "145.2 MiB" -> bytes.

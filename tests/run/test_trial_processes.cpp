@@ -4,10 +4,12 @@
 // trial's result, and the sweep goes on and exits 0 without a resume; two
 // ranks share one decoded copy of their dataset.
 
-#include "cli/run_command.hpp"
 #include "run/results_file.hpp"
 #include "support/background_process.hpp"
+#include "support/exit_statuses.hpp"
+#include "support/file_text.hpp"
 #include "support/real_datasets.hpp"
+#include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
 #include <fmt/format.h>
@@ -37,16 +39,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-constexpr int kOk = 0;
 constexpr std::int64_t kMiB = 1 << 20;
-const std::map<std::string, std::string> kEnvironment{{"OMP_NUM_THREADS", "1"}};
-
-std::string slurp(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 bool write_file(const fs::path& file, const std::string& text) {
   std::ofstream out(file);

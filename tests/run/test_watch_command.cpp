@@ -2,9 +2,10 @@
 // snapshots (--once, and a watcher whose output is a file) while it runs and
 // after it ended, checked against what the run wrote; and its errors.
 
-#include "cli/run_command.hpp"
 #include "run/results_file.hpp"
 #include "support/background_process.hpp"
+#include "support/exit_statuses.hpp"
+#include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gmock/gmock.h>
@@ -22,9 +23,6 @@ namespace memsweep::testing {
 namespace {
 
 using ::testing::HasSubstr;
-
-constexpr int kOk = 0;
-constexpr int kBadInput = 2;
 
 // Four trials of a few seconds each on one worker: long enough that a
 // snapshot finds one running (samples reach the file within about a second
@@ -44,8 +42,6 @@ epochs = 6
 hidden = [[256, 256], [320, 256], [384, 256], [448, 256]]
 )";
 constexpr int kPlanned = 4;
-
-const std::map<std::string, std::string> kEnvironment{{"OMP_NUM_THREADS", "1"}};
 
 // A plain snapshot wide enough for every column of the running trials' table.
 CommandResult watch_once(const std::string& file, const std::vector<std::string>& more = {}) {

@@ -4,9 +4,9 @@
 // nothing overflows the width, the footer on the last row, the trial view's
 // chart, and that q and Ctrl-C end the view and give the terminal back.
 
-#include "cli/run_command.hpp"
 #include "support/background_process.hpp"
 #include "support/real_datasets.hpp"
+#include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
 #include <fmt/format.h>

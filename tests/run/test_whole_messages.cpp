@@ -4,7 +4,7 @@
 // two ranks so that the message crosses MPI, read back with h5py alone and
 // with h5dump.
 
-#include "cli/run_command.hpp"
+#include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gmock/gmock.h>

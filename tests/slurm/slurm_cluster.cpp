@@ -1,4 +1,5 @@
 #include "slurm/slurm_cluster.hpp"
+#include "support/file_text.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -26,13 +27,6 @@ using namespace std::chrono_literals;
 // variable (= the cluster's folder), so that stop() can find them all and
 // nothing else.
 constexpr const char* kMarker = "MEMSWEEP_TEST_SLURM_CLUSTER";
-
-std::string slurp(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::string last_lines(const std::string& text, std::size_t count) {
   std::size_t start = text.size();

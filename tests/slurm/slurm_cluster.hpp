@@ -5,8 +5,8 @@
 // socket), and stopped again, exactly the processes it started, whatever the
 // test did.
 
-#include "cli/run_command.hpp"
 #include "support/background_process.hpp"
+#include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
 #include <chrono>

@@ -3,10 +3,11 @@
 // SlurmCluster, jobs submitted with sbatch as a user would, results read
 // back with h5py.
 
-#include "cli/run_command.hpp"
 #include "run/results_file.hpp"
 #include "slurm/slurm_cluster.hpp"
 #include "support/background_process.hpp"
+#include "support/file_text.hpp"
+#include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gmock/gmock.h>
@@ -34,13 +35,6 @@ using ::testing::HasSubstr;
 const std::string kSourceDir = MEMSWEEP_SOURCE_DIR;
 const std::string kBatchScript = kSourceDir + "/jobs/sweep.sbatch";
 const std::string kSubmit = kSourceDir + "/jobs/submit";
-
-std::string slurp(const fs::path& file) {
-  std::ifstream in(file);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // A sweep of `trials` small MLPs on the synthetic dataset; `epochs` sets
 // how long each trains (about 0.13 s per epoch on one core of the CI VM).

@@ -5,9 +5,9 @@
 // without HDF5's error stack on stderr.
 
 #include "memsweep/store.hpp"
-#include "store/child_process.hpp"
 #include "store/hdf5_handles.hpp"
 #include "store/store_fixtures.hpp"
+#include "support/child_process.hpp"
 #include "support/temp_dir.hpp"
 
 #include <fmt/format.h>

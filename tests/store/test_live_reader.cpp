@@ -3,8 +3,8 @@
 // says so. Also: h5py alone reads what the store writes.
 
 #include "memsweep/store.hpp"
-#include "store/child_process.hpp"
 #include "store/store_fixtures.hpp"
+#include "support/child_process.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gmock/gmock.h>

@@ -4,9 +4,9 @@
 // at reused space (test_file_safety.cpp kills writers).
 
 #include "memsweep/store.hpp"
-#include "store/child_process.hpp"
 #include "store/store_fixtures.hpp"
 #include "store/store_writer.hpp"
+#include "support/child_process.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>

@@ -14,17 +14,9 @@
 #include <thread>
 #include <utility>
 
+#include "support/file_text.hpp"
+
 namespace memsweep::testing {
-namespace {
-
-std::string slurp(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-}  // namespace
 
 BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv, const std::filesystem::path& output_dir,
                                      const std::map<std::string, std::string>& environment,

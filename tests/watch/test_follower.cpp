@@ -4,8 +4,8 @@
 
 #include "memsweep/config.hpp"
 #include "memsweep/store.hpp"
-#include "store/child_process.hpp"
 #include "store/store_fixtures.hpp"
+#include "support/child_process.hpp"
 #include "support/temp_dir.hpp"
 #include "watch/follower.hpp"
 

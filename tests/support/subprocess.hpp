@@ -7,6 +7,11 @@
 
 namespace memsweep::testing {
 
+// What the tests add to the environment of the memsweep processes they
+// start: one OpenMP thread per rank, since ranks share this machine's two
+// cores.
+inline const std::map<std::string, std::string> kEnvironment{{"OMP_NUM_THREADS", "1"}};
+
 struct CommandResult {
   int exit_status = -1;  // -1 if it did not exit normally
   std::string out;

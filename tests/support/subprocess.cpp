@@ -1,4 +1,4 @@
-#include "cli/run_command.hpp"
+#include "support/subprocess.hpp"
 
 #include "support/background_process.hpp"
 #include "support/temp_dir.hpp"
