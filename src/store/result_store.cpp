@@ -70,6 +70,13 @@ store::TableStorage samples_storage(const store::StoreLayout& layout, const File
   return storage;
 }
 
+template <typename Row>
+std::vector<Row> every_row(const store::Table& table) {
+  std::vector<Row> rows(table.rows());
+  table.read(0, rows.size(), rows.data());
+  return rows;
+}
+
 std::string exists_message(const std::filesystem::path& path) {
   return fmt::format("{} already exists: pass --resume to continue it or --force to replace it", path.string());
 }
@@ -434,17 +441,13 @@ void ResultStore::mark_run(std::string_view end_state) {
 std::vector<RunRow> ResultStore::read_runs() const {
   store::silence_hdf5_errors();
   impl_->check_open();
-  std::vector<RunRow> rows(impl_->tables_->runs.rows());
-  impl_->tables_->runs.read(0, rows.size(), rows.data());
-  return rows;
+  return every_row<RunRow>(impl_->tables_->runs);
 }
 
 std::vector<TrialRow> ResultStore::read_trials() const {
   store::silence_hdf5_errors();
   impl_->check_open();
-  std::vector<TrialRow> rows(impl_->tables_->trials.rows());
-  impl_->tables_->trials.read(0, rows.size(), rows.data());
-  return rows;
+  return every_row<TrialRow>(impl_->tables_->trials);
 }
 
 std::vector<SeriesSummary> ResultStore::scan_series() const {
