@@ -1,6 +1,6 @@
 // Rank 0's ingest ceiling: how fast one process appends /samples rows to the
-// results file, through the store's own writer (store::StoreWriter, the code
-// behind ResultStore), with several storage layouts of /samples in the same
+// results file, through the store's own writer (ResultStore, created with
+// store::ResultStoreInternals), with several storage layouts of /samples in the same
 // run: no compression, deflate levels with and without the shuffle filter,
 // other chunk sizes. Rows arrive as rank 0 gets them: messages of 256
 // consecutive samples of one trial, from many workers in turn; the writer
@@ -12,7 +12,7 @@
 
 #include "memsweep/store.hpp"
 #include "sample_stream.hpp"
-#include "store/store_writer.hpp"
+#include "store/result_store_internals.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -79,12 +79,13 @@ RunResult run_once(const Layout& layout, const std::vector<memsweep::SampleRow>&
   std::filesystem::remove(file);
   const auto start = Clock::now();
   {
-    auto writer = store::StoreWriter::create(file, bench_header(), false, memsweep::StoreOptions{true}, layout.layout);
+    auto writer =
+        store::ResultStoreInternals::create(file, bench_header(), false, memsweep::StoreOptions{true}, layout.layout);
     for (std::size_t written = 0; written < rows; written += kRowsPerMessage) {
       const std::size_t offset = written % pool.size();
-      writer->append_samples(std::span(pool).subspan(offset, std::min(kRowsPerMessage, rows - written)));
+      writer.append_samples(std::span(pool).subspan(offset, std::min(kRowsPerMessage, rows - written)));
     }
-    writer->close();
+    writer.close();
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const auto bytes = static_cast<double>(std::filesystem::file_size(file));

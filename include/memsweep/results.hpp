@@ -3,7 +3,7 @@
 // per epoch. The rows are fixed-size and trivially copyable, so that the same
 // bytes are a row of the results file's tables (store.hpp), an MPI message
 // from a worker to rank 0 (sweep.hpp), and a struct a test can build by hand.
-// The schema (DESIGN.md; version 3 since each trial runs in a process of
+// The schema (version 3 since each trial runs in a process of
 // its own, 4 since a trial may be a program's process tree, 5 since
 // messages are stored whole) is documented in docs/results-file.md.
 //

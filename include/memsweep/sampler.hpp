@@ -256,7 +256,8 @@ struct RegionBaseline {
   bool peak_reset = false;  // false: the peak is the process's since it began
 };
 
-// Per measured region (a trial): the figures of DESIGN.md.
+// Per measured region (a trial): the figures of docs/sampler.md, "Measured
+// regions (trials)".
 struct RegionSummary {
   std::int64_t baseline_rss_bytes = -1;
   std::int64_t peak_rss_bytes = -1;  // VmHWM; the largest sample if it could not be read

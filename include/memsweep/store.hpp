@@ -118,16 +118,9 @@ struct StoreOptions {
   bool swmr = true;
 };
 
-// Everything a reader gets at once. Samples are read only when asked.
-struct StoreContents {
-  FileHeader header;
-  std::vector<RunRow> runs;
-  std::vector<TrialRow> trials;
-  std::vector<EpochRow> epochs;
-  // Whole messages (/messages); empty for files before schema 5. A row's
-  // message: whole_message(row, messages).
-  TrialMessages messages;
-};
+namespace store {
+struct ResultStoreInternals;  // the white-box tests' and benchmark's access
+}
 
 // The writer (rank 0). Every method throws StoreError (an I/O or HDF5
 // failure names the file and the operation).
@@ -184,6 +177,7 @@ class ResultStore {
   std::vector<SeriesSummary> scan_series() const;  // one per (trial id, attempt) present in /samples
 
  private:
+  friend struct store::ResultStoreInternals;
   struct Impl;
   explicit ResultStore(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -2,7 +2,8 @@
 // The sweep scheduler: rank 0 hands out trials on request (dynamic
 // scheduling) and writes what the workers stream back; workers run trials
 // through a TrialRunner. With one rank, that rank runs the trials in turn and
-// writes them itself. See DESIGN.md (process model) and docs/sweep.md.
+// writes them itself. See docs/sweep.md (process model) and
+// docs/architecture.md.
 //
 // Everything goes through three small interfaces, so that this module runs
 // without MPI (a serial communicator), without oneDNN (a scripted runner) and

@@ -1,7 +1,7 @@
 #pragma once
 // The real TrialRunner (sweep.hpp): each trial trains in a fresh process of
 // its own (`memsweep trial`, an exec of the memsweep binary) that the rank
-// starts and watches from outside, as DESIGN.md's "Trial processes" says:
+// starts and watches from outside, as docs/runner.md says (why a process per trial):
 // the dataset is shared once per node and mapped by the process; the
 // baseline is the process's memory once it is ready, the peak its own
 // VmHWM; the sampler reads /proc/PID and counts the process's threads; a

@@ -1,6 +1,6 @@
 #pragma once
 // Before and after a measured region: what the sampler accumulated on its
-// ticks, turned into the region's summary (DESIGN.md's per-trial figures).
+// ticks, turned into the region's summary (docs/sampler.md, "Measured regions (trials)").
 
 #include "memsweep/sampler.hpp"
 

@@ -1,14 +1,366 @@
-// ResultStore: the public face of store::StoreWriter, with the storage
+// ResultStore: the writer of a results file (rank 0), with the storage
 // layout chosen by bench/bench_store.cpp.
 
 #include "memsweep/store.hpp"
-#include "store/store_writer.hpp"
+#include "store/file_access.hpp"
+#include "store/file_header.hpp"
+#include "store/hdf5_handles.hpp"
+#include "store/replace_target.hpp"
+#include "store/result_store_internals.hpp"
+#include "store/schema.hpp"
+#include "store/series_scan.hpp"
+#include "store/table.hpp"
+#include "store/writer_lock.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <exception>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <system_error>
+#include <vector>
 
 namespace memsweep {
+namespace {
 
+// Beside the target, so that the final rename stays within one filesystem
+// (atomic), and hidden, so that a crash's leftover is not mistaken for output.
+std::filesystem::path temporary_path_beside(const std::filesystem::path& path) {
+  static std::atomic<unsigned> counter{0};
+  return path.parent_path() / fmt::format(".{}.{}-{}.tmp", path.filename().string(), ::getpid(), counter.fetch_add(1));
+}
+
+// FileHeader::start_time is ISO 8601 UTC ("2024-05-01T12:00:00Z"); the
+// current time when it does not parse.
+double unix_time_of(const std::string& iso_time) {
+  std::tm parts{};
+  double seconds = 0.0;
+  if (std::sscanf(iso_time.c_str(), "%d-%d-%dT%d:%d:%lf", &parts.tm_year, &parts.tm_mon, &parts.tm_mday, &parts.tm_hour,
+                  &parts.tm_min, &seconds) == 6) {
+    parts.tm_year -= 1900;
+    parts.tm_mon -= 1;
+    const std::time_t whole = ::timegm(&parts);
+    if (whole != static_cast<std::time_t>(-1)) return static_cast<double>(whole) + seconds;
+  }
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+RunRow first_run(const FileHeader& header) {
+  RunRow run;
+  run.run = 0;
+  run.start_time = unix_time_of(header.start_time);
+  run.ranks = header.ranks;
+  set_fixed(run.hosts, fmt::format("{}", fmt::join(header.hosts, ",")));
+  set_fixed(run.command_line, header.command_line);
+  set_fixed(run.memsweep_version, header.memsweep_version);
+  return run;
+}
+
+store::TableStorage samples_storage(const store::StoreLayout& layout, const FileHeader& header) {
+  store::TableStorage storage = layout.samples;
+  if (storage.chunk_rows == 0) storage.chunk_rows = store::samples_chunk_rows(header);
+  return storage;
+}
+
+template <typename Row>
+std::vector<Row> every_row(const store::Table& table) {
+  std::vector<Row> rows(table.rows());
+  table.read(0, rows.size(), rows.data());
+  return rows;
+}
+
+std::string exists_message(const std::filesystem::path& path) {
+  return fmt::format("{} already exists: pass --resume to continue it or --force to replace it", path.string());
+}
+
+// Gives the finished temporary file its name. Without `replace` the name
+// must still be free: link() fails if it is not, where rename() would not.
+// `name_was_free`: --force found no file at the name, so it holds no lock
+// on one; a file that appeared there meanwhile is another run's (two --force
+// on a new name at once) and is not replaced either.
+void publish(const std::filesystem::path& temporary, const std::filesystem::path& path, bool replace,
+             bool name_was_free, const store::Hdf5Errors& errors) {
+  if (!replace || name_was_free) {
+    if (::link(temporary.c_str(), path.c_str()) == 0) {
+      ::unlink(temporary.c_str());
+      return;
+    }
+    if (errno == EEXIST) {
+      if (!replace) throw StoreExistsError(exists_message(path));
+      store::WriterLock::check_free(path, errors);  // names the run that has it, if one does
+      errors.fail_plain("appeared while this run was creating it; run again with --force to replace it");
+    }
+    // A filesystem without hard links: check, then rename.
+    std::error_code ignored;
+    if (!replace && std::filesystem::exists(path, ignored)) throw StoreExistsError(exists_message(path));
+  }
+  std::error_code error;
+  std::filesystem::rename(temporary, path, error);
+  if (error)
+    errors.fail_plain(fmt::format("cannot move the new file {} to its name: {}", temporary.string(), error.message()));
+}
+
+}  // namespace
+
+// The writer's state, and the steps its operations share. The layout is a
+// parameter so that bench/bench_store.cpp measures this very code with other
+// settings (ResultStoreInternals).
 struct ResultStore::Impl {
-  std::unique_ptr<store::StoreWriter> writer;
+  struct Tables {
+    store::Table trials;
+    store::Table samples;
+    store::Table epochs;
+    store::Table runs;
+    store::Table messages;
+  };
+
+  Impl(const std::filesystem::path& path, const StoreOptions& options, const store::StoreLayout& layout);
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  ~Impl();
+
+  static std::unique_ptr<Impl> create(const std::filesystem::path& path, const FileHeader& header, bool replace,
+                                      const StoreOptions& options, const store::StoreLayout& layout,
+                                      const std::optional<RunRow>& run);
+  static std::unique_ptr<Impl> open_for_resume(const std::filesystem::path& path, const RunRow& run,
+                                               const StoreOptions& options,
+                                               const std::function<void(const FileHeader&)>& accept);
+
+  void flush();
+  void close();
+
+  void open_tables();
+  void close_tables();
+  void append_run(RunRow run);
+  // With SWMR: tables closed, SWMR writing started, tables reopened. Then a
+  // flush, so that the file on disk is whole before anyone sees it.
+  void start_writing();
+  void check_open() const;
+  // Writes the waiting sample rows that complete chunks; all of them once
+  // the oldest is samples_max_age old; with `all`, all of them.
+  void write_samples(bool all);
+  void write_unwritten(std::size_t count);
+
+  std::filesystem::path path_;
+  store::Hdf5Errors errors_;
+  StoreOptions options_;
+  store::StoreLayout layout_;
+  FileHeader header_;
+  store::FileHandle file_;
+  std::optional<Tables> tables_;
+  store::WriterLock lock_;
+  int run_index_ = 0;
+  RunRow run_;  // this run's row of /runs, as written
+  std::chrono::steady_clock::time_point last_flush_{};
+  std::vector<SampleRow> unwritten_;
+  std::chrono::steady_clock::time_point oldest_unwritten_{};
+  bool written_since_flush_ = false;
 };
+
+ResultStore::Impl::Impl(const std::filesystem::path& path, const StoreOptions& options,
+                        const store::StoreLayout& layout)
+    : path_(path), errors_(path), options_(options), layout_(layout) {}
+
+ResultStore::Impl::~Impl() {
+  try {
+    close();
+  } catch (...) {
+    // A destructor cannot report; close() is there for callers that care.
+  }
+}
+
+std::unique_ptr<ResultStore::Impl> ResultStore::Impl::create(const std::filesystem::path& path,
+                                                             const FileHeader& header, bool replace,
+                                                             const StoreOptions& options,
+                                                             const store::StoreLayout& layout,
+                                                             const std::optional<RunRow>& run) {
+  store::silence_hdf5_errors();
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored))
+    throw StoreError(fmt::format("{}: is a directory; expected the path of a results file (HDF5)", path.string()));
+  // symlink_status: a dangling link, a FIFO, a device, all exist.
+  const bool exists = std::filesystem::exists(std::filesystem::symlink_status(path, ignored));
+  if (exists && !replace) throw StoreExistsError(exists_message(path));
+
+  std::unique_ptr<Impl> writer(new Impl(path, options, layout));
+  const store::Hdf5Errors& errors = writer->errors_;
+  // --force replaces a finished or dead run's file, not a live run's, and
+  // one run's at a time: the lock on the file it replaces is held until the
+  // new file, locked itself, has its name (store::WriterLock says why).
+  store::WriterLock replaced_file_lock;
+  if (exists) {
+    store::check_replaceable_kind(path, errors);
+    replaced_file_lock = store::WriterLock::acquire_to_replace(path, errors);
+    store::check_replaceable_content(path, errors);
+  }
+  writer->header_ = header;
+  writer->header_.schema_version = kSchemaVersion;  // the tables below are this version's
+  writer->header_.swmr = options.swmr;
+  const std::filesystem::path temporary = temporary_path_beside(path);
+  try {
+    writer->file_ = store::create_file(temporary, errors);
+    const hid_t file = writer->file_.get();
+    store::write_header(file, writer->header_, errors);
+    writer->tables_.emplace(Tables{
+        store::Table::create(file, store::trials_schema(), layout.trials, errors),
+        store::Table::create(file, store::samples_schema(header.counter_columns, errors),
+                             samples_storage(layout, header), errors),
+        store::Table::create(file, store::epochs_schema(), layout.epochs, errors),
+        store::Table::create(file, store::runs_schema(), layout.runs, errors),
+        store::Table::create(file, store::messages_schema(), layout.messages, errors),
+    });
+    writer->append_run(run ? *run : first_run(writer->header_));
+    writer->start_writing();
+    // Without SWMR the new file is locked too: HDF5 holds its flock() on it.
+    if (options.swmr) writer->lock_ = store::WriterLock::acquire(temporary, errors);
+    publish(temporary, path, replace, !exists, errors);
+  } catch (...) {
+    writer->close_tables();
+    writer->file_.reset();
+    std::filesystem::remove(temporary, ignored);
+    throw;
+  }
+  return writer;
+}
+
+std::unique_ptr<ResultStore::Impl> ResultStore::Impl::open_for_resume(
+    const std::filesystem::path& path, const RunRow& run, const StoreOptions& options,
+    const std::function<void(const FileHeader&)>& accept) {
+  store::silence_hdf5_errors();
+  // The layout is the file's own; only the writer's policy comes from here.
+  std::unique_ptr<Impl> writer(new Impl(path, options, store::StoreLayout{}));
+  const store::Hdf5Errors& errors = writer->errors_;
+  // Before HDF5 opens the file, which clears a dead writer's flag: a live
+  // one must not be mistaken for a dead one.
+  if (options.swmr) {
+    writer->lock_ = store::WriterLock::acquire(path, errors);
+  } else {
+    store::WriterLock::check_free(path, errors);
+  }
+  // Checked read-only first: a read-write open writes to the file (its
+  // status flag), which must not happen to a file that is not ours.
+  const FileHeader found = store::read_header(store::open_file_to_inspect(path, errors).get(), errors);
+  store::check_resumable(found, errors);
+  if (accept) accept(found);
+  writer->file_ = store::open_file_for_writing(path, errors);
+  writer->header_ = store::read_header(writer->file_.get(), errors);
+  writer->open_tables();
+  // A writer without SWMR killed during a flush can leave a table's size
+  // ahead of its data: the last rows read as zeros. They were never written.
+  for (store::Table* table :
+       {&writer->tables_->trials, &writer->tables_->samples, &writer->tables_->epochs, &writer->tables_->messages})
+    table->drop_unwritten_tail();
+  writer->append_run(run);
+  writer->start_writing();
+  return writer;
+}
+
+void ResultStore::Impl::open_tables() {
+  // Only a file of the current version is written to (store::check_resumable):
+  // every column must be there.
+  const hid_t file = file_.get();
+  tables_.emplace(Tables{
+      store::Table::open(file, store::trials_schema(), kSchemaVersion, errors_),
+      store::Table::open(file, store::samples_schema(header_.counter_columns, errors_), kSchemaVersion, errors_),
+      store::Table::open(file, store::epochs_schema(), kSchemaVersion, errors_),
+      store::Table::open(file, store::runs_schema(), kSchemaVersion, errors_),
+      store::Table::open(file, store::messages_schema(), kSchemaVersion, errors_),
+  });
+}
+
+void ResultStore::Impl::close_tables() { tables_.reset(); }
+
+void ResultStore::Impl::append_run(RunRow run) {
+  // The file decides the run's number: its row in /runs.
+  run.run = static_cast<std::int32_t>(tables_->runs.rows());
+  run_index_ = run.run;
+  tables_->runs.append(&run, 1);
+  run_ = run;
+}
+
+void ResultStore::Impl::start_writing() {
+  if (options_.swmr) {
+    // SWMR cannot create objects or attributes: all exist by now. HDF5
+    // refreshes open datasets itself, but starting from none is simpler to
+    // reason about.
+    close_tables();
+    errors_.check(H5Fstart_swmr_write(file_.get()), "start SWMR writing");
+    open_tables();
+  }
+  flush();
+}
+
+void ResultStore::Impl::check_open() const {
+  if (!file_.valid() || !tables_) errors_.fail_plain("the results file is already closed");
+}
+
+void ResultStore::Impl::write_samples(bool all) {
+  store::Table& samples = tables_->samples;
+  const std::uint64_t chunk = samples.chunk_rows();
+  // A chunk that was already partly in the file (a resumed file's last one,
+  // or an earlier partial write) moves when it is written again: flushed at
+  // once, the index that points at its old place is replaced at once.
+  const auto write_rows = [&](std::size_t count) {
+    const bool rewrites_a_chunk = samples.rows() % chunk != 0;
+    write_unwritten(count);
+    if (rewrites_a_chunk) flush();
+  };
+  for (;;) {
+    const std::uint64_t to_boundary = chunk - samples.rows() % chunk;
+    if (unwritten_.size() < to_boundary) break;
+    write_rows(to_boundary);
+  }
+  if (unwritten_.empty()) return;
+  // With or without SWMR: a writer without readers still dies.
+  const bool too_old = std::chrono::steady_clock::now() - oldest_unwritten_ >= layout_.samples_max_age;
+  if (all || too_old) write_rows(unwritten_.size());
+}
+
+void ResultStore::Impl::write_unwritten(std::size_t count) {
+  tables_->samples.append(unwritten_.data(), count);
+  unwritten_.erase(unwritten_.begin(), unwritten_.begin() + static_cast<std::ptrdiff_t>(count));
+  // The rows left are younger than the ones written; counting their age from
+  // now delays their partial write by samples_max_age at most, where keeping
+  // the old time would, under a steady stream, write a partial chunk at
+  // every append.
+  if (!unwritten_.empty()) oldest_unwritten_ = std::chrono::steady_clock::now();
+  written_since_flush_ = true;
+}
+
+void ResultStore::Impl::flush() {
+  store::silence_hdf5_errors();
+  check_open();
+  // The whole file, superblock included: after this, a writer killed at any
+  // moment leaves a file that reopens with every row written so far.
+  errors_.check(H5Fflush(file_.get(), H5F_SCOPE_LOCAL), "flush the file");
+  last_flush_ = std::chrono::steady_clock::now();
+  written_since_flush_ = false;
+}
+
+void ResultStore::Impl::close() {
+  if (!file_.valid()) return;
+  store::silence_hdf5_errors();
+  std::exception_ptr failure;
+  try {
+    if (tables_) write_samples(true);
+  } catch (...) {
+    failure = std::current_exception();  // still close the file: what was flushed stays readable
+  }
+  unwritten_.clear();
+  close_tables();
+  const herr_t closed = file_.close();
+  lock_ = store::WriterLock();
+  if (failure) std::rethrow_exception(failure);
+  if (closed < 0) errors_.fail("close the file (rows since the last flush may be lost)");
+}
 
 ResultStore::ResultStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ResultStore::ResultStore(ResultStore&&) noexcept = default;
@@ -17,31 +369,104 @@ ResultStore::~ResultStore() = default;
 
 ResultStore ResultStore::create(const std::filesystem::path& path, const FileHeader& header, bool replace,
                                 const StoreOptions& options, const std::optional<RunRow>& run) {
-  return ResultStore(std::make_unique<Impl>(
-      Impl{store::StoreWriter::create(path, header, replace, options, store::StoreLayout{}, run)}));
+  return ResultStore(Impl::create(path, header, replace, options, store::StoreLayout{}, run));
 }
 
 ResultStore ResultStore::open_for_resume(const std::filesystem::path& path, const RunRow& run,
                                          const StoreOptions& options,
                                          const std::function<void(const FileHeader&)>& accept) {
-  return ResultStore(std::make_unique<Impl>(Impl{store::StoreWriter::open_for_resume(path, run, options, accept)}));
+  return ResultStore(Impl::open_for_resume(path, run, options, accept));
 }
 
-const FileHeader& ResultStore::header() const { return impl_->writer->header(); }
-int ResultStore::run_index() const { return impl_->writer->run_index(); }
+const FileHeader& ResultStore::header() const { return impl_->header_; }
+int ResultStore::run_index() const { return impl_->run_index_; }
+// The writer's own steps too (after a chunk, at destruction).
+void ResultStore::flush() { impl_->flush(); }
+void ResultStore::close() { impl_->close(); }
+
 void ResultStore::append_trial(const TrialRow& row, std::string_view message) {
-  impl_->writer->append_trial(row, message);
+  store::silence_hdf5_errors();
+  impl_->check_open();
+  // Every waiting sample row, the trial's own among them (a worker sends
+  // its samples before its row): a rank 0 killed after this flush leaves
+  // the row with its whole series, not a row whose `samples` the file
+  // does not hold.
+  impl_->write_samples(true);
+  // The one place a message is made fit for the file: valid UTF-8 (program
+  // output can hold any bytes), whole in /messages, its first bytes in the
+  // row. The message's rows go first, so the flush that makes the trial's
+  // row durable makes its message durable too.
+  const std::string text = valid_utf8(message);
+  TrialRow stored = row;
+  set_fixed(stored.message, text);
+  const std::vector<MessageRow> pieces = message_rows(stored, text);
+  impl_->tables_->messages.append(pieces.data(), pieces.size());
+  impl_->tables_->trials.append(&stored, 1);
+  impl_->flush();
 }
-void ResultStore::append_trial(const TrialRow& row) { impl_->writer->append_trial(row, get_fixed(row.message)); }
-void ResultStore::append_samples(std::span<const SampleRow> rows) { impl_->writer->append_samples(rows); }
-void ResultStore::append_epoch(const EpochRow& row) { impl_->writer->append_epoch(row); }
-void ResultStore::write_waiting_samples() { impl_->writer->write_waiting_samples(); }
-void ResultStore::flush() { impl_->writer->flush(); }
-void ResultStore::mark_run(std::string_view end_state) { impl_->writer->mark_run(end_state); }
-void ResultStore::close() { impl_->writer->close(); }
-std::vector<RunRow> ResultStore::read_runs() const { return impl_->writer->read_runs(); }
-std::vector<TrialRow> ResultStore::read_trials() const { return impl_->writer->read_trials(); }
-std::vector<SeriesSummary> ResultStore::scan_series() const { return impl_->writer->scan_series(); }
+
+void ResultStore::append_samples(std::span<const SampleRow> rows) {
+  store::silence_hdf5_errors();
+  impl_->check_open();
+  if (impl_->unwritten_.empty()) impl_->oldest_unwritten_ = std::chrono::steady_clock::now();
+  impl_->unwritten_.insert(impl_->unwritten_.end(), rows.begin(), rows.end());
+  write_waiting_samples();
+}
+
+void ResultStore::write_waiting_samples() {
+  store::silence_hdf5_errors();
+  impl_->check_open();
+  impl_->write_samples(false);
+  if (impl_->written_since_flush_ &&
+      std::chrono::steady_clock::now() - impl_->last_flush_ >= store::kSampleFlushInterval)
+    impl_->flush();
+}
+
+void ResultStore::append_epoch(const EpochRow& row) {
+  store::silence_hdf5_errors();
+  impl_->check_open();
+  impl_->write_samples(false);
+  impl_->tables_->epochs.append(&row, 1);
+}
+
+void ResultStore::mark_run(std::string_view end_state) {
+  store::silence_hdf5_errors();
+  impl_->check_open();
+  set_fixed(impl_->run_.end_state, end_state);
+  impl_->run_.end_time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  impl_->tables_->runs.overwrite(static_cast<std::uint64_t>(impl_->run_index_), &impl_->run_);
+  impl_->flush();
+}
+
+std::vector<RunRow> ResultStore::read_runs() const {
+  store::silence_hdf5_errors();
+  impl_->check_open();
+  return every_row<RunRow>(impl_->tables_->runs);
+}
+
+std::vector<TrialRow> ResultStore::read_trials() const {
+  store::silence_hdf5_errors();
+  impl_->check_open();
+  return every_row<TrialRow>(impl_->tables_->trials);
+}
+
+std::vector<SeriesSummary> ResultStore::scan_series() const {
+  store::silence_hdf5_errors();
+  impl_->check_open();
+  return store::scan_series(impl_->tables_->samples, impl_->errors_, impl_->unwritten_);
+}
+
+ResultStore store::ResultStoreInternals::create(const std::filesystem::path& path, const FileHeader& header,
+                                                bool replace, const StoreOptions& options,
+                                                const store::StoreLayout& layout, const std::optional<RunRow>& run) {
+  return ResultStore(ResultStore::Impl::create(path, header, replace, options, layout, run));
+}
+std::size_t store::ResultStoreInternals::unwritten_samples(const ResultStore& store) {
+  return store.impl_->unwritten_.size();
+}
+std::uint64_t store::ResultStoreInternals::samples_chunk_rows(const ResultStore& store) {
+  return store.impl_->tables_ ? store.impl_->tables_->samples.chunk_rows() : 0;
+}
 
 std::string hdf5_library_version() {
   unsigned major = 0;

@@ -1,11 +1,11 @@
-// The writer's policy (store::StoreWriter, behind ResultStore): sample rows
+// The writer's policy (ResultStore, with store::ResultStoreInternals): sample rows
 // wait for a whole chunk, compressed chunks are written once, so that SWMR
 // leaks no space and a killed writer without SWMR leaves no index pointing
 // at reused space (test_file_safety.cpp kills writers).
 
 #include "memsweep/store.hpp"
+#include "store/result_store_internals.hpp"
 #include "store/store_fixtures.hpp"
-#include "store/store_writer.hpp"
 #include "support/child_process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -72,28 +72,28 @@ INSTANTIATE_TEST_SUITE_P(RanksAndIntervals, SampleChunks,
 TEST(WritePolicy, SampleRowsWaitForAWholeChunkAndCloseWritesTheRest) {
   const testing::TempDir dir;
   const auto path = dir.path() / "results.h5";
-  auto writer = store::StoreWriter::create(path, example_header(), false, {}, {});
-  const std::size_t chunk = writer->samples_chunk_rows();
+  auto writer = store::ResultStoreInternals::create(path, example_header(), false, {}, {});
+  const std::size_t chunk = store::ResultStoreInternals::samples_chunk_rows(writer);
   ASSERT_EQ(chunk, 512u);  // example_header(): 2 workers at 10 ms
-  writer->append_samples(numbered(0, 100));
-  EXPECT_EQ(writer->unwritten_samples(), 100u);
-  ASSERT_EQ(writer->scan_series().size(), 1u);
-  EXPECT_EQ(writer->scan_series()[0].samples, 100u) << "scan_series counts the waiting rows";
-  writer->append_samples(numbered(100, 2 * chunk - 50));
-  EXPECT_EQ(writer->unwritten_samples(), 50u) << "one whole chunk written";
-  writer->close();
+  writer.append_samples(numbered(0, 100));
+  EXPECT_EQ(store::ResultStoreInternals::unwritten_samples(writer), 100u);
+  ASSERT_EQ(writer.scan_series().size(), 1u);
+  EXPECT_EQ(writer.scan_series()[0].samples, 100u) << "scan_series counts the waiting rows";
+  writer.append_samples(numbered(100, 2 * chunk - 50));
+  EXPECT_EQ(store::ResultStoreInternals::unwritten_samples(writer), 50u) << "one whole chunk written";
+  writer.close();
   expect_numbered(path, 2 * chunk + 50);
 }
 
 // The number of sample rows in the file a writer killed at `moment` leaves:
 // `write` runs in a child that is SIGKILLed once it returns.
 std::size_t samples_left_by_killed_writer(const std::filesystem::path& path, bool swmr,
-                                          const std::function<void(store::StoreWriter&)>& write) {
+                                          const std::function<void(ResultStore&)>& write) {
   testing::ChildProcess child([&](const testing::ChildProcess::Channel& parent) {
     store::StoreLayout layout;
     layout.samples_max_age = std::chrono::milliseconds(20);
-    auto writer = store::StoreWriter::create(path, example_header(), false, StoreOptions{swmr}, layout);
-    write(*writer);
+    auto writer = store::ResultStoreInternals::create(path, example_header(), false, StoreOptions{swmr}, layout);
+    write(writer);
     parent.send('w');
     parent.receive();  // killed while waiting
   });
@@ -109,13 +109,13 @@ TEST(WritePolicy, ATrialsRowIsWrittenWithEverySampleRowBeforeIt) {
   for (const bool swmr : {true, false}) {
     const testing::TempDir dir;
     auto writer =
-        store::StoreWriter::create(dir.path() / "results.h5", example_header(), false, StoreOptions{swmr}, {});
-    writer->append_samples(numbered(0, 100));
-    writer->append_trial(example_trial(0), "");
-    EXPECT_EQ(writer->unwritten_samples(), 0u) << (swmr ? "swmr" : "no swmr");
+        store::ResultStoreInternals::create(dir.path() / "results.h5", example_header(), false, StoreOptions{swmr}, {});
+    writer.append_samples(numbered(0, 100));
+    writer.append_trial(example_trial(0), "");
+    EXPECT_EQ(store::ResultStoreInternals::unwritten_samples(writer), 0u) << (swmr ? "swmr" : "no swmr");
     // The partial chunk written again, with the rows that complete it.
-    writer->append_samples(numbered(100, 500));
-    writer->close();
+    writer.append_samples(numbered(100, 500));
+    writer.close();
     expect_numbered(dir.path() / "results.h5", 600);
 
     const std::size_t left = samples_left_by_killed_writer(dir.path() / "killed.h5", swmr, [](auto& killed) {
@@ -133,14 +133,14 @@ TEST(WritePolicy, RowsOlderThanTheMaximumAgeAreWrittenAndFlushedWithoutAnotherAp
     const testing::TempDir dir;
     store::StoreLayout layout;
     layout.samples_max_age = std::chrono::milliseconds(20);
-    auto writer =
-        store::StoreWriter::create(dir.path() / "results.h5", example_header(), false, StoreOptions{swmr}, layout);
-    writer->append_samples(numbered(0, 10));
-    writer->write_waiting_samples();
-    EXPECT_EQ(writer->unwritten_samples(), 10u) << "young rows wait";
+    auto writer = store::ResultStoreInternals::create(dir.path() / "results.h5", example_header(), false,
+                                                      StoreOptions{swmr}, layout);
+    writer.append_samples(numbered(0, 10));
+    writer.write_waiting_samples();
+    EXPECT_EQ(store::ResultStoreInternals::unwritten_samples(writer), 10u) << "young rows wait";
     std::this_thread::sleep_for(std::chrono::milliseconds(40));
-    writer->write_waiting_samples();
-    EXPECT_EQ(writer->unwritten_samples(), 0u) << (swmr ? "swmr" : "no swmr");
+    writer.write_waiting_samples();
+    EXPECT_EQ(store::ResultStoreInternals::unwritten_samples(writer), 0u) << (swmr ? "swmr" : "no swmr");
 
     // Flushed once the last flush (the file's creation) is a second old.
     const std::size_t left = samples_left_by_killed_writer(dir.path() / "killed.h5", swmr, [](auto& killed) {
