@@ -10,6 +10,7 @@
 // write order (local disks, Lustre, GPFS; not NFS), hence StoreOptions::swmr.
 
 #include "memsweep/error.hpp"
+#include "memsweep/flush_interval.hpp"
 #include "memsweep/results.hpp"
 
 #include <cstdint>
@@ -95,7 +96,7 @@ struct RunRow {
   FixedString<kNameChars> counter_source{};   // auto, papi or kernel: the sweep file's, or --counter-source
   std::int64_t mem_budget = -1;               // bytes; -1: none
   double trial_timeout = -1.0;                // seconds; -1: none
-  double flush_interval = 2.0;                // seconds
+  double flush_interval = kDefaultFlushSeconds;  // seconds
   std::int32_t no_swmr = 0;                   // 1: --no-swmr
   FixedString<kNameChars> launcher{};         // mpirun, srun, or empty: alone (ranks 1) or not known
   FixedString<kPathChars> executable{};       // memsweep as it was invoked
