@@ -54,8 +54,8 @@ class SessionSteps {
   // Every rank, with the agreed row: this rank's datasets are there.
   virtual void check_datasets(const RunRow& run) = 0;
   // Rank 0: the results file created or reopened, with `run`.
-  virtual OpenedResults open_results(const RunRow& run, const Communicator& comm,
-                                     const std::vector<std::string>& hosts, ProgressReporter& notes) = 0;
+  virtual OpenedResults open_results(const RunRow& run, const Communicator& comm, const std::vector<std::string>& hosts,
+                                     ProgressReporter& notes) = 0;
   // The ranks that train (every rank but 0, or rank 0 alone).
   virtual std::unique_ptr<TrialRunner> make_runner(const RunRow& run, const RunnerSetup& setup) = 0;
   // Rank 0 after the sweep: the run's end recorded (`complete`: every trial

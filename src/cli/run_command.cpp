@@ -50,7 +50,6 @@ std::vector<std::string> path_texts(const std::vector<fs::path>& paths) {
   return texts;
 }
 
-
 RunSettings check_options(const RunOptions& options) {
   RunSettings settings;
   if (options.resume && options.force)
@@ -172,9 +171,9 @@ void add_run_command(CLI::App& app, RunOptions& options) {
   run->add_option("--threads", options.threads,
                   "Training threads per rank (default: the CPUs the rank may use; a resume: the last run's)")
       ->check(CLI::NonNegativeNumber);
-  run->add_option("--flush-interval", options.flush_seconds,
-                  fmt::format("Seconds between a worker's sends of a running trial's samples (default {})",
-                              kDefaultFlushSeconds));
+  run->add_option(
+      "--flush-interval", options.flush_seconds,
+      fmt::format("Seconds between a worker's sends of a running trial's samples (default {})", kDefaultFlushSeconds));
   run->add_flag("--no-swmr", options.no_swmr,
                 "Write without HDF5's single-writer/multiple-reader mode (for filesystems such as NFS that do not "
                 "keep write order; no live reader then)");
@@ -201,7 +200,6 @@ fs::path program_log_dir(const fs::path& results) {
   return results.parent_path() / (results.stem().string() + ".logs");
 }
 
-
 // The session's steps for `memsweep run`: this rank's reading of the options
 // and the sweep file, the results file (rank 0) and the trial runner.
 class RunSteps final : public SessionSteps {
@@ -220,7 +218,7 @@ class RunSteps final : public SessionSteps {
                                    part_->count - 1, part_->part.field, part_->part.name(), sweep_.trials.size(),
                                    whole_sweep_trials));
     settings_.output = cli::results_path(options_.sweep_file, options_.output,
-                                    part_ ? std::optional<std::string>(part_->part.label) : std::nullopt);
+                                         part_ ? std::optional<std::string>(part_->part.label) : std::nullopt);
     // On every rank: a program may be installed on one node and not another.
     check_programs(sweep_);
     hash_ = sweep_hash(sweep_);

@@ -127,7 +127,6 @@ std::string reused_text(const RunRow& run, const GivenOptions& which) {
   return join(parts, ", ");
 }
 
-
 // The run's row as the command line gives it, before a resume looks at the file.
 RunRow fresh_run_row(const RunInput& input, int ranks, const std::vector<std::string>& hosts) {
   const RunOptions& options = input.options;
@@ -153,8 +152,7 @@ RunRow fresh_run_row(const RunInput& input, int ranks, const std::vector<std::st
 // for an older file, which opening it for the resume refuses with its reason.
 std::vector<RunRow> runs_to_resume(const RunInput& input) {
   const ResultReader reader(input.settings.output);
-  check_same_sweep_in_file(reader.header(), input.options, input.settings.output, input.sweep, input.part,
-                           input.hash);
+  check_same_sweep_in_file(reader.header(), input.options, input.settings.output, input.sweep, input.part, input.hash);
   if (reader.header().schema_version != kSchemaVersion) return {};
   return reader.runs();
 }
@@ -269,8 +267,8 @@ OpenedStore create_results_file(const RunInput& input, const RunRow& run, const 
   if (input.options.resume)
     notes.note(fmt::format("{} does not exist yet: starting it", input.settings.output.string()));
   OpenedStore opened;
-  opened.store.emplace(ResultStore::create(input.settings.output, header, input.options.force,
-                                           StoreOptions{.swmr = header.swmr}, run));
+  opened.store.emplace(
+      ResultStore::create(input.settings.output, header, input.options.force, StoreOptions{.swmr = header.swmr}, run));
   opened.counter_columns = counter_requests(header);
   for (std::size_t i = 0; i < input.sweep.trials.size(); ++i) opened.pending.push_back({i, 0});
   return opened;

@@ -44,8 +44,7 @@ std::string join(std::span<const std::string> parts, std::string_view separator)
 // measures with. A resume takes what the file's last run measured with,
 // except the options given, and refuses (InputError) one that changes what
 // a trial measures unless --allow-changed-options.
-RunRow decide_run_row(const RunInput& input, int ranks, const std::vector<std::string>& hosts,
-                      ProgressReporter& notes);
+RunRow decide_run_row(const RunInput& input, int ranks, const std::vector<std::string>& hosts, ProgressReporter& notes);
 
 // Rank 0's open results file, and the attempts still to run.
 struct OpenedStore {

@@ -86,13 +86,13 @@ class FieldReader {
     return text;
   }
   void expect_end() const {
-    if (offset_ != bytes_.size())
-      fail(fmt::format("{} bytes left over after its last field", bytes_.size() - offset_));
+    if (offset_ != bytes_.size()) fail(fmt::format("{} bytes left over after its last field", bytes_.size() - offset_));
   }
   [[noreturn]] void fail(std::string_view what) const {
-    throw std::runtime_error(fmt::format("sweep protocol: the {} message ({} bytes): {} (are all ranks running the "
-                                         "same memsweep build?)",
-                                         message_, bytes_.size(), what));
+    throw std::runtime_error(
+        fmt::format("sweep protocol: the {} message ({} bytes): {} (are all ranks running the "
+                    "same memsweep build?)",
+                    message_, bytes_.size(), what));
   }
 
  private:
@@ -155,9 +155,7 @@ StepOutcome decode_step_outcome(std::string_view bytes) {
 
 RunRowMessage decode_run_row_message(std::string_view bytes) {
   FieldReader reader(bytes, "run row");
-  RunRowMessage message;
-  message.outcome = take_outcome(reader);
-  message.run = reader.take<RunRow>("run");
+  RunRowMessage message{.outcome = take_outcome(reader), .run = reader.take<RunRow>("run")};
   reader.expect_end();
   return message;
 }

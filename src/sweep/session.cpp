@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cmath>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <iostream>
@@ -169,8 +169,7 @@ class Session {
     return steps_.make_runner(run_, runner_setup);
   }
 
-  SweepOptions sweep_options(std::int32_t run_index, const std::atomic<bool>& stop,
-                             ProgressReporter& progress) const {
+  SweepOptions sweep_options(std::int32_t run_index, const std::atomic<bool>& stop, ProgressReporter& progress) const {
     SweepOptions options;
     options.run = run_index;
     if (run_.mem_budget >= 0) options.mem_budget_bytes = static_cast<std::uint64_t>(run_.mem_budget);
@@ -202,9 +201,9 @@ class Session {
   StepOutcome finish(const SweepResult& result, std::chrono::steady_clock::duration took) {
     const bool complete = result.not_started == 0 && result.by_status.count("interrupted") == 0;
     steps_.close_results(complete);
-    fmt::print(stderr, "memsweep: sweep \"{}\": {} trials run in {:.1f} s ({}); results in {}\n",
-               steps_.sweep().name, result.finished, std::chrono::duration<double>(took).count(),
-               status_counts(result), steps_.results_path());
+    fmt::print(stderr, "memsweep: sweep \"{}\": {} trials run in {:.1f} s ({}); results in {}\n", steps_.sweep().name,
+               result.finished, std::chrono::duration<double>(took).count(), status_counts(result),
+               steps_.results_path());
     if (!result.stopped || complete) return {};
     fmt::print(stderr,
                "memsweep: stopped by signal {} with {} trials not started (exit status {}); continue with:\n  {}\n",

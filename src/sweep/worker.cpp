@@ -89,9 +89,9 @@ SweepResult run_worker(Communicator& comm, std::span<const TrialSpec> trials, Tr
       throw std::runtime_error("sweep protocol: rank 0 assigned trial " + std::to_string(job.index) + " of " +
                                std::to_string(trials.size()));
     }
-    const TrialRecord record = run_streamed_trial(trial_thread, runner, trials[job.index],
-                                                  trial_context(comm, host, job.attempt, options),
-                                                  options.flush_interval, hooks);
+    const TrialRecord record =
+        run_streamed_trial(trial_thread, runner, trials[job.index], trial_context(comm, host, job.attempt, options),
+                           options.flush_interval, hooks);
     comm.send(0, tag::kRecord, record_payload(record));
     count_row(result, record.row);
   }

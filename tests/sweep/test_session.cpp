@@ -108,7 +108,8 @@ SessionRun run_session_on(std::vector<ScriptedSteps>& steps) {
   run.statuses.assign(steps.size(), -1);
   ::testing::internal::CaptureStderr();
   const auto errors = group.run_on_every_rank([&](Communicator& comm) {
-    run.statuses[static_cast<std::size_t>(comm.rank())] = run_session(comm, steps[static_cast<std::size_t>(comm.rank())]);
+    run.statuses[static_cast<std::size_t>(comm.rank())] =
+        run_session(comm, steps[static_cast<std::size_t>(comm.rank())]);
   });
   run.err = ::testing::internal::GetCapturedStderr();
   for (const auto& error : errors) run.errors.push_back(message_of(error));

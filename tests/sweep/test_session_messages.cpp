@@ -121,8 +121,8 @@ TEST(SessionMessages, ACountOfColumnsPastTheMessageIsAnErrorNotAnAllocation) {
   const std::uint64_t huge = std::uint64_t{1} << 60;
   std::memcpy(bytes.data() + bytes.size() - sizeof(huge), &huge, sizeof(huge));
   EXPECT_EQ(message_of_decoding([&] { decode_setup_message(bytes); }),
-            "sweep protocol: the setup message (" + std::to_string(bytes.size()) + " bytes): " +
-                std::to_string(huge) + " counter columns do not fit" + kSameBuild);
+            "sweep protocol: the setup message (" + std::to_string(bytes.size()) + " bytes): " + std::to_string(huge) +
+                " counter columns do not fit" + kSameBuild);
 }
 
 }  // namespace

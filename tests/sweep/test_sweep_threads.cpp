@@ -26,7 +26,8 @@ constexpr std::chrono::milliseconds kLongWait{5000};
 
 // Rank 0's side of a sweep over `trials`, every trial pending.
 std::function<void(Communicator&)> coordinator(const std::vector<TrialSpec>& trials, MemorySink& sink) {
-  return [&trials, &sink](Communicator& comm) { run_sweep(comm, trials, all_pending(trials.size()), nullptr, &sink, {}); };
+  return
+      [&trials, &sink](Communicator& comm) { run_sweep(comm, trials, all_pending(trials.size()), nullptr, &sink, {}); };
 }
 
 // A worker's side of a sweep over `trials`.
@@ -39,6 +40,19 @@ Message expect_message(Communicator& comm, int tag) {
   if (!message) throw std::runtime_error("no message from rank 0");
   if (message->tag != tag) throw std::runtime_error("rank 0 sent " + detail::tag_name(message->tag));
   return std::move(*message);
+}
+
+// A worker's first steps by hand: REQUEST, and rank 0's ASSIGN.
+void take_a_trial(Communicator& comm) {
+  send_empty(comm, 0, tag::kRequest);
+  expect_message(comm, tag::kAssign);
+}
+
+// throw_bad_payload's message.
+std::string bad_payload(const std::string& what, int from, std::size_t bytes, std::size_t item_size) {
+  return "sweep protocol: " + what + " from rank " + std::to_string(from) + " holds " + std::to_string(bytes) +
+         " bytes, which does not fit " + std::to_string(item_size) +
+         "-byte items (are all ranks running the same memsweep build?)";
 }
 
 TrialRecord record_for(const std::string& trial_id) {
@@ -115,12 +129,11 @@ TEST(CoordinatorProtocol, ARowForAnotherTrialThanTheOneAssignedIsAProtocolError)
   MemorySink sink;
   ThreadGroup group(2);
   const auto errors = group.run({coordinator(trials, sink), [](Communicator& comm) {
-                                   send_empty(comm, 0, tag::kRequest);
-                                   expect_message(comm, tag::kAssign);
+                                   take_a_trial(comm);
                                    comm.send(0, tag::kRecord, record_payload(record_for("not-a-trial")));
                                  }});
-  EXPECT_EQ(message_of(errors[0]), "sweep protocol: rank 1 sent a row for trial not-a-trial, but it was running trial " +
-                                       trials[0].id);
+  EXPECT_EQ(message_of(errors[0]),
+            "sweep protocol: rank 1 sent a row for trial not-a-trial, but it was running trial " + trials[0].id);
   EXPECT_EQ(message_of(errors[1]), "");
   EXPECT_TRUE(sink.trials.empty()) << "nothing written for the stray row";
 }
@@ -141,13 +154,9 @@ TEST(CoordinatorProtocol, AMalformedPayloadIsAProtocolErrorNamingItsSize) {
   MemorySink sink;
   ThreadGroup group(2);
   const std::vector<std::byte> three_bytes(3);
-  const auto errors = group.run({coordinator(trials, sink), [&](Communicator& comm) {
-                                   comm.send(0, tag::kSamples, three_bytes);
-                                 }});
-  EXPECT_EQ(message_of(errors[0]),
-            "sweep protocol: SAMPLES from rank 1 holds 3 bytes, which does not fit " +
-                std::to_string(sizeof(SampleRow)) +
-                "-byte items (are all ranks running the same memsweep build?)");
+  const auto errors =
+      group.run({coordinator(trials, sink), [&](Communicator& comm) { comm.send(0, tag::kSamples, three_bytes); }});
+  EXPECT_EQ(message_of(errors[0]), bad_payload("SAMPLES", 1, 3, sizeof(SampleRow)));
 }
 
 TEST(CoordinatorProtocol, ARecordShorterThanARowIsAProtocolError) {
@@ -156,14 +165,10 @@ TEST(CoordinatorProtocol, ARecordShorterThanARowIsAProtocolError) {
   ThreadGroup group(2);
   const std::vector<std::byte> short_record(sizeof(TrialRow) - 1);
   const auto errors = group.run({coordinator(trials, sink), [&](Communicator& comm) {
-                                   send_empty(comm, 0, tag::kRequest);
-                                   expect_message(comm, tag::kAssign);
+                                   take_a_trial(comm);
                                    comm.send(0, tag::kRecord, short_record);
                                  }});
-  EXPECT_EQ(message_of(errors[0]), "sweep protocol: RECORD from rank 1 holds " +
-                                       std::to_string(sizeof(TrialRow) - 1) + " bytes, which does not fit " +
-                                       std::to_string(sizeof(TrialRow)) +
-                                       "-byte items (are all ranks running the same memsweep build?)");
+  EXPECT_EQ(message_of(errors[0]), bad_payload("RECORD", 1, sizeof(TrialRow) - 1, sizeof(TrialRow)));
 }
 
 // A worker that leaves mid-trial (its process ended): rank 0 does not wait
@@ -173,10 +178,7 @@ TEST(CoordinatorProtocol, AWorkerThatLeavesMidTrialEndsRankZerosSweepWithTheComm
   const std::vector<TrialSpec> trials = make_trials(2);
   MemorySink sink;
   ThreadGroup group(2);
-  const auto errors = group.run({coordinator(trials, sink), [](Communicator& comm) {
-                                   send_empty(comm, 0, tag::kRequest);
-                                   expect_message(comm, tag::kAssign);
-                                 }});
+  const auto errors = group.run({coordinator(trials, sink), [](Communicator& comm) { take_a_trial(comm); }});
   EXPECT_EQ(message_of(errors[0]), "thread communicator: rank 0 waits for rank 1, which has left");
   EXPECT_TRUE(sink.trials.empty());
 }
@@ -188,10 +190,8 @@ TEST(CoordinatorProtocol, AWorkerThatLeavesEarlyIsNamedAndTheOtherWorkersRowsSta
   FakeRunner runner(Script{.duration = milliseconds(5)});
   MemorySink sink;
   ThreadGroup group(3);
-  const auto errors = group.run({coordinator(trials, sink), worker(trials, runner), [](Communicator& comm) {
-                                   send_empty(comm, 0, tag::kRequest);
-                                   expect_message(comm, tag::kAssign);
-                                 }});
+  const auto errors =
+      group.run({coordinator(trials, sink), worker(trials, runner), [](Communicator& comm) { take_a_trial(comm); }});
   EXPECT_EQ(message_of(errors[0]), "thread communicator: rank 0 waits for rank 2, which has left");
   for (const TrialRow& row : sink.trials) EXPECT_EQ(row.rank, 1);
   EXPECT_EQ(message_of(errors[1]), "thread communicator: rank 1 waits for rank 0, which has left")
@@ -233,9 +233,7 @@ TEST(WorkerProtocol, ATruncatedAssignmentIsAProtocolError) {
                                    comm.send(1, tag::kAssign, eight_bytes);
                                  },
                                  worker(trials, runner)});
-  EXPECT_EQ(message_of(errors[1]),
-            "sweep protocol: ASSIGN from rank 0 holds 8 bytes, which does not fit 16-byte items (are all ranks "
-            "running the same memsweep build?)");
+  EXPECT_EQ(message_of(errors[1]), bad_payload("ASSIGN", 0, 8, 16));
 }
 
 }  // namespace

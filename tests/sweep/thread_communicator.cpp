@@ -161,14 +161,12 @@ std::vector<std::exception_ptr> ThreadGroup::run_on_every_rank(const std::functi
 }
 
 std::string message_of(const std::exception_ptr& error) {
-  if (!error) return "";
   try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "an unknown exception";
+    if (error) std::rethrow_exception(error);
+  } catch (const std::exception& thrown) {
+    return thrown.what();
   }
+  return "";
 }
 
 }  // namespace memsweep::testing
