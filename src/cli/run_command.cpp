@@ -50,8 +50,8 @@ std::vector<std::string> path_texts(const std::vector<fs::path>& paths) {
   return texts;
 }
 
-RunSettings check_options(const RunOptions& options) {
-  RunSettings settings;
+// Options that contradict each other or need another (InputError).
+void check_option_combinations(const RunOptions& options) {
   if (options.resume && options.force)
     throw InputError("--resume and --force contradict each other: --resume continues the file, --force replaces it");
   if (options.quiet && options.verbose) throw InputError("--quiet and --verbose contradict each other");
@@ -69,9 +69,10 @@ RunSettings check_options(const RunOptions& options) {
     throw InputError(
         fmt::format("--split-by {} needs --part K: which part this run is, from 0 (e.g. --part $SLURM_ARRAY_TASK_ID)",
                     *options.split_by));
+}
 
-  RunRow& given = settings.given;
-  GivenOptions& which = settings.which;
+// --mem-budget, --trial-timeout and --flush-interval into `given`.
+void read_limits(const RunOptions& options, RunRow& given, GivenOptions& which) {
   which.mem_budget = options.mem_budget.has_value();
   if (options.mem_budget && *options.mem_budget != "none") {
     const std::optional<std::uint64_t> bytes = parse_byte_size(*options.mem_budget);
@@ -88,13 +89,15 @@ RunSettings check_options(const RunOptions& options) {
           fmt::format("--trial-timeout: expected {}, or none, got \"{}\"", kDurationHelp, *options.trial_timeout));
     given.trial_timeout = *seconds;
   }
-  if (options.counter_source) settings.counter_source = parse_counter_source(*options.counter_source);
-  which.counter_source = options.counter_source.has_value();
   which.flush_interval = options.flush_seconds.has_value();
   const double flush_seconds = options.flush_seconds.value_or(kDefaultFlushSeconds);
   if (!(flush_seconds > 0.0) || flush_seconds > 3600.0)
     throw InputError(fmt::format("--flush-interval: expected seconds in (0, 3600], got {}", flush_seconds));
   given.flush_interval = std::max(flush_seconds, 0.001);
+}
+
+// --data-dir, --threads and the example limits into `given`.
+void read_training_options(const RunOptions& options, RunRow& given, GivenOptions& which) {
   which.data_dir = options.data_dir.has_value();
   set_fixed(given.data_dirs, join(path_texts(dataset_search_dirs_from_environment(
                                       options.data_dir ? std::optional<fs::path>(*options.data_dir) : std::nullopt)),
@@ -105,8 +108,11 @@ RunSettings check_options(const RunOptions& options) {
   given.max_train_examples = static_cast<std::int64_t>(options.max_train_examples.value_or(0));
   which.max_test_examples = options.max_test_examples.has_value();
   given.max_test_examples = static_cast<std::int64_t>(options.max_test_examples.value_or(0));
-  given.no_swmr = options.no_swmr ? 1 : 0;
+}
 
+// --retry, --retry-failed and --retry-killed; the statuses run again are
+// recorded in `given`.
+RetryPolicy read_retry(const RunOptions& options, RunRow& given) {
   std::set<TrialStatus> retried;
   if (options.retry) {
     const std::optional<std::set<TrialStatus>> statuses = parse_retry_statuses(*options.retry);
@@ -119,8 +125,18 @@ RunSettings check_options(const RunOptions& options) {
   std::vector<std::string> retried_names;
   for (const TrialStatus status : retried) retried_names.emplace_back(status_name(status));
   set_fixed(given.retried, join(retried_names, ","));
-  settings.retry = RetryPolicy(options.retry_killed, retried);
+  return RetryPolicy(options.retry_killed, retried);
+}
 
+RunSettings check_options(const RunOptions& options) {
+  check_option_combinations(options);
+  RunSettings settings;
+  read_limits(options, settings.given, settings.which);
+  if (options.counter_source) settings.counter_source = parse_counter_source(*options.counter_source);
+  settings.which.counter_source = options.counter_source.has_value();
+  read_training_options(options, settings.given, settings.which);
+  settings.given.no_swmr = options.no_swmr ? 1 : 0;
+  settings.retry = read_retry(options, settings.given);
   settings.verbosity = options.quiet ? Verbosity::quiet : options.verbose ? Verbosity::verbose : Verbosity::normal;
   return settings;
 }
