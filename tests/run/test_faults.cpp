@@ -325,11 +325,13 @@ class DiskFull : public ::testing::Test {
   const std::string out_ = (dir_.path() / "small" / "fill.h5").string();
 };
 
-// The run's last line: the one-line error naming the full disk's file.
+// The run's error: one line, once (rank 0's alone), naming the full disk's
+// file and how to continue.
 void expect_one_line_disk_full_error(const CommandResult& run, const std::string& out) {
-  ASSERT_NE(run.err.rfind("memsweep: error: "), std::string::npos) << run.err;
-  const std::string error_line = run.err.substr(run.err.rfind("memsweep: error: "));
-  EXPECT_EQ(std::count(error_line.begin(), error_line.end(), '\n'), 1) << error_line;
+  const std::size_t at = run.err.find("memsweep: error: ");
+  ASSERT_NE(at, std::string::npos) << run.err;
+  EXPECT_EQ(run.err.rfind("memsweep: error: "), at) << "more than one error line: " << run.err;
+  const std::string error_line = run.err.substr(at, run.err.find('\n', at) - at);
   EXPECT_THAT(error_line, HasSubstr(out));
   EXPECT_THAT(error_line, HasSubstr("No space left on device"));
   EXPECT_THAT(error_line, HasSubstr("--resume"));
@@ -358,6 +360,8 @@ TEST_F(DiskFull, AClearErrorAndTheFileReadableUpToItsLastFlushedTrial) {
             << std::flush;
   ASSERT_EQ(run.exit_status, kBadInput) << "the disk filled before the sweep's end: " << run.err;
   expect_one_line_disk_full_error(run, out_);
+  EXPECT_EQ(run.err.back(), '\n');
+  EXPECT_EQ(run.err.find('\n', run.err.rfind("memsweep: error: ")), run.err.size() - 1) << "the error is the last line";
   const auto in_file = expect_reported_trials_in_file(run, out_);
 
   // With room again (the file moved to a larger disk), --resume completes it.
@@ -373,7 +377,8 @@ TEST_F(DiskFull, AClearErrorAndTheFileReadableUpToItsLastFlushedTrial) {
 
 // The same under mpirun -np 3: rank 0 stops the workers, and every rank
 // ends with exit status 2 and rank 0's one line (until issue 21, rank 0
-// aborted the job: status 1 and Open MPI's MPI_ABORT banner).
+// aborted the job: status 1 and Open MPI's MPI_ABORT banner). mpirun adds
+// its own lines on a non-zero status, as after a stop (exit status 3).
 TEST_F(DiskFull, UnderMpirunEveryRankExitsTwoWithTheOneLineMessage) {
   std::map<std::string, std::string> environment = kEnvironment;
   environment["MEMSWEEP_FAULT_TEST"] = out_;
