@@ -10,6 +10,7 @@
 // write order (local disks, Lustre, GPFS; not NFS), hence StoreOptions::swmr.
 
 #include "memsweep/error.hpp"
+#include "memsweep/flush_interval.hpp"
 #include "memsweep/results.hpp"
 
 #include <cstdint>
@@ -88,23 +89,23 @@ struct RunRow {
   FixedString<kNameChars> end_state{};  // a run_end_state name; empty: running, or rank 0 died unaware
   // What the run measured with, and how it was started (schema 5; older
   // files read the defaults). A resume reuses them (run_record.hpp).
-  FixedString<kPathChars> data_dirs{};        // the dataset search folders, absolute, ':'-separated
-  std::int64_t max_train_examples = 0;        // 0: all
-  std::int64_t max_test_examples = 0;         // 0: all
-  std::int32_t threads = 0;                   // training threads per rank as asked; 0: the CPUs the rank may use
-  FixedString<kNameChars> counter_source{};   // auto, papi or kernel: the sweep file's, or --counter-source
-  std::int64_t mem_budget = -1;               // bytes; -1: none
-  double trial_timeout = -1.0;                // seconds; -1: none
-  double flush_interval = 2.0;                // seconds
-  std::int32_t no_swmr = 0;                   // 1: --no-swmr
-  FixedString<kNameChars> launcher{};         // mpirun, srun, or empty: alone (ranks 1) or not known
-  FixedString<kPathChars> executable{};       // memsweep as it was invoked
-  FixedString<kPathChars> sweep_file{};       // as given
-  FixedString<kPathChars> output_option{};    // -o as given; empty: the default
-  FixedString<kNameChars> split_by{};         // --split-by; empty: the whole sweep
-  std::int32_t part = -1;                     // --part; -1: the whole sweep
-  FixedString<kMessageChars> retried{};       // the statuses this run ran again (--retry), comma-separated
-  FixedString<kPathChars> changed_options{};  // what --allow-changed-options let differ from the run before
+  FixedString<kPathChars> data_dirs{};           // the dataset search folders, absolute, ':'-separated
+  std::int64_t max_train_examples = 0;           // 0: all
+  std::int64_t max_test_examples = 0;            // 0: all
+  std::int32_t threads = 0;                      // training threads per rank as asked; 0: the CPUs the rank may use
+  FixedString<kNameChars> counter_source{};      // auto, papi or kernel: the sweep file's, or --counter-source
+  std::int64_t mem_budget = -1;                  // bytes; -1: none
+  double trial_timeout = -1.0;                   // seconds; -1: none
+  double flush_interval = kDefaultFlushSeconds;  // seconds
+  std::int32_t no_swmr = 0;                      // 1: --no-swmr
+  FixedString<kNameChars> launcher{};            // mpirun, srun, or empty: alone (ranks 1) or not known
+  FixedString<kPathChars> executable{};          // memsweep as it was invoked
+  FixedString<kPathChars> sweep_file{};          // as given
+  FixedString<kPathChars> output_option{};       // -o as given; empty: the default
+  FixedString<kNameChars> split_by{};            // --split-by; empty: the whole sweep
+  std::int32_t part = -1;                        // --part; -1: the whole sweep
+  FixedString<kMessageChars> retried{};          // the statuses this run ran again (--retry), comma-separated
+  FixedString<kPathChars> changed_options{};     // what --allow-changed-options let differ from the run before
 };
 
 // RunRow::end_state.

@@ -14,17 +14,20 @@
 
 #include "memsweep/config.hpp"
 #include "memsweep/eta.hpp"
+#include "memsweep/flush_interval.hpp"
 #include "memsweep/results.hpp"
 
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -56,9 +59,13 @@ class Communicator {
   virtual void broadcast(std::string& value) = 0;
   virtual std::string host_name() const = 0;
   virtual std::string library_version() const = 0;  // "Open MPI v4.1.4, ...", or "none (serial)"
+  // Ends every rank at once with `status`: for an error after which the
+  // ranks can no longer agree (one may be waiting for another that left).
+  [[noreturn]] virtual void abort(int status) = 0;
 };
 
-// One rank, no MPI: size() == 1; send and receive throw std::logic_error.
+// One rank, no MPI: size() == 1; send and receive throw std::logic_error;
+// abort() ends the process with the status.
 std::unique_ptr<Communicator> make_serial_communicator();
 
 // ---- running one trial --------------------------------------------------------
@@ -174,7 +181,8 @@ struct SweepOptions {
   std::int32_t run = 0;
   std::optional<std::uint64_t> mem_budget_bytes;
   // A worker sends what its trial streamed at least this often.
-  std::chrono::milliseconds flush_interval{2000};
+  std::chrono::milliseconds flush_interval =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(kDefaultFlushSeconds));
   // Set by a signal (stop_signals.hpp): no new trials, running ones interrupted.
   const std::atomic<bool>* stop = nullptr;
   ProgressReporter* progress = nullptr;  // rank 0; may be null
@@ -188,9 +196,23 @@ struct SweepResult {
   bool stopped = false;         // by a signal (on any rank)
 };
 
+// Thrown by run_sweep on rank 0 of several when its sink failed, once every
+// worker has been told to finish and has returned: the ranks can still
+// agree on how the run ends. what() is the sink's message; cause() its
+// exception (an InputError for a full disk).
+class SinkFailure : public std::runtime_error {
+ public:
+  explicit SinkFailure(std::exception_ptr cause);
+  const std::exception_ptr& cause() const { return cause_; }
+
+ private:
+  std::exception_ptr cause_;
+};
+
 // Every rank must pass the same `trials` (check_same_sweep first); rank 0's
 // `pending` and `sink` are used, other ranks' ignored. `runner` is used on
 // the ranks that train: every rank but 0 when size() > 1, rank 0 otherwise.
+// A sink's exception: itself alone, SinkFailure on rank 0 of several.
 // Collective: returns on every rank when the sweep is over or stopped; the
 // result is complete on rank 0.
 SweepResult run_sweep(Communicator& comm, std::span<const TrialSpec> trials, std::span<const PendingTrial> pending,

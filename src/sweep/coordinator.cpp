@@ -38,10 +38,7 @@ class Coordinator {
     // trial k goes to worker 1 + k mod workers, however busy that one is.
     queues_.resize(options.dispatch == Dispatch::dynamic ? 1 : static_cast<std::size_t>(workers_));
     for (std::size_t k = 0; k < pending.size(); ++k) {
-      if (pending[k].index >= trials.size()) {
-        throw std::out_of_range("run_sweep: pending trial index " + std::to_string(pending[k].index) + " is past the " +
-                                std::to_string(trials.size()) + " trials");
-      }
+      check_pending_index(pending[k], trials.size());
       queues_[k % queues_.size()].push_back(pending[k]);
     }
   }
@@ -58,7 +55,7 @@ class Coordinator {
     for (const int worker : waiting_) send_empty(comm_, worker, tag::kFinish);
     for (const auto& queue : queues_) result_.not_started += queue.size();
     // Every worker has its FINISH: now the sink's failure can end rank 0.
-    if (sink_failure_) std::rethrow_exception(sink_failure_);
+    if (sink_failure_) throw SinkFailure(sink_failure_);
     return result_;
   }
 

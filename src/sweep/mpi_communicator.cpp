@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <sstream>
@@ -206,6 +207,14 @@ class MpiCommunicator final : public Communicator {
     version = version.substr(0, version.find('\n'));
     while (!version.empty() && (version.back() == '\0' || version.back() == ' ')) version.pop_back();
     return version;
+  }
+
+  // MPI_Abort on memsweep's communicator (a duplicate of the job's) ends
+  // every process of the job; mpirun then exits with `status`.
+  [[noreturn]] void abort(int status) override {
+    std::fflush(nullptr);
+    MPI_Abort(comm_, status);
+    std::_Exit(status);  // MPI_Abort does not return; this keeps [[noreturn]] true if it did
   }
 
  private:

@@ -5,6 +5,8 @@
 // does not fit is a protocol error (a mixed installation), not a guess.
 // docs/sweep.md draws the exchange.
 
+#include "memsweep/error.hpp"
+#include "memsweep/store.hpp"
 #include "memsweep/sweep.hpp"
 
 #include <cstddef>
@@ -13,6 +15,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -87,5 +90,40 @@ TrialRecord record_from_payload(const Message& message);
 inline void send_empty(Communicator& comm, int destination, int message_tag) {
   comm.send(destination, message_tag, std::span<const std::byte>());
 }
+
+// ---- the session's messages (session.cpp) ---------------------------------------
+// Rank 0 broadcasts each at a step where every rank waits for its answer.
+// Encoded as fields in order (integers as their bytes, strings with their
+// length first); decoding a message of the wrong length or with an unknown
+// value throws a protocol error naming the message and the field.
+
+// How a step went on rank 0: ok, or the status every rank exits with and
+// why (rank 0 prints the message, once).
+struct StepOutcome {
+  std::int32_t status = exit_status::kOk;
+  std::string message;
+  bool ok() const { return status == exit_status::kOk; }
+  bool operator==(const StepOutcome&) const = default;
+};
+
+// Rank 0's decision on this run's row of /runs (what it measures with).
+struct RunRowMessage {
+  StepOutcome outcome;
+  RunRow run;  // plain bytes: trivially copyable, and every rank runs the same build
+};
+
+// The results file is ready (or not): what every rank's rows carry.
+struct SetupMessage {
+  StepOutcome outcome;
+  std::int32_t run_index = 0;                   // this invocation's row of /runs
+  std::vector<CounterRequest> counter_columns;  // each from the source that served it on rank 0
+};
+
+std::string encode(const StepOutcome& outcome);  // also the final status, after the sweep
+std::string encode(const RunRowMessage& message);
+std::string encode(const SetupMessage& message);
+StepOutcome decode_step_outcome(std::string_view bytes);
+RunRowMessage decode_run_row_message(std::string_view bytes);
+SetupMessage decode_setup_message(std::string_view bytes);
 
 }  // namespace memsweep::detail

@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <span>
+#include <stdexcept>
+#include <string>
 
 namespace memsweep::detail {
 
@@ -21,6 +23,27 @@ SweepResult run_worker(Communicator& comm, std::span<const TrialSpec> trials, Tr
 
 // Shared bookkeeping.
 inline bool stop_requested(const SweepOptions& options) { return options.stop != nullptr && options.stop->load(); }
+
+// Throws std::out_of_range when `job` names no trial of `trials`: rank 0's
+// pending list comes from its caller, so a bad index is the caller's bug.
+inline void check_pending_index(const PendingTrial& job, std::size_t trials) {
+  if (job.index < trials) return;
+  throw std::out_of_range("run_sweep: pending trial index " + std::to_string(job.index) + " is past the " +
+                          std::to_string(trials) + " trials");
+}
+
+// What a trial's row says about where and when it ran: attempt `attempt` on
+// this rank of `host`, in this run, under this run's memory budget.
+inline TrialContext trial_context(const Communicator& comm, const std::string& host, std::int32_t attempt,
+                                  const SweepOptions& options) {
+  TrialContext context;
+  context.attempt = attempt;
+  context.run = options.run;
+  context.rank = comm.rank();
+  context.host = host;
+  context.mem_budget_bytes = options.mem_budget_bytes;
+  return context;
+}
 
 inline void count_row(SweepResult& result, const TrialRow& row) {
   ++result.finished;

@@ -44,19 +44,11 @@ SweepResult run_alone(Communicator& comm, std::span<const TrialSpec> trials, std
     see_stop();
     if (stop_seen) break;
     const PendingTrial& job = pending[next];
-    if (job.index >= trials.size()) {
-      throw std::out_of_range("run_sweep: pending trial index " + std::to_string(job.index) + " is past the " +
-                              std::to_string(trials.size()) + " trials");
-    }
+    check_pending_index(job, trials.size());
     const TrialSpec& trial = trials[job.index];
     if (options.progress != nullptr) options.progress->trial_started(trial, job.attempt, comm.rank());
-    TrialContext context;
-    context.attempt = job.attempt;
-    context.run = options.run;
-    context.rank = comm.rank();
-    context.host = host;
-    context.mem_budget_bytes = options.mem_budget_bytes;
-    const TrialRecord record = run_streamed_trial(trial_thread, runner, trial, context, options.flush_interval, hooks);
+    const TrialRecord record = run_streamed_trial(
+        trial_thread, runner, trial, trial_context(comm, host, job.attempt, options), options.flush_interval, hooks);
     sink.trial(record.row, record.message);
     count_row(result, record.row);
     if (options.progress != nullptr) options.progress->trial_finished(record.row);

@@ -18,7 +18,19 @@ namespace {
 // thousand-rank message.
 constexpr std::size_t kMaxRanksNamed = 8;
 
+std::string message_of(const std::exception_ptr& cause) {
+  try {
+    std::rethrow_exception(cause);
+  } catch (const std::exception& error) {
+    return error.what();
+  } catch (...) {
+    return "an unknown error";
+  }
+}
+
 }  // namespace
+
+SinkFailure::SinkFailure(std::exception_ptr cause) : std::runtime_error(message_of(cause)), cause_(std::move(cause)) {}
 
 SweepResult run_sweep(Communicator& comm, std::span<const TrialSpec> trials, std::span<const PendingTrial> pending,
                       TrialRunner* runner, ResultSink* sink, const SweepOptions& options) {

@@ -89,14 +89,9 @@ SweepResult run_worker(Communicator& comm, std::span<const TrialSpec> trials, Tr
       throw std::runtime_error("sweep protocol: rank 0 assigned trial " + std::to_string(job.index) + " of " +
                                std::to_string(trials.size()));
     }
-    TrialContext context;
-    context.attempt = job.attempt;
-    context.run = options.run;
-    context.rank = comm.rank();
-    context.host = host;
-    context.mem_budget_bytes = options.mem_budget_bytes;
     const TrialRecord record =
-        run_streamed_trial(trial_thread, runner, trials[job.index], context, options.flush_interval, hooks);
+        run_streamed_trial(trial_thread, runner, trials[job.index], trial_context(comm, host, job.attempt, options),
+                           options.flush_interval, hooks);
     comm.send(0, tag::kRecord, record_payload(record));
     count_row(result, record.row);
   }

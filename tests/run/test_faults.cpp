@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <random>
 #include <regex>
 #include <set>
@@ -33,6 +34,7 @@ namespace memsweep::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Twelve trials of a second or so each on two workers (about 8 s in all):
 // a fault at a random moment of the first seconds lands while trials run,
@@ -299,50 +301,90 @@ hidden = [32]
 learning_rate = [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.10, 0.11, 0.12, 0.13, 0.14, 0.15, 0.16]
 )";
 
-TEST(DiskFull, AClearErrorAndTheFileReadableUpToItsLastFlushedTrial) {
-  const TempDir dir;
-  const std::string sweep = dir.write("fill.toml", kFillSweep).string();
-  const SmallDisk disk(dir.path() / "small", 160);
-  if (!disk.mounted()) {
-    const std::string message = "cannot mount a tmpfs (this test needs root): " + disk.problem();
+// The fill sweep, its results file on a 160 KiB disk of its own; skipped
+// (failed in CI) when the tmpfs cannot be mounted.
+class DiskFull : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    disk_.emplace(dir_.path() / "small", 160);
+    if (disk_->mounted()) return;
+    const std::string message = "cannot mount a tmpfs (this test needs root): " + disk_->problem();
     if (running_in_ci()) FAIL() << message;
     std::cerr << "\n*** SKIPPED: " << message << " ***\n";
     GTEST_SKIP() << message;
   }
-  const std::string out = (dir.path() / "small" / "fill.h5").string();
 
-  const CommandResult run = run_command({MEMSWEEP_EXECUTABLE, "run", sweep, "-o", out}, "", kEnvironment);
-  std::cout << "disk full (a 160 KiB tmpfs): exit status " << run.exit_status << "\n"
-            << run.err.substr(run.err.rfind("memsweep:") == std::string::npos ? 0 : run.err.rfind("memsweep:"))
-            << std::flush;
-  ASSERT_EQ(run.exit_status, kBadInput) << "the disk filled before the sweep's end: " << run.err;
-  const std::string error_line = run.err.substr(run.err.rfind("memsweep: error: "));
-  EXPECT_EQ(std::count(error_line.begin(), error_line.end(), '\n'), 1) << error_line;
+  const TempDir dir_;
+  const std::string sweep_ = dir_.write("fill.toml", kFillSweep).string();
+  std::optional<SmallDisk> disk_;
+  const std::string out_ = (dir_.path() / "small" / "fill.h5").string();
+};
+
+// The run's error: one line, once (rank 0's alone), naming the full disk's
+// file and how to continue.
+void expect_one_line_disk_full_error(const CommandResult& run, const std::string& out) {
+  const std::size_t at = run.err.find("memsweep: error: ");
+  ASSERT_NE(at, std::string::npos) << run.err;
+  EXPECT_EQ(run.err.rfind("memsweep: error: "), at) << "more than one error line: " << run.err;
+  const std::string error_line = run.err.substr(at, run.err.find('\n', at) - at);
   EXPECT_THAT(error_line, HasSubstr(out));
   EXPECT_THAT(error_line, HasSubstr("No space left on device"));
   EXPECT_THAT(error_line, HasSubstr("--resume"));
+}
 
-  // Every trial the progress lines reported ok before the error is in the
-  // file, read by h5py alone and by memsweep summary.
+// Every trial the progress lines reported ok before the error is in the
+// file, read by h5py alone and by memsweep summary; returns the file's final rows.
+std::map<std::string, std::vector<std::string>> expect_reported_trials_in_file(const CommandResult& run,
+                                                                               const std::string& out) {
   std::set<std::string> reported;
   const std::regex progress(R"(\] ([0-9a-f]{12}) ok )");
   for (auto it = std::sregex_iterator(run.err.begin(), run.err.end(), progress); it != std::sregex_iterator(); ++it)
     reported.insert((*it)[1]);
-  ASSERT_GE(reported.size(), 1U) << run.err;
+  EXPECT_GE(reported.size(), 1U) << run.err;
   const auto in_file = final_rows(h5py_table(out, "trials", true));
   for (const std::string& id : reported) EXPECT_TRUE(in_file.contains(id)) << id << " was reported ok";
   const CommandResult summary = run_memsweep({"summary", out});
   EXPECT_EQ(summary.exit_status, kOk) << summary.err;
+  return in_file;
+}
+
+TEST_F(DiskFull, AClearErrorAndTheFileReadableUpToItsLastFlushedTrial) {
+  const CommandResult run = run_command({MEMSWEEP_EXECUTABLE, "run", sweep_, "-o", out_}, "", kEnvironment);
+  std::cout << "disk full (a 160 KiB tmpfs): exit status " << run.exit_status << "\n"
+            << run.err.substr(run.err.rfind("memsweep:") == std::string::npos ? 0 : run.err.rfind("memsweep:"))
+            << std::flush;
+  ASSERT_EQ(run.exit_status, kBadInput) << "the disk filled before the sweep's end: " << run.err;
+  expect_one_line_disk_full_error(run, out_);
+  EXPECT_EQ(run.err.back(), '\n');
+  EXPECT_EQ(run.err.find('\n', run.err.rfind("memsweep: error: ")), run.err.size() - 1) << "the error is the last line";
+  const auto in_file = expect_reported_trials_in_file(run, out_);
 
   // With room again (the file moved to a larger disk), --resume completes it.
-  const std::string moved = (dir.path() / "fill.h5").string();
-  std::filesystem::copy_file(out, moved);
+  const std::string moved = (dir_.path() / "fill.h5").string();
+  std::filesystem::copy_file(out_, moved);
   const CommandResult resumed =
-      run_command({MEMSWEEP_EXECUTABLE, "run", sweep, "-o", moved, "--resume", "-q"}, "", kEnvironment);
+      run_command({MEMSWEEP_EXECUTABLE, "run", sweep_, "-o", moved, "--resume", "-q"}, "", kEnvironment);
   ASSERT_EQ(resumed.exit_status, kOk) << resumed.err;
   const auto finished = final_rows(h5py_table(moved, "trials"));
   EXPECT_EQ(finished.size(), 16U);
   EXPECT_EQ(lost_rows(in_file, finished), 0U);
+}
+
+// The same under mpirun -np 3: rank 0 stops the workers, and every rank
+// ends with exit status 2 and rank 0's one line (until issue 21, rank 0
+// aborted the job: status 1 and Open MPI's MPI_ABORT banner). mpirun adds
+// its own lines on a non-zero status, as after a stop (exit status 3).
+TEST_F(DiskFull, UnderMpirunEveryRankExitsTwoWithTheOneLineMessage) {
+  std::map<std::string, std::string> environment = kEnvironment;
+  environment["MEMSWEEP_FAULT_TEST"] = out_;
+
+  const CommandResult run = run_command(memsweep_on_ranks_argv(3, {"run", sweep_, "-o", out_}), "", environment);
+  ASSERT_EQ(run.exit_status, kBadInput) << "the disk filled before the sweep's end: " << run.err;
+  expect_one_line_disk_full_error(run, out_);
+  EXPECT_THAT(run.err, Not(HasSubstr("MPI_ABORT")));
+  EXPECT_THAT(run.err, Not(HasSubstr("error during the sweep")));
+  expect_reported_trials_in_file(run, out_);
+  EXPECT_TRUE(processes_with_environment("MEMSWEEP_FAULT_TEST", out_).empty()) << "a rank or a trial survived";
 }
 
 }  // namespace

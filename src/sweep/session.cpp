@@ -1,0 +1,247 @@
+// One `memsweep run` on every rank (session.hpp). Each step that can fail
+// before the sweep is agreed on: every rank learns rank 0's outcome (or the
+// first failing rank's) and stops alike, so that no rank waits in a
+// collective for one that left; rank 0 alone prints the message. What the
+// ranks tell each other goes through protocol.hpp's session messages.
+
+#include "memsweep/session.hpp"
+
+#include "memsweep/error.hpp"
+#include "memsweep/run_record.hpp"
+#include "memsweep/stop_signals.hpp"
+#include "sweep/protocol.hpp"
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <iostream>
+#include <optional>
+#include <thread>
+
+namespace memsweep {
+namespace {
+
+using detail::RunRowMessage;
+using detail::SetupMessage;
+using detail::StepOutcome;
+
+// The session ends before the sweep's end on every rank alike, with
+// `outcome` (rank 0 prints its message).
+struct SessionEnded {
+  StepOutcome outcome;
+};
+
+// A step's exception as the status every rank exits with.
+StepOutcome outcome_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const InputError& input) {
+    return {exit_status::kBadInput, input.what()};
+  } catch (const std::exception& other) {
+    return {exit_status::kFailure, other.what()};
+  }
+}
+
+// Runs `step` on this rank, its exception caught as an outcome.
+StepOutcome attempt(const std::function<void()>& step) {
+  try {
+    step();
+    return {};
+  } catch (const std::exception&) {
+    return outcome_of(std::current_exception());
+  }
+}
+
+// Collective: ends the session on every rank when any rank's `local` is not
+// ok, with the first such rank's outcome.
+void agree_on(Communicator& comm, const StepOutcome& local) {
+  const std::vector<std::string> outcomes = comm.all_gather(detail::encode(local));
+  for (std::size_t rank = 0; rank < outcomes.size(); ++rank) {
+    StepOutcome outcome = detail::decode_step_outcome(outcomes[rank]);
+    if (outcome.ok()) continue;
+    if (rank > 0) outcome.message = fmt::format("rank {}: {}", rank, outcome.message);
+    throw SessionEnded{outcome};
+  }
+}
+
+// Collective: rank 0's outcome of a step only it runs, on every rank.
+void end_unless_ok(const StepOutcome& outcome) {
+  if (!outcome.ok()) throw SessionEnded{outcome};
+}
+
+// A rank's error during the sweep, with other ranks: they may be waiting
+// for this one, so the job ends rather than hangs.
+[[noreturn]] void abort_job(Communicator& comm, const std::exception& error) {
+  fmt::print(stderr, "memsweep: rank {}: error during the sweep: {}\n", comm.rank(), error.what());
+  comm.abort(exit_status::kFailure);
+  std::abort();  // not reached: abort() ends the job (the compiler cannot see a virtual [[noreturn]])
+}
+
+// "5 ok, 1 failed", or "none".
+std::string status_counts(const SweepResult& result) {
+  std::vector<std::string> parts;
+  for (const auto& [status, count] : result.by_status) parts.push_back(fmt::format("{} {}", count, status));
+  return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", "));
+}
+
+class Session {
+ public:
+  Session(Communicator& comm, SessionSteps& steps) : comm_(comm), steps_(steps), root_(comm.rank() == 0) {}
+
+  int run() {
+    const std::atomic<bool>& stop = install_stop_signals();
+    load_on_every_rank();
+    hosts_ = comm_.all_gather(comm_.host_name());
+    // Notes before the sweep; the trials' progress needs the number left,
+    // known once rank 0 has read the file. Notes count no trials (10^6
+    // placeholder costs on every rank took time and memory).
+    ProgressReporter notes(std::cerr, steps_.verbosity(), std::size_t{0}, workers());
+    if (root_)
+      for (const std::string& note : steps_.notes()) notes.note(note);
+    agree_on_run_row(notes);
+    agree_on(comm_, attempt([&] { steps_.check_datasets(run_); }));
+    const SetupMessage setup = agree_on_results(notes);
+    const std::unique_ptr<TrialRunner> runner = runner_if_training(setup, notes);
+    const auto started = std::chrono::steady_clock::now();
+    const SweepResult result = sweep(runner.get(), setup.run_index, stop);
+    StepOutcome final_status;
+    if (root_) final_status = finish(result, std::chrono::steady_clock::now() - started);
+    return agree_on_exit_status(final_status).status;
+  }
+
+ private:
+  int workers() const { return comm_.size() > 1 ? comm_.size() - 1 : 1; }
+
+  // Every rank read the options and the sweep file itself: they agree on
+  // the sweep or all stop.
+  void load_on_every_rank() {
+    std::string hash;
+    agree_on(comm_, attempt([&] { hash = steps_.load(); }));
+    try {
+      check_same_sweep(comm_, hash);
+    } catch (const InputError& error) {
+      throw SessionEnded{{exit_status::kBadInput, error.what()}};
+    }
+  }
+
+  // What the run measures with: on a resume, what the file's last run did.
+  void agree_on_run_row(ProgressReporter& notes) {
+    std::string bytes;
+    if (root_) {
+      RunRowMessage decision;
+      decision.outcome = attempt([&] { decision.run = steps_.decide_run_row(comm_.size(), hosts_, notes); });
+      bytes = detail::encode(decision);
+    }
+    comm_.broadcast(bytes);
+    const RunRowMessage decision = detail::decode_run_row_message(bytes);
+    end_unless_ok(decision.outcome);
+    run_ = decision.run;
+  }
+
+  // Rank 0 opens the file; every rank learns whether that worked, and the
+  // run's index and counter columns that its rows carry.
+  SetupMessage agree_on_results(ProgressReporter& notes) {
+    std::string bytes;
+    if (root_) {
+      SetupMessage setup;
+      setup.outcome = attempt([&] { opened_ = steps_.open_results(run_, comm_, hosts_, notes); });
+      setup.run_index = opened_.run_index;
+      setup.counter_columns = opened_.counter_columns;
+      bytes = detail::encode(setup);
+    }
+    comm_.broadcast(bytes);
+    SetupMessage setup = detail::decode_setup_message(bytes);
+    end_unless_ok(setup.outcome);
+    return setup;
+  }
+
+  std::unique_ptr<TrialRunner> runner_if_training(const SetupMessage& setup, ProgressReporter& notes) {
+    if (root_ && comm_.size() > 1) return nullptr;
+    const RunnerSetup runner_setup{.counter_columns = setup.counter_columns,
+                                   .flush_interval = flush_interval_of(run_),
+                                   .notes = root_ ? &notes : nullptr};
+    return steps_.make_runner(run_, runner_setup);
+  }
+
+  SweepOptions sweep_options(std::int32_t run_index, const std::atomic<bool>& stop, ProgressReporter& progress) const {
+    SweepOptions options;
+    options.run = run_index;
+    if (run_.mem_budget >= 0) options.mem_budget_bytes = static_cast<std::uint64_t>(run_.mem_budget);
+    options.flush_interval = flush_interval_of(run_);
+    options.stop = &stop;
+    options.progress = root_ ? &progress : nullptr;
+    return options;
+  }
+
+  SweepResult sweep(TrialRunner* runner, std::int32_t run_index, const std::atomic<bool>& stop) {
+    const ExampleLimits limits{static_cast<std::size_t>(run_.max_train_examples),
+                               static_cast<std::size_t>(run_.max_test_examples)};
+    ProgressReporter progress(std::cerr, steps_.verbosity(),
+                              pending_costs(steps_.sweep().trials, opened_.pending, limits), workers());
+    try {
+      return run_sweep(comm_, steps_.sweep().trials, opened_.pending, runner, opened_.sink,
+                       sweep_options(run_index, stop, progress));
+    } catch (const SinkFailure& failure) {
+      // Every worker has returned from the sweep: they wait for the status.
+      agree_on_exit_status(outcome_of(failure.cause()));
+      std::rethrow_exception(failure.cause());  // printed and mapped as when alone
+    } catch (const std::exception& error) {
+      if (comm_.size() == 1) throw;
+      abort_job(comm_, error);
+    }
+  }
+
+  // Rank 0: the file closed, the last lines, and the exit status.
+  StepOutcome finish(const SweepResult& result, std::chrono::steady_clock::duration took) {
+    const bool complete = result.not_started == 0 && result.by_status.count("interrupted") == 0;
+    steps_.close_results(complete);
+    fmt::print(stderr, "memsweep: sweep \"{}\": {} trials run in {:.1f} s ({}); results in {}\n", steps_.sweep().name,
+               result.finished, std::chrono::duration<double>(took).count(), status_counts(result),
+               steps_.results_path());
+    if (!result.stopped || complete) return {};
+    fmt::print(stderr,
+               "memsweep: stopped by signal {} with {} trials not started (exit status {}); continue with:\n  {}\n",
+               stop_signal_number(), result.not_started, exit_status::kStopped,
+               continue_command(run_, steps_.results_path(),
+                                CommandContext{::geteuid() == 0, std::thread::hardware_concurrency()}));
+    return {exit_status::kStopped, ""};
+  }
+
+  // Every rank exits with rank 0's status, so mpirun's and srun's is the same.
+  StepOutcome agree_on_exit_status(const StepOutcome& rank_zero) {
+    std::string bytes = root_ ? detail::encode(rank_zero) : std::string();
+    comm_.broadcast(bytes);
+    return detail::decode_step_outcome(bytes);
+  }
+
+  Communicator& comm_;
+  SessionSteps& steps_;
+  const bool root_;
+  std::vector<std::string> hosts_;
+  RunRow run_;
+  OpenedResults opened_;  // rank 0's
+};
+
+}  // namespace
+
+std::chrono::milliseconds flush_interval_of(const RunRow& run) {
+  return std::chrono::milliseconds(std::max<std::int64_t>(1, std::llround(run.flush_interval * 1000.0)));
+}
+
+int run_session(Communicator& comm, SessionSteps& steps) {
+  try {
+    return Session(comm, steps).run();
+  } catch (const SessionEnded& ended) {
+    // Every rank fails alike; one message is enough.
+    if (comm.rank() == 0) fmt::print(stderr, "memsweep: error: {}\n", ended.outcome.message);
+    return ended.outcome.status;
+  }
+}
+
+}  // namespace memsweep
