@@ -3,6 +3,7 @@
 #include "cli/delimited_writer.hpp"
 #include "cli/export_tables.hpp"
 #include "cli/output_file.hpp"
+#include "cli/results_path.hpp"
 #include "memsweep/error.hpp"
 #include "memsweep/store.hpp"
 
@@ -124,8 +125,7 @@ void add_export_command(CLI::App& app, ExportOptions& options) {
       "export",
       "Write a table of results files as CSV or TSV, units in the column names, for spreadsheets, R and pandas "
       "(docs/results-file.md, Export)");
-  command->add_option("results", options.results_files, "The results file(s) (HDF5) written by memsweep run")
-      ->required();
+  add_results_argument(*command, options.results_files, kResultsFilesHelp);
   command->add_option("--table", options.table, "trials (the default), epochs or samples");
   command->add_option("--format", options.format, "csv (the default) or tsv");
   command->add_option("-o,--output", options.output, "Write to this file rather than to stdout");

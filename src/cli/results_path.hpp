@@ -1,7 +1,10 @@
 #pragma once
 // Where `memsweep run` writes its results, computed in one place so that
 // `memsweep plan --outputs` (which job scripts read) always names the file
-// the run will write.
+// the run will write; and the `results` argument of the commands that read
+// results files.
+
+#include <CLI/CLI.hpp>
 
 #include <filesystem>
 #include <optional>
@@ -23,5 +26,13 @@ inline constexpr char kPartPlaceholder[] = "{part}";
 // parts would share one file) and when a whole sweep's has one.
 std::filesystem::path results_path(const std::string& sweep_file, const std::string& output,
                                    const std::optional<std::string>& part_label);
+
+// The required `results` argument of a command that reads results files
+// (summary, export: several, with kResultsFilesHelp; watch: one).
+template <typename Files>
+CLI::Option* add_results_argument(CLI::App& command, Files& files, const std::string& description) {
+  return command.add_option("results", files, description)->required();
+}
+inline constexpr char kResultsFilesHelp[] = "The results file(s) (HDF5) written by memsweep run";
 
 }  // namespace memsweep::cli
