@@ -27,11 +27,14 @@ inline constexpr char kPartPlaceholder[] = "{part}";
 std::filesystem::path results_path(const std::string& sweep_file, const std::string& output,
                                    const std::optional<std::string>& part_label);
 
-// The required `results` argument of a command that reads results files
-// (summary, export: several, with kResultsFilesHelp; watch: one).
+// A command that reads results files (summary, export: several, with
+// kResultsFilesHelp; watch: one), with its required `results` argument.
 template <typename Files>
-CLI::Option* add_results_argument(CLI::App& command, Files& files, const std::string& description) {
-  return command.add_option("results", files, description)->required();
+CLI::App* add_results_command(CLI::App& app, const std::string& name, const std::string& description, Files& files,
+                              const std::string& files_help) {
+  CLI::App* command = app.add_subcommand(name, description);
+  command->add_option("results", files, files_help)->required();
+  return command;
 }
 inline constexpr char kResultsFilesHelp[] = "The results file(s) (HDF5) written by memsweep run";
 

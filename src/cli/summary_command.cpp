@@ -12,11 +12,11 @@
 namespace memsweep::cli {
 
 void add_summary_command(CLI::App& app, SummaryOptions& options) {
-  CLI::App* summary = app.add_subcommand(
-      "summary",
+  add_results_command(
+      app, "summary",
       "Tables of results files: memory per trial, per dataset (several files, e.g. an array job's parts: "
-      "one table per dataset across them)");
-  add_results_argument(*summary, options.results_files, kResultsFilesHelp);
+      "one table per dataset across them)",
+      options.results_files, kResultsFilesHelp);
 }
 
 int run_summary_command(const SummaryOptions& options) {

@@ -150,11 +150,11 @@ int run_full_screen(const WatchOptions& options) {
 }  // namespace
 
 void add_watch_command(CLI::App& app, WatchOptions& options) {
-  CLI::App* watch = app.add_subcommand(
-      "watch",
+  CLI::App* watch = add_results_command(
+      app, "watch",
       "A live view of a running sweep from its results file: progress, running trials with their memory over "
-      "time, the nodes' memory; full-screen on a terminal (q or Ctrl-C quits)");
-  add_results_argument(*watch, options.results_file, "The results file (HDF5) a memsweep run is writing");
+      "time, the nodes' memory; full-screen on a terminal (q or Ctrl-C quits)",
+      options.results_file, "The results file (HDF5) a memsweep run is writing");
   watch->add_option("--interval", options.interval_seconds, "Seconds between refreshes")
       ->check(CLI::Range(0.05, 3600.0))
       ->capture_default_str();

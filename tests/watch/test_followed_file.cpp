@@ -11,6 +11,7 @@
 #include "store/store_fixtures.hpp"
 #include "support/temp_dir.hpp"
 #include "watch/followed_file.hpp"
+#include "watch/watch_fixtures.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -27,30 +28,14 @@ using memsweep::testing::ChildProcess;
 using ::testing::HasSubstr;
 using Outcome = FilePoll::Outcome;
 
-// Two trials: two learning rates.
-constexpr char kSweepText[] = R"([sweep]
-name = "followed"
-seed = 5
-
-[defaults]
-dataset = "synthetic"
-synthetic = { shape = [1, 4, 4], classes = 2, train_size = 8, test_size = 4 }
-
-[grid]
-learning_rate = [0.1, 0.01]
-)";
-
-std::vector<TrialSpec> sweep_trials() { return parse_sweep(kSweepText, "followed.toml").trials; }
+std::vector<TrialSpec> sweep_trials() { return memsweep::testing::follow_sweep_trials(); }
 
 // A closed results file at `path` named `sweep_name`, with an `ok` row for
 // the first `done` trials. Written beside `path` and renamed over it, as
 // --force replaces a file: `path` gets a new inode.
 void write_results(const std::filesystem::path& path, const std::string& sweep_name, std::size_t done) {
-  FileHeader header = memsweep::testing::example_header();
+  FileHeader header = memsweep::testing::follow_header();
   header.sweep_name = sweep_name;
-  header.sweep_text = kSweepText;
-  header.part.clear();
-  header.planned_trials = 2;
   const std::filesystem::path beside = path.string() + ".new";
   {
     ResultStore store = ResultStore::create(beside, header, false, StoreOptions{true});
@@ -97,14 +82,14 @@ TEST(FollowedFile, AFileReplacedUnderItsNameIsOpenedAgain) {
   EXPECT_EQ(before.snapshot.done, 1);
   // Not running: the summary, as `memsweep summary` writes it.
   EXPECT_THAT(before.snapshot.summary, HasSubstr("sweep \"first\""));
-  EXPECT_THAT(before.snapshot.summary, HasSubstr("1 not run yet"));
+  EXPECT_THAT(before.snapshot.summary, HasSubstr("3 not run yet"));
 
-  write_results(path, "second", 2);  // --force: a new file, a new inode
+  write_results(path, "second", 4);  // --force: a new file, a new inode
   const FilePoll after = poll(file);
   ASSERT_EQ(after.outcome, Outcome::read);
   EXPECT_EQ(after.snapshot.sweep_name, "second") << "the header is read when the file is opened";
   EXPECT_EQ(after.snapshot.state, SweepState::finished);
-  EXPECT_EQ(after.snapshot.done, 2);
+  EXPECT_EQ(after.snapshot.done, 4);
   EXPECT_THAT(after.snapshot.summary, HasSubstr("sweep \"second\""));
 }
 
@@ -124,7 +109,7 @@ TEST(FollowedFile, WithWaitAFileThatIsNotThereIsWaitedForUntilItComes) {
   EXPECT_EQ(poll(file).outcome, Outcome::absent);
   EXPECT_EQ(file.follower(), nullptr) << "the file gone, its reader is let go";
 
-  write_results(path, "again", 2);
+  write_results(path, "again", 2);  // (4 planned: stopped)
   const FilePoll back = poll(file);
   ASSERT_EQ(back.outcome, Outcome::read);
   EXPECT_EQ(back.snapshot.sweep_name, "again");
