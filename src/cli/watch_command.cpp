@@ -13,7 +13,6 @@
 
 #include <cstdlib>
 #include <ctime>
-#include <memory>
 #include <optional>
 #include <thread>
 
