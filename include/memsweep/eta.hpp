@@ -1,8 +1,8 @@
 #pragma once
 // How long a sweep has left, from what its trials will do rather than from
 // how many there are (docs/sweep.md, "ETA"). The progress lines and `memsweep
-// watch` both call remaining_seconds(); only where they learn the sweep's
-// state differs (the coordinator's events, the results file).
+// watch` both show SweepEta's; only where they learn the sweep's state
+// differs (the coordinator's events, the results file).
 //
 // Each trial has a predicted work: its training's floating-point operations
 // (forward pass × 3 for each training example, × 1 for each test example,
@@ -99,5 +99,25 @@ std::optional<double> remaining_seconds(const EtaInputs& inputs);
 // lines: copying 10^6 waiting trials for every line cost more than the ETA).
 std::optional<double> remaining_seconds(std::span<const FinishedTrial> finished, std::span<const RunningTrial> running,
                                         std::span<const TrialCost> waiting, int workers);
+
+// The ETA that the progress lines and `memsweep watch` show: remaining_seconds()
+// of the sweep as they see it, worked out at most once a second while more
+// than kWaitingWorkedOutEachTime trials wait (a pass over 10^6 of them took
+// 80 ms, more than a small trial's run), and counted down from the last one
+// in between.
+class SweepEta {
+ public:
+  static constexpr std::size_t kWaitingWorkedOutEachTime = 10'000;
+  static constexpr double kRefreshSeconds = 1.0;
+
+  // `now_seconds`: the time on a clock the caller keeps the same (its origin
+  // does not matter).
+  std::optional<double> seconds_left(std::span<const FinishedTrial> finished, std::span<const RunningTrial> running,
+                                     std::span<const TrialCost> waiting, int workers, double now_seconds);
+
+ private:
+  std::optional<double> last_;
+  double last_at_ = 0.0;
+};
 
 }  // namespace memsweep

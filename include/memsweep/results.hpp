@@ -242,6 +242,36 @@ std::string whole_message(const TrialRow& row, const TrialMessages& messages);
 // attempt. summary and watch show that row.
 bool stands_for_trial(const TrialRow& later, const TrialRow& standing);
 
+// The row that stands for each trial (stands_for_trial) among a file's trial
+// rows, and how many rows (attempts) each trial has. Rows are added one at a
+// time in file order, so that watch, which reads a file a block at a time,
+// keeps it as it reads rather than working it out again at each refresh.
+class StandingRows {
+ public:
+  struct Trial {
+    std::size_t row = 0;  // index of the row that stands for the trial
+    int attempts = 0;     // the trial's rows
+  };
+
+  // Adds `rows[index]`, the next row in file order; every row before it was
+  // added already, and the indices are kept into `rows`.
+  void add(std::span<const TrialRow> rows, std::size_t index);
+
+  // The trial's, nullptr when it has no row.
+  const Trial* find(const std::string& trial_id) const;
+  // Every trial with a row, by id.
+  const std::map<std::string, Trial>& by_id() const { return trials_; }
+  // The trial ids in the order their first rows come.
+  const std::vector<std::string>& order() const { return order_; }
+
+ private:
+  std::map<std::string, Trial> trials_;
+  std::vector<std::string> order_;
+};
+
+// StandingRows of all of `rows`.
+StandingRows standing_rows(std::span<const TrialRow> rows);
+
 // A row with the trial's identity and hyperparameters filled in, and
 // everything else at its "not measured" value.
 TrialRow trial_row_for(const TrialSpec& trial, int attempt);

@@ -140,8 +140,8 @@ class ProgressReporter {
   void trial_started(const TrialSpec& trial, int attempt, int rank);
   void trial_finished(const TrialRow& row);
   void note(const std::string& text);  // shown unless quiet
-  // remaining_seconds() (eta.hpp) of this run's finished, running and
-  // waiting trials; nullopt until a finished trial did some work.
+  // SweepEta's (eta.hpp) of this run's finished, running and waiting
+  // trials; nullopt until a finished trial did some work.
   std::optional<std::chrono::seconds> eta() const;
 
  private:
@@ -164,10 +164,7 @@ class ProgressReporter {
   std::map<std::string, Running> running_;  // by trial id
   std::vector<FinishedTrial> finished_trials_;
   Clock::time_point start_ = Clock::now();
-  // With many trials waiting, the ETA is worked out at most once a second
-  // and counted down in between: each costs a pass over every waiting trial.
-  mutable std::optional<std::chrono::duration<double>> last_eta_;
-  mutable Clock::time_point last_eta_at_;
+  mutable SweepEta eta_;  // throttled with many trials waiting
 };
 
 // ---- the sweep ----------------------------------------------------------------

@@ -1,6 +1,6 @@
 #include "cli/estimate_command.hpp"
 
-#include "cli/table.hpp"
+#include "common/text_table.hpp"
 #include "memsweep/byte_size.hpp"
 #include "memsweep/error.hpp"
 

@@ -3,6 +3,7 @@
 #include "cli/delimited_writer.hpp"
 #include "cli/export_tables.hpp"
 #include "cli/output_file.hpp"
+#include "cli/results_path.hpp"
 #include "memsweep/error.hpp"
 #include "memsweep/store.hpp"
 
@@ -120,12 +121,11 @@ void refuse_output_among_inputs(const std::string& output, const std::vector<std
 }  // namespace
 
 void add_export_command(CLI::App& app, ExportOptions& options) {
-  CLI::App* command = app.add_subcommand(
-      "export",
+  CLI::App* command = add_results_command(
+      app, "export",
       "Write a table of results files as CSV or TSV, units in the column names, for spreadsheets, R and pandas "
-      "(docs/results-file.md, Export)");
-  command->add_option("results", options.results_files, "The results file(s) (HDF5) written by memsweep run")
-      ->required();
+      "(docs/results-file.md, Export)",
+      options.results_files, kResultsFilesHelp);
   command->add_option("--table", options.table, "trials (the default), epochs or samples");
   command->add_option("--format", options.format, "csv (the default) or tsv");
   command->add_option("-o,--output", options.output, "Write to this file rather than to stdout");

@@ -1,8 +1,8 @@
 #include "cli/plan_command.hpp"
 
 #include "cli/results_path.hpp"
-#include "cli/table.hpp"
 #include "common/duration_text.hpp"
+#include "common/text_table.hpp"
 #include "memsweep/byte_size.hpp"
 #include "memsweep/dataset_preflight.hpp"
 #include "memsweep/estimate.hpp"

@@ -1,36 +1,31 @@
 #include "cli/watch_command.hpp"
 
 #include "cli/full_screen.hpp"
-#include "cli/summary_command.hpp"
+#include "cli/results_path.hpp"
 #include "memsweep/error.hpp"
-#include "memsweep/store.hpp"
-#include "watch/follower.hpp"
+#include "watch/followed_file.hpp"
 #include "watch/render.hpp"
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <ctime>
-#include <memory>
 #include <optional>
 #include <thread>
 
 namespace memsweep::cli {
 namespace {
 
-using watch::SweepFollower;
+using watch::FilePoll;
+using watch::FollowedFile;
 using watch::SweepSnapshot;
 using watch::SweepState;
 
 // Width of plain snapshots when stdout is not a terminal and COLUMNS is unset.
 constexpr int kPlainWidth = 100;
-// Failed reads in a row before watch gives up: a resume rewrites the file's
-// metadata for a moment before it starts SWMR writing again.
-constexpr int kMaxFailedReads = 5;
 
 int plain_width() {
   struct winsize size {};
@@ -42,85 +37,6 @@ int plain_width() {
   }
   return kPlainWidth;
 }
-
-std::optional<ino_t> inode_of(const std::string& path) {
-  struct stat status {};
-  if (::stat(path.c_str(), &status) != 0) return std::nullopt;
-  return status.st_ino;
-}
-
-// The file, followed across the lives of its writers. A SWMR reader follows
-// the writer that had the file when it opened it; after a resume (a new
-// writer) or a --force (a new file under the same name) it opens it again.
-class FollowedFile {
- public:
-  explicit FollowedFile(const WatchOptions& options) : options_(options) {}
-
-  // nullopt while the file is not there and --wait was given.
-  std::optional<SweepSnapshot> poll() {
-    const std::optional<ino_t> inode = inode_of(options_.results_file);
-    if (!inode) {
-      if (!options_.wait)
-        throw InputError(
-            fmt::format("{}: no such file; has the sweep started? (--wait waits for it)", options_.results_file));
-      follower_.reset();
-      return std::nullopt;
-    }
-    const std::optional<bool> live = writer_is_live(options_.results_file);
-    const bool writer_came_back = live == true && last_live_ == false;
-    last_live_ = live;
-    try {
-      if (!follower_ || *inode != inode_ || writer_came_back) open(*inode);
-      SweepSnapshot snapshot = follower_->update(live, std::chrono::system_clock::now());
-      failed_reads_ = 0;
-      snapshot.path = options_.results_file;
-      if (snapshot.state != SweepState::running) snapshot.summary = summary();
-      return snapshot;
-    } catch (const StoreError&) {
-      follower_.reset();
-      if (++failed_reads_ >= kMaxFailedReads || live != true) throw;
-      throw ReadRetry{};
-    }
-  }
-
-  // A read that failed while a writer changed the file: retried at the next poll.
-  struct ReadRetry {};
-
-  const SweepFollower* follower() const { return follower_.get(); }
-
- private:
-  // The summary parses the sweep text and plans every trial: made once per
-  // set of rows, not at every refresh of a view left open on an ended sweep.
-  const std::string& summary() {
-    const std::size_t rows = follower_->trial_rows().size();
-    if (!summary_ || summary_rows_ != rows) {
-      summary_ =
-          format_summary({SummaryInput{options_.results_file, follower_->header(), follower_->trial_rows(), {}}});
-      summary_rows_ = rows;
-    }
-    return *summary_;
-  }
-
-  void open(ino_t inode) {
-    summary_.reset();
-    follower_.reset();
-    follower_ = std::make_unique<SweepFollower>(options_.results_file, options_.trial_id);
-    inode_ = inode;
-    if (!options_.trial_id.empty() && !follower_->plans(options_.trial_id))
-      throw InputError(
-          fmt::format("{}: no trial {} in its sweep (the trial ids are in memsweep summary's and "
-                      "memsweep plan's tables)",
-                      options_.results_file, options_.trial_id));
-  }
-
-  const WatchOptions& options_;
-  std::unique_ptr<SweepFollower> follower_;
-  ino_t inode_ = 0;
-  std::optional<bool> last_live_;
-  int failed_reads_ = 0;
-  std::optional<std::string> summary_;
-  std::size_t summary_rows_ = 0;
-};
 
 std::vector<std::string> render(const WatchOptions& options, const FollowedFile& file, const SweepSnapshot& snapshot,
                                 const watch::Frame& frame) {
@@ -135,6 +51,10 @@ std::vector<std::string> render(const WatchOptions& options, const FollowedFile&
   const std::vector<std::string> overview = watch::render_overview(snapshot, below);
   lines.insert(lines.end(), overview.begin(), overview.end());
   return lines;
+}
+
+watch::FollowOptions follow_options(const WatchOptions& options) {
+  return {options.results_file, options.trial_id, options.wait};
 }
 
 std::string waiting_line(const WatchOptions& options) {
@@ -163,7 +83,7 @@ std::chrono::steady_clock::time_point next_due(std::chrono::steady_clock::time_p
 // the sweep is no longer running (then its summary), so that a script or a
 // log gets an end.
 int run_plain(const WatchOptions& options) {
-  FollowedFile file(options);
+  FollowedFile file(follow_options(options));
   const watch::Frame frame{plain_width(), 0, watch::Glyphs::ascii()};
   bool waiting_said = false;
   auto due = std::chrono::steady_clock::now();
@@ -172,20 +92,16 @@ int run_plain(const WatchOptions& options) {
       due = next_due(due, options);
       std::this_thread::sleep_until(due);
     }
-    std::optional<SweepSnapshot> snapshot;
-    try {
-      snapshot = file.poll();
-    } catch (const FollowedFile::ReadRetry&) {
-      continue;
-    }
-    if (!snapshot) {
+    const FilePoll poll = file.poll(std::chrono::system_clock::now());
+    if (poll.outcome == FilePoll::Outcome::being_changed) continue;
+    if (poll.outcome == FilePoll::Outcome::absent) {
       if (!waiting_said) print_lines({waiting_line(options)});
       waiting_said = true;
       continue;
     }
     if (!first) print_lines({""});
-    print_lines(render(options, file, *snapshot, frame));
-    if (options.once || snapshot->state != SweepState::running) return exit_status::kOk;
+    print_lines(render(options, file, poll.snapshot, frame));
+    if (options.once || poll.snapshot.state != SweepState::running) return exit_status::kOk;
   }
 }
 
@@ -197,14 +113,25 @@ std::string footer(const WatchOptions& options, const std::string& problem) {
   return text;
 }
 
+// The lines of one poll; `problem` says a read to be tried again.
+std::vector<std::string> full_screen_lines(const WatchOptions& options, FollowedFile& file, const FullScreen& screen,
+                                           const watch::Glyphs& glyphs, std::vector<std::string> lines,
+                                           std::string& problem) {
+  const FilePoll poll = file.poll(std::chrono::system_clock::now());
+  switch (poll.outcome) {
+    case FilePoll::Outcome::read:
+      return render(options, file, poll.snapshot, watch::Frame{screen.width(), screen.height(), glyphs});
+    case FilePoll::Outcome::absent: return {waiting_line(options)};
+    case FilePoll::Outcome::being_changed: problem = "(the file is being changed: reading it again)"; break;
+  }
+  return lines;  // the last ones stay while the file is read again
+}
+
 int run_full_screen(const WatchOptions& options) {
-  FollowedFile file(options);
+  FollowedFile file(follow_options(options));
   // A file that is not a memsweep file, or not there without --wait, is
   // said on the ordinary terminal, before the full screen takes it.
-  try {
-    file.poll();
-  } catch (const FollowedFile::ReadRetry&) {
-  }
+  file.poll(std::chrono::system_clock::now());
   FullScreen screen;
   const watch::Glyphs glyphs = watch::Glyphs::for_charset(screen.utf8());
   std::vector<std::string> lines;
@@ -212,14 +139,7 @@ int run_full_screen(const WatchOptions& options) {
   do {
     due = next_due(due, options);
     std::string problem;
-    try {
-      if (const std::optional<SweepSnapshot> snapshot = file.poll())
-        lines = render(options, file, *snapshot, watch::Frame{screen.width(), screen.height(), glyphs});
-      else
-        lines = {waiting_line(options)};
-    } catch (const FollowedFile::ReadRetry&) {
-      problem = "(the file is being changed: reading it again)";
-    }
+    lines = full_screen_lines(options, file, screen, glyphs, std::move(lines), problem);
     screen.draw(lines, watch::fit(footer(options, problem), screen.width()));
   } while (!screen.wait_for_quit(std::chrono::duration_cast<std::chrono::milliseconds>(
       std::max(due - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero()))));
@@ -229,11 +149,11 @@ int run_full_screen(const WatchOptions& options) {
 }  // namespace
 
 void add_watch_command(CLI::App& app, WatchOptions& options) {
-  CLI::App* watch = app.add_subcommand(
-      "watch",
+  CLI::App* watch = add_results_command(
+      app, "watch",
       "A live view of a running sweep from its results file: progress, running trials with their memory over "
-      "time, the nodes' memory; full-screen on a terminal (q or Ctrl-C quits)");
-  watch->add_option("results", options.results_file, "The results file (HDF5) a memsweep run is writing")->required();
+      "time, the nodes' memory; full-screen on a terminal (q or Ctrl-C quits)",
+      options.results_file, "The results file (HDF5) a memsweep run is writing");
   watch->add_option("--interval", options.interval_seconds, "Seconds between refreshes")
       ->check(CLI::Range(0.05, 3600.0))
       ->capture_default_str();

@@ -73,6 +73,29 @@ bool stands_for_trial(const TrialRow& later, const TrialRow& standing) {
   return later.attempt >= standing.attempt;
 }
 
+void StandingRows::add(std::span<const TrialRow> rows, std::size_t index) {
+  const TrialRow& row = rows[index];
+  const std::string id = get_fixed(row.trial_id);
+  const auto [found, first] = trials_.try_emplace(id, Trial{index, 0});
+  Trial& trial = found->second;
+  ++trial.attempts;
+  if (first)
+    order_.push_back(id);
+  else if (stands_for_trial(row, rows[trial.row]))
+    trial.row = index;
+}
+
+const StandingRows::Trial* StandingRows::find(const std::string& trial_id) const {
+  const auto found = trials_.find(trial_id);
+  return found == trials_.end() ? nullptr : &found->second;
+}
+
+StandingRows standing_rows(std::span<const TrialRow> rows) {
+  StandingRows standing;
+  for (std::size_t i = 0; i < rows.size(); ++i) standing.add(rows, i);
+  return standing;
+}
+
 std::optional<std::set<TrialStatus>> parse_retry_statuses(std::string_view list) {
   std::set<TrialStatus> statuses;
   while (true) {

@@ -1,5 +1,6 @@
 // The sweep's ETA from the trials' predicted work, scaled by what finished
-// trials took (memsweep/eta.hpp). Pure: no clock, no I/O.
+// trials took (memsweep/eta.hpp). Pure: no clock (the callers give the
+// time), no I/O.
 
 #include "memsweep/eta.hpp"
 
@@ -143,6 +144,20 @@ std::optional<double> remaining_seconds(std::span<const FinishedTrial> finished,
     assign(std::max(predicted_seconds(*fits.rate(trial.cost), trial.cost) - trial.elapsed_seconds, 0.0));
   for (const TrialCost& cost : waiting) assign(predicted_seconds(*fits.rate(cost), cost));
   return last_end;
+}
+
+std::optional<double> SweepEta::seconds_left(std::span<const FinishedTrial> finished,
+                                             std::span<const RunningTrial> running, std::span<const TrialCost> waiting,
+                                             int workers, double now_seconds) {
+  const double since_last = now_seconds - last_at_;
+  if (waiting.size() > kWaitingWorkedOutEachTime && last_ && since_last < kRefreshSeconds)
+    return std::max(*last_ - since_last, 0.0);
+  const std::optional<double> seconds = remaining_seconds(finished, running, waiting, workers);
+  if (seconds) {
+    last_ = seconds;
+    last_at_ = now_seconds;
+  }
+  return seconds;
 }
 
 }  // namespace memsweep

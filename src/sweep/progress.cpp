@@ -101,23 +101,14 @@ void ProgressReporter::note(const std::string& text) {
 }
 
 std::optional<std::chrono::seconds> ProgressReporter::eta() const {
-  // Below this many waiting trials the ETA is worked out for every line; a
-  // pass over 10^6 of them took 80 ms, more than a small trial's run.
-  constexpr std::size_t kWaitingWorkedOutEachTime = 10'000;
-  constexpr std::chrono::seconds kRefresh{1};
   const Clock::time_point now = Clock::now();
-  if (waiting_.size() - waiting_front_ > kWaitingWorkedOutEachTime && last_eta_ && now - last_eta_at_ < kRefresh) {
-    const double left = std::max((*last_eta_ - (now - last_eta_at_)).count(), 0.0);
-    return std::chrono::seconds(static_cast<long long>(std::llround(left)));
-  }
   std::vector<RunningTrial> running;
   for (const auto& [id, trial] : running_)
     running.push_back({trial.cost, std::chrono::duration<double>(now - trial.start).count()});
-  const std::optional<double> seconds = remaining_seconds(
-      finished_trials_, running, std::span<const TrialCost>(waiting_).subspan(waiting_front_), workers_);
+  const std::optional<double> seconds =
+      eta_.seconds_left(finished_trials_, running, std::span<const TrialCost>(waiting_).subspan(waiting_front_),
+                        workers_, std::chrono::duration<double>(now.time_since_epoch()).count());
   if (!seconds) return std::nullopt;
-  last_eta_ = std::chrono::duration<double>(*seconds);
-  last_eta_at_ = now;
   return std::chrono::seconds(static_cast<long long>(std::llround(*seconds)));
 }
 

@@ -101,13 +101,7 @@ void SweepFollower::add_trial_row(const TrialRow& row) {
   const std::size_t index = trial_rows_.size();
   trial_rows_.push_back(row);
   row_of_attempt_[key] = index;
-  ++attempts_of_trial_[key.first];
-  auto newest = newest_row_of_trial_.find(key.first);
-  // The row that stands for its trial, as `summary` shows it.
-  if (newest == newest_row_of_trial_.end())
-    newest_row_of_trial_.emplace(key.first, index);
-  else if (stands_for_trial(row, trial_rows_[newest->second]))
-    newest->second = index;
+  standing_.add(trial_rows_, index);  // the row that stands for its trial, as `summary` shows it
   if (!keeps_series(key)) attempts_.erase(key);
 }
 
@@ -156,8 +150,8 @@ TrialView SweepFollower::view_of(const AttemptKey& key, const Attempt& attempt) 
   view.attempt = key.second;
   view.rank = attempt.rank;
   view.status = "running";
-  if (const auto rows = attempts_of_trial_.find(key.first); rows != attempts_of_trial_.end())
-    view.attempts = rows->second + (row_of_attempt_.contains(key) ? 0 : 1);
+  if (const StandingRows::Trial* trial = standing_.find(key.first))
+    view.attempts = trial->attempts + (row_of_attempt_.contains(key) ? 0 : 1);
   if (const auto row = row_of_attempt_.find(key); row != row_of_attempt_.end()) {
     const TrialRow& trial = trial_rows_[row->second];
     view.status = get_fixed(trial.status);
@@ -200,10 +194,8 @@ std::optional<TrialView> SweepFollower::followed_trial() const {
   }
   if (newest != nullptr) return view_of(newest_key, *newest);
   // A row without samples (e.g. a trial that failed before its first one).
-  if (const auto row = newest_row_of_trial_.find(follow_trial_); row != newest_row_of_trial_.end()) {
-    const TrialRow& trial = trial_rows_[row->second];
-    return view_of({follow_trial_, trial.attempt}, Attempt{});
-  }
+  if (const StandingRows::Trial* trial = standing_.find(follow_trial_))
+    return view_of({follow_trial_, trial_rows_[trial->row].attempt}, Attempt{});
   return std::nullopt;
 }
 
@@ -224,64 +216,72 @@ SweepSnapshot SweepFollower::update(std::optional<bool> writer_live, std::chrono
   snapshot.counter_names = header().counter_columns;
   snapshot.ranks = runs_.empty() ? header().ranks : runs_.back().ranks;
   snapshot.workers = snapshot.ranks > 1 ? snapshot.ranks - 1 : 1;
-
   // Every trial counted once: running first, then its row that stands for it.
-  std::set<std::string> running_ids;
-  const bool live_now = writer_live.value_or(true);
-  if (live_now) {
-    for (const auto& [key, attempt] : attempts_) {
-      if (!attempt.has_samples || row_of_attempt_.contains(key)) continue;
-      if (!planned_.empty() && !planned_.contains(key.first)) continue;
-      if (const auto newest = newest_row_of_trial_.find(key.first);
-          newest != newest_row_of_trial_.end() && is_final_row(trial_rows_[newest->second]))
-        continue;  // its result is in: these samples were left by an earlier run
-      running_ids.insert(key.first);
-      snapshot.running_trials.push_back(view_of(key, attempt));
-    }
+  if (writer_live.value_or(true)) add_running_trials(snapshot);
+  const std::vector<std::string> left_ids = count_trials(snapshot);
+  snapshot.state = state_of(snapshot, writer_live);
+  add_times(snapshot, now);
+  if (snapshot.state == SweepState::running && !runs_.empty()) snapshot.eta_s = eta_of(snapshot, left_ids, now);
+  snapshot.nodes = node_memory();
+  return snapshot;
+}
+
+void SweepFollower::add_running_trials(SweepSnapshot& snapshot) const {
+  for (const auto& [key, attempt] : attempts_) {
+    if (!attempt.has_samples || row_of_attempt_.contains(key)) continue;
+    if (!planned_.empty() && !planned_.contains(key.first)) continue;
+    if (const StandingRows::Trial* trial = standing_.find(key.first); trial && is_final_row(trial_rows_[trial->row]))
+      continue;  // its result is in: these samples were left by an earlier run
+    snapshot.running_trials.push_back(view_of(key, attempt));
   }
   std::sort(snapshot.running_trials.begin(), snapshot.running_trials.end(),
             [](const TrialView& a, const TrialView& b) { return a.rank < b.rank; });
+}
 
-  std::vector<std::string> left_ids;  // in plan order: the scheduler's
-  const auto count_trial = [&](const std::string& id) {
-    if (running_ids.contains(id)) {
-      ++snapshot.running;
-      return;
-    }
-    const auto newest = newest_row_of_trial_.find(id);
-    if (newest == newest_row_of_trial_.end()) {
-      ++snapshot.left;
-      left_ids.push_back(id);
-      return;
-    }
-    const std::optional<TrialStatus> status = parse_status(get_fixed(trial_rows_[newest->second].status));
-    if (status == TrialStatus::ok)
-      ++snapshot.done;
-    else if (status && (is_final(*status) || *status == TrialStatus::killed))
-      ++snapshot.failed;  // a killed trial runs again only with --retry-killed
-    else {
-      ++snapshot.left;
-      left_ids.push_back(id);
-    }
-  };
-  if (!planned_order_.empty()) {
-    for (const std::string& id : planned_order_) count_trial(id);
-    snapshot.planned = static_cast<std::int64_t>(planned_order_.size());
-  } else {
-    for (const auto& [id, index] : newest_row_of_trial_) count_trial(id);
-    for (const std::string& id : running_ids)
-      if (!newest_row_of_trial_.contains(id)) ++snapshot.running;
-    snapshot.planned = std::max<std::int64_t>(header().planned_trials,
-                                              snapshot.done + snapshot.failed + snapshot.running + snapshot.left);
-    snapshot.left = snapshot.planned - snapshot.done - snapshot.failed - snapshot.running;
+void SweepFollower::count_trial(const std::string& id, const std::set<std::string>& running_ids,
+                                SweepSnapshot& snapshot, std::vector<std::string>& left_ids) const {
+  if (running_ids.contains(id)) {
+    ++snapshot.running;
+    return;
   }
+  const StandingRows::Trial* trial = standing_.find(id);
+  const std::optional<TrialStatus> status =
+      trial ? parse_status(get_fixed(trial_rows_[trial->row].status)) : std::nullopt;
+  if (status == TrialStatus::ok) {
+    ++snapshot.done;
+  } else if (status && (is_final(*status) || *status == TrialStatus::killed)) {
+    ++snapshot.failed;  // a killed trial runs again only with --retry-killed
+  } else {
+    ++snapshot.left;
+    left_ids.push_back(id);
+  }
+}
 
+std::vector<std::string> SweepFollower::count_trials(SweepSnapshot& snapshot) const {
+  std::set<std::string> running_ids;
+  for (const TrialView& trial : snapshot.running_trials) running_ids.insert(trial.trial_id);
+  std::vector<std::string> left_ids;  // in plan order: the scheduler's
+  if (!planned_order_.empty()) {
+    for (const std::string& id : planned_order_) count_trial(id, running_ids, snapshot, left_ids);
+    snapshot.planned = static_cast<std::int64_t>(planned_order_.size());
+    return left_ids;
+  }
+  for (const auto& [id, trial] : standing_.by_id()) count_trial(id, running_ids, snapshot, left_ids);
+  for (const std::string& id : running_ids)
+    if (standing_.find(id) == nullptr) ++snapshot.running;
+  snapshot.planned = std::max<std::int64_t>(header().planned_trials,
+                                            snapshot.done + snapshot.failed + snapshot.running + snapshot.left);
+  snapshot.left = snapshot.planned - snapshot.done - snapshot.failed - snapshot.running;
+  return left_ids;
+}
+
+SweepState SweepFollower::state_of(const SweepSnapshot& snapshot, std::optional<bool> writer_live) {
   const bool complete = snapshot.left == 0 && snapshot.running == 0;
-  if (writer_live == true || (!writer_live && !complete))
-    snapshot.state = SweepState::running;
-  else
-    snapshot.state = complete ? SweepState::finished : SweepState::stopped;
+  if (writer_live == true || (!writer_live && !complete)) return SweepState::running;
+  return complete ? SweepState::finished : SweepState::stopped;
+}
 
+void SweepFollower::add_times(SweepSnapshot& snapshot, std::chrono::system_clock::time_point now) const {
   const std::optional<double> written = file_mtime(path_);
   const double now_s = seconds_since_epoch(now);
   if (written) snapshot.file_age_s = std::max(0.0, now_s - *written);
@@ -290,26 +290,27 @@ SweepSnapshot SweepFollower::update(std::optional<bool> writer_live, std::chrono
     const double end = snapshot.state == SweepState::running || !written ? now_s : *written;
     snapshot.elapsed_s = std::max(0.0, end - start);
   }
+}
 
-  // ETA as the progress lines give it (eta.hpp), from this run's final rows.
-  if (snapshot.state == SweepState::running && !runs_.empty()) {
-    const ExampleLimits limits{static_cast<std::size_t>(runs_.back().max_train_examples),
-                               static_cast<std::size_t>(runs_.back().max_test_examples)};
-    EtaInputs inputs;
-    inputs.workers = snapshot.workers;
-    for (const TrialRow& row : trial_rows_)
-      if (row.run == runs_.back().run && is_final_row(row))
-        inputs.finished.push_back(finished_trial(cost_of(get_fixed(row.trial_id), limits), row));
-    for (const TrialView& trial : snapshot.running_trials)
-      inputs.running.push_back({cost_of(trial.trial_id, limits), trial.elapsed_s});
-    for (const std::string& id : left_ids) inputs.waiting.push_back(cost_of(id, limits));
-    // Without the sweep's text the left ones have no ids: alike, unnamed.
-    for (auto i = static_cast<std::int64_t>(left_ids.size()); i < snapshot.left; ++i)
-      inputs.waiting.push_back(cost_of({}, limits));
-    snapshot.eta_s = remaining_seconds(inputs);
-  }
-  snapshot.nodes = node_memory();
-  return snapshot;
+std::optional<double> SweepFollower::eta_of(const SweepSnapshot& snapshot, const std::vector<std::string>& left_ids,
+                                            std::chrono::system_clock::time_point now) {
+  // From this run's final rows, as the progress lines see the sweep.
+  const RunRow& run = runs_.back();
+  const ExampleLimits limits{static_cast<std::size_t>(run.max_train_examples),
+                             static_cast<std::size_t>(run.max_test_examples)};
+  std::vector<FinishedTrial> finished;
+  for (const TrialRow& row : trial_rows_)
+    if (row.run == run.run && is_final_row(row))
+      finished.push_back(finished_trial(cost_of(get_fixed(row.trial_id), limits), row));
+  std::vector<RunningTrial> running;
+  for (const TrialView& trial : snapshot.running_trials)
+    running.push_back({cost_of(trial.trial_id, limits), trial.elapsed_s});
+  std::vector<TrialCost> waiting;
+  for (const std::string& id : left_ids) waiting.push_back(cost_of(id, limits));
+  // Without the sweep's text the left ones have no ids: alike, unnamed.
+  for (auto i = static_cast<std::int64_t>(left_ids.size()); i < snapshot.left; ++i)
+    waiting.push_back(cost_of({}, limits));
+  return eta_.seconds_left(finished, running, waiting, snapshot.workers, seconds_since_epoch(now));
 }
 
 }  // namespace memsweep::watch

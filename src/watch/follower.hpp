@@ -74,6 +74,16 @@ class SweepFollower {
   std::string host_of_rank(std::int32_t rank) const;
   std::vector<NodeMemory> node_memory() const;
   TrialCost cost_of(const std::string& id, const ExampleLimits& limits) const;
+  // update()'s steps.
+  void add_running_trials(SweepSnapshot& snapshot) const;
+  // Counts done, failed, running and left; the left ones' ids, in plan order.
+  std::vector<std::string> count_trials(SweepSnapshot& snapshot) const;
+  void count_trial(const std::string& id, const std::set<std::string>& running_ids, SweepSnapshot& snapshot,
+                   std::vector<std::string>& left_ids) const;
+  static SweepState state_of(const SweepSnapshot& snapshot, std::optional<bool> writer_live);
+  void add_times(SweepSnapshot& snapshot, std::chrono::system_clock::time_point now) const;
+  std::optional<double> eta_of(const SweepSnapshot& snapshot, const std::vector<std::string>& left_ids,
+                               std::chrono::system_clock::time_point now);
 
   std::filesystem::path path_;
   std::string follow_trial_;
@@ -84,11 +94,11 @@ class SweepFollower {
   std::uint64_t samples_read_ = 0;
   std::vector<TrialRow> trial_rows_;
   std::map<AttemptKey, std::size_t> row_of_attempt_;  // index in trial_rows_
-  std::map<std::string, std::size_t> newest_row_of_trial_;
-  std::map<std::string, int> attempts_of_trial_;  // rows per trial id
-  std::map<AttemptKey, Attempt> attempts_;        // with samples and no row yet, and the followed trial's
+  StandingRows standing_;                             // the row that stands for each trial (indices into trial_rows_)
+  std::map<AttemptKey, Attempt> attempts_;            // with samples and no row yet, and the followed trial's
   std::map<std::int32_t, SampleRow> newest_sample_of_rank_;
   std::vector<RunRow> runs_;
+  SweepEta eta_;
 };
 
 }  // namespace memsweep::watch

@@ -7,7 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <cstdint>
 #include <stdexcept>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 namespace memsweep {
 namespace {
@@ -168,6 +173,70 @@ TEST(SampleRowOf, MovesCountersToTheFilesColumnOrder) {
   EXPECT_EQ(row.counters[0], 30);
   EXPECT_EQ(row.counters[1], -1);
   EXPECT_EQ(row.counters[2], 10);
+}
+
+// One trial's rows in file order, each (attempt, status), and the row that
+// stands for the trial: its latest final attempt, else its latest attempt.
+struct StandingCase {
+  std::string_view name;
+  std::vector<std::pair<std::int32_t, std::string_view>> rows;
+  std::size_t standing;
+};
+
+class StandingRowOfATrial : public ::testing::TestWithParam<StandingCase> {};
+
+TEST_P(StandingRowOfATrial, IsTheLatestFinalAttemptElseTheLatest) {
+  const StandingCase& c = GetParam();
+  std::vector<TrialRow> rows;
+  for (const auto& [attempt, status] : c.rows) {
+    TrialRow row{};
+    set_fixed(row.trial_id, "t00000000001");
+    row.attempt = attempt;
+    set_fixed(row.status, status);
+    rows.push_back(row);
+  }
+  const StandingRows standing = standing_rows(rows);
+  const StandingRows::Trial* trial = standing.find("t00000000001");
+  ASSERT_NE(trial, nullptr);
+  EXPECT_EQ(trial->row, c.standing);
+  EXPECT_EQ(trial->attempts, static_cast<int>(c.rows.size()));
+  EXPECT_THAT(standing.order(), ElementsAre("t00000000001"));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Attempts, StandingRowOfATrial,
+    ::testing::Values(StandingCase{"one_row", {{0, "ok"}}, 0},
+                      StandingCase{"failed_then_retried_ok", {{0, "failed"}, {1, "ok"}}, 1},
+                      StandingCase{"final_then_an_interrupted_retry", {{0, "failed"}, {1, "interrupted"}}, 0},
+                      StandingCase{"neither_final_the_later", {{0, "interrupted"}, {1, "killed"}}, 1},
+                      StandingCase{"final_not_last", {{0, "interrupted"}, {1, "ok"}, {2, "killed"}}, 1},
+                      StandingCase{"two_final_the_later", {{0, "timeout"}, {1, "over_budget"}}, 1},
+                      StandingCase{"unknown_status_is_not_final", {{0, "ok"}, {1, "exploded"}}, 0},
+                      // Rows of a resumed file come in file order, not attempt order.
+                      StandingCase{"later_attempt_earlier_in_the_file", {{1, "interrupted"}, {0, "killed"}}, 0}),
+    [](const ::testing::TestParamInfo<StandingCase>& test) { return std::string(test.param.name); });
+
+TEST(StandingRows, EachTrialInTheOrderOfItsFirstRowWithItsOwnAttempts) {
+  std::vector<TrialRow> rows(4);
+  for (const auto& [index, id, attempt, status] :
+       {std::tuple{0, "t00000000002", 0, "failed"}, std::tuple{1, "t00000000001", 0, "ok"},
+        std::tuple{2, "t00000000002", 1, "ok"}, std::tuple{3, "t00000000002", 2, "interrupted"}}) {
+    set_fixed(rows[index].trial_id, id);
+    rows[index].attempt = attempt;
+    set_fixed(rows[index].status, status);
+  }
+  // Added a row at a time, as watch reads them, and all at once: the same.
+  StandingRows added;
+  for (std::size_t i = 0; i < rows.size(); ++i) added.add(rows, i);
+  for (const StandingRows& standing : {added, standing_rows(rows)}) {
+    EXPECT_THAT(standing.order(), ElementsAre("t00000000002", "t00000000001"));
+    ASSERT_EQ(standing.by_id().size(), 2u);
+    EXPECT_EQ(standing.find("t00000000002")->row, 2u);
+    EXPECT_EQ(standing.find("t00000000002")->attempts, 3);
+    EXPECT_EQ(standing.find("t00000000001")->row, 1u);
+    EXPECT_EQ(standing.find("t00000000001")->attempts, 1);
+    EXPECT_EQ(standing.find("t00000000003"), nullptr);
+  }
 }
 
 TEST(SweepHash, SixteenHexDigits) {

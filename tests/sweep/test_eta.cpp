@@ -231,5 +231,40 @@ TEST(RemainingSeconds, ProcessStartIsAFixedCostPerTrial) {
   EXPECT_NEAR(*remaining_seconds(inputs), 3.5, 1e-9);
 }
 
+// ---- SweepEta: the one ETA the progress lines and watch show -------------------
+
+TEST(SweepEta, FewTrialsWaitingIsWorkedOutAtEveryCall) {
+  EtaInputs inputs = after_the_mlps();  // 4 CNNs waiting: 40 s
+  SweepEta eta;
+  EXPECT_NEAR(*eta.seconds_left(inputs.finished, inputs.running, inputs.waiting, inputs.workers, 100.0), 40.0, 1e-9);
+  // Two of them gone a tenth of a second later: worked out again, one round.
+  inputs.waiting.resize(2);
+  EXPECT_NEAR(*eta.seconds_left(inputs.finished, inputs.running, inputs.waiting, inputs.workers, 100.1), 20.0, 1e-9);
+}
+
+TEST(SweepEta, ManyTrialsWaitingIsWorkedOutOnceASecondAndCountedDownBetween) {
+  const EtaInputs few = after_the_mlps();
+  std::vector<TrialCost> waiting(2 * SweepEta::kWaitingWorkedOutEachTime, few.waiting[0]);
+  SweepEta eta;
+  const double first = *eta.seconds_left(few.finished, {}, waiting, 2, 100.0);
+  EXPECT_NEAR(first, *remaining_seconds(few.finished, {}, waiting, 2), 1e-9);
+  // Half the trials gone within the second: still the first one, less the time since.
+  waiting.resize(SweepEta::kWaitingWorkedOutEachTime + 1);
+  EXPECT_NEAR(*eta.seconds_left(few.finished, {}, waiting, 2, 100.25), first - 0.25, 1e-9);
+  // A second on: worked out anew.
+  EXPECT_NEAR(*eta.seconds_left(few.finished, {}, waiting, 2, 101.0), *remaining_seconds(few.finished, {}, waiting, 2),
+              1e-9);
+}
+
+TEST(SweepEta, NothingToFitKeepsTheLastEstimateForTheCountdown) {
+  const EtaInputs few = after_the_mlps();
+  const std::vector<TrialCost> waiting(SweepEta::kWaitingWorkedOutEachTime + 1, few.waiting[0]);
+  SweepEta eta;
+  EXPECT_FALSE(eta.seconds_left({}, {}, waiting, 2, 100.0)) << "no finished trial: no estimate, none kept";
+  EXPECT_FALSE(eta.seconds_left({}, {}, waiting, 2, 100.5));
+  const double first = *eta.seconds_left(few.finished, {}, waiting, 2, 101.0);
+  EXPECT_NEAR(*eta.seconds_left(few.finished, {}, waiting, 2, 101.5), first - 0.5, 1e-9);
+}
+
 }  // namespace
 }  // namespace memsweep

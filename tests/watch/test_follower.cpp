@@ -8,6 +8,7 @@
 #include "support/child_process.hpp"
 #include "support/temp_dir.hpp"
 #include "watch/follower.hpp"
+#include "watch/watch_fixtures.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -20,33 +21,9 @@ namespace {
 
 using memsweep::testing::ChildProcess;
 
-// Four trials: 2 learning rates x 2 batch sizes, 3 epochs each.
-constexpr char kSweepText[] = R"([sweep]
-name = "follow-test"
-seed = 3
+using memsweep::testing::follow_header;
 
-[defaults]
-dataset = "synthetic"
-synthetic = { shape = [1, 8, 8], classes = 4, train_size = 64, test_size = 16 }
-epochs = 3
-
-[grid]
-learning_rate = [0.1, 0.01]
-batch_size = [8, 16]
-)";
-
-std::vector<TrialSpec> sweep_trials() { return parse_sweep(kSweepText, "follow-test.toml").trials; }
-
-FileHeader follow_header() {
-  FileHeader header = memsweep::testing::example_header();
-  header.sweep_name = "follow-test";
-  header.sweep_text = kSweepText;
-  header.part.clear();
-  header.ranks = 3;
-  header.hosts = {"node-0", "node-1", "node-2"};
-  header.planned_trials = 4;
-  return header;
-}
+std::vector<TrialSpec> sweep_trials() { return memsweep::testing::follow_sweep_trials(); }
 
 // `count` samples of one attempt on `rank`: 10 ms apart, epochs of 50
 // samples from epoch 0 (setup), RSS rising 4 KiB a sample from `first_rss`.

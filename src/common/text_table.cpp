@@ -1,11 +1,11 @@
-#include "cli/table.hpp"
+#include "common/text_table.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <string_view>
 
-namespace memsweep::cli {
+namespace memsweep {
 namespace {
 
 // ASCII's unit separator: no cell holds it (they are names and numbers).
@@ -57,4 +57,4 @@ void PackedTable::write(std::FILE* out) const {
   for (const std::string& row : rows_) fmt::print(out, "{}", line_of(cells_of(row), widths_));
 }
 
-}  // namespace memsweep::cli
+}  // namespace memsweep

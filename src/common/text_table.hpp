@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace memsweep::cli {
+namespace memsweep {
 
 using TableRow = std::vector<std::string>;
 
@@ -27,4 +27,4 @@ class PackedTable {
   std::vector<std::string> rows_;  // cells apart by kCellSeparator
 };
 
-}  // namespace memsweep::cli
+}  // namespace memsweep
