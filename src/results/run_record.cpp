@@ -1,5 +1,7 @@
 #include "memsweep/run_record.hpp"
 
+#include "memsweep/flush_interval.hpp"
+
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -111,7 +113,8 @@ std::string continue_command(const RunRow& run, const std::string& output, const
   if (run.trial_timeout > 0) words.insert(words.end(), {"--trial-timeout", fmt::format("{}s", run.trial_timeout)});
   const std::string source = get_fixed(run.counter_source);
   if (!source.empty() && source != "auto") words.insert(words.end(), {"--counter-source", source});
-  if (run.flush_interval != 2.0) words.insert(words.end(), {"--flush-interval", fmt::format("{}", run.flush_interval)});
+  if (run.flush_interval != kDefaultFlushSeconds)
+    words.insert(words.end(), {"--flush-interval", fmt::format("{}", run.flush_interval)});
   if (run.no_swmr != 0) words.emplace_back("--no-swmr");
 
   std::string command;
