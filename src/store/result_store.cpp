@@ -405,6 +405,8 @@ void ResultStore::append_trial(const TrialRow& row, std::string_view message) {
   impl_->flush();
 }
 
+void ResultStore::append_trial(const TrialRow& row) { append_trial(row, get_fixed(row.message)); }
+
 void ResultStore::append_samples(std::span<const SampleRow> rows) {
   store::silence_hdf5_errors();
   impl_->check_open();
