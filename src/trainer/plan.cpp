@@ -287,6 +287,13 @@ class PlanMaker {
 // A layer's memories: its input, the gradient of that input (none for the
 // first layer), its output and the output's gradient, and max-pooling's
 // argmax.
+// A primitive's step, its implementation noted for implementations().
+void Plan::add_step(std::vector<Step>& steps, const std::string& what, const dnnl::primitive_desc& pd,
+                    const std::vector<std::pair<int, memory>>& args, const PlanMaker& make) {
+  implementations_.push_back(implementation(what, pd));
+  make.add(steps, what, pd, args);
+}
+
 struct Plan::LayerWiring {
   memory in, in_gradient, out, out_gradient, workspace;
 };
@@ -324,52 +331,51 @@ std::vector<Plan::LayerWiring> Plan::wire_forward(const PlanLayout& layout, Para
   }
   // {batch, classes} -> {batch, classes}: the probabilities, along axis 1.
   probabilities_ = make.allocate(layout.softmax.dst_desc(0), activation_bytes_);
-  implementations_.push_back(implementation("softmax", layout.softmax));
-  make.add(forward_steps_, "softmax", layout.softmax,
-           {{DNNL_ARG_SRC, source}, {DNNL_ARG_DST, probabilities_}, make.scratch()});
+  add_step(forward_steps_, "softmax", layout.softmax,
+           {{DNNL_ARG_SRC, source}, {DNNL_ARG_DST, probabilities_}, make.scratch()}, make);
   return wiring;
 }
 
 void Plan::wire_layer_forward(const LayerLayout& layer, LayerWiring& w, ParameterStore& store, const PlanMaker& make) {
-  implementations_.push_back(implementation(layer.name + " forward", layer.forward));
   if (layer.kind == LayerLayout::Kind::pool) {
     // {batch, C, H, W} -> {batch, C, H/2, W/2}, and the argmax for backward.
     w.workspace = make.allocate(layer.forward.workspace_desc(), workspace_bytes_);
-    make.add(forward_steps_, layer.name + " forward", layer.forward,
-             {{DNNL_ARG_SRC, w.in}, {DNNL_ARG_DST, w.out}, {DNNL_ARG_WORKSPACE, w.workspace}, make.scratch()});
+    add_step(forward_steps_, layer.name + " forward", layer.forward,
+             {{DNNL_ARG_SRC, w.in}, {DNNL_ARG_DST, w.out}, {DNNL_ARG_WORKSPACE, w.workspace}, make.scratch()}, make);
     return;
   }
   // conv: {batch, C, H, W} (x) {O, C, 3, 3} + {O} -> {batch, O, H, W};
   // inner product: {batch, N} (x) {O, N} + {O} -> {batch, O} (N: C*H*W
   // after convolutions, weights {O, C, H, W}). ReLU fused, except the output.
-  make.add(forward_steps_, layer.name + " forward", layer.forward,
+  add_step(forward_steps_, layer.name + " forward", layer.forward,
            {{DNNL_ARG_SRC, w.in},
             {DNNL_ARG_WEIGHTS, store.values_memory(*layer.weights, make.engine())},
             {DNNL_ARG_BIAS, store.values_memory(*layer.bias, make.engine())},
             {DNNL_ARG_DST, w.out},
-            make.scratch()});
+            make.scratch()},
+           make);
 }
 
 void Plan::wire_backward(const LayerLayout& layer, const LayerWiring& w, ParameterStore& store, const PlanMaker& make) {
   if (layer.kind == LayerLayout::Kind::pool) {
     // d{batch, C, H/2, W/2} and the argmax -> d{batch, C, H, W}.
-    implementations_.push_back(implementation(layer.name + " backward", layer.backward_data));
-    make.add(backward_steps_, layer.name + " backward", layer.backward_data,
+    add_step(backward_steps_, layer.name + " backward", layer.backward_data,
              {{DNNL_ARG_DIFF_DST, w.out_gradient},
               {DNNL_ARG_WORKSPACE, w.workspace},
               {DNNL_ARG_DIFF_SRC, w.in_gradient},
-              make.scratch()});
+              make.scratch()},
+             make);
     return;
   }
   if (layer.relu) {
     // d{batch, O, ...} -> d{batch, O, ...}, from the output: in place, the
     // output's gradient becomes the pre-activation's.
-    implementations_.push_back(implementation(layer.name + " relu backward", layer.relu_backward));
-    make.add(backward_steps_, layer.name + " relu backward", layer.relu_backward,
+    add_step(backward_steps_, layer.name + " relu backward", layer.relu_backward,
              {{DNNL_ARG_DST, w.out},
               {DNNL_ARG_DIFF_DST, w.out_gradient},
               {DNNL_ARG_DIFF_SRC, w.out_gradient},
-              make.scratch()});
+              make.scratch()},
+             make);
   }
   wire_weights_backward(layer, w, store, make);
   if (!layer.first) wire_data_backward(layer, w, store, make);
@@ -386,8 +392,7 @@ void Plan::wire_weights_backward(const LayerLayout& layer, const LayerWiring& w,
   const memory::desc gradient_layout = layer.backward_weights.diff_weights_desc(0);
   const memory written =
       gradient.get_desc() == gradient_layout ? gradient : make.allocate(gradient_layout, reordered_weight_bytes_);
-  implementations_.push_back(implementation(layer.name + " backward weights", layer.backward_weights));
-  make.add(backward_steps_, layer.name + " backward weights", layer.backward_weights,
+  add_step(backward_steps_, layer.name + " backward weights", layer.backward_weights,
            {{DNNL_ARG_SRC, make.as_layout(w.in, layer.backward_weights.src_desc(0), backward_steps_,
                                           layer.name + " source reorder for backward", activation_bytes_)},
             {DNNL_ARG_DIFF_DST,
@@ -395,7 +400,8 @@ void Plan::wire_weights_backward(const LayerLayout& layer, const LayerWiring& w,
                             layer.name + " gradient reorder for backward weights", activation_gradient_bytes_)},
             {DNNL_ARG_DIFF_WEIGHTS, written},
             {DNNL_ARG_DIFF_BIAS, store.gradient_memory(*layer.bias, make.engine())},
-            make.scratch()});
+            make.scratch()},
+           make);
   if (written != gradient)
     make.add_reorder(backward_steps_, layer.name + " weights gradient reorder", written, gradient);
 }
@@ -408,8 +414,7 @@ void Plan::wire_data_backward(const LayerLayout& layer, const LayerWiring& w, Pa
   const memory::desc produced = layer.backward_data.diff_src_desc(0);
   const memory target =
       produced == w.in_gradient.get_desc() ? w.in_gradient : make.allocate(produced, activation_gradient_bytes_);
-  implementations_.push_back(implementation(layer.name + " backward data", layer.backward_data));
-  make.add(backward_steps_, layer.name + " backward data", layer.backward_data,
+  add_step(backward_steps_, layer.name + " backward data", layer.backward_data,
            {{DNNL_ARG_DIFF_DST,
              make.as_layout(w.out_gradient, layer.backward_data.diff_dst_desc(0), backward_steps_,
                             layer.name + " gradient reorder for backward data", activation_gradient_bytes_)},
@@ -417,7 +422,8 @@ void Plan::wire_data_backward(const LayerLayout& layer, const LayerWiring& w, Pa
              make.as_layout(store.values_memory(*layer.weights, make.engine()), layer.backward_data.weights_desc(0),
                             backward_steps_, layer.name + " weights reorder", reordered_weight_bytes_)},
             {DNNL_ARG_DIFF_SRC, target},
-            make.scratch()});
+            make.scratch()},
+           make);
   if (target != w.in_gradient)
     make.add_reorder(backward_steps_, layer.name + " source gradient reorder", target, w.in_gradient);
 }

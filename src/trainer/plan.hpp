@@ -92,6 +92,8 @@ class Plan {
 
  private:
   struct LayerWiring;
+  void add_step(std::vector<Step>& steps, const std::string& what, const dnnl::primitive_desc& pd,
+                const std::vector<std::pair<int, dnnl::memory>>& args, const PlanMaker& make);
   std::vector<LayerWiring> wire_forward(const PlanLayout& layout, ParameterStore& store, const PlanMaker& make);
   void wire_layer_forward(const LayerLayout& layer, LayerWiring& w, ParameterStore& store, const PlanMaker& make);
   void wire_backward(const LayerLayout& layer, const LayerWiring& w, ParameterStore& store, const PlanMaker& make);
