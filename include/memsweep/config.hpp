@@ -5,6 +5,7 @@
 
 #include "memsweep/dataset_spec.hpp"
 #include "memsweep/error.hpp"
+#include "memsweep/optimizer_spec.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -31,18 +32,8 @@ inline constexpr int kDefaultSamplerIntervalMs = 10;
 
 // `alexnet` is a fixed convolution stack (model_spec.hpp) before `hidden`.
 enum class ModelKind { mlp, cnn, alexnet };
-enum class OptimizerKind { sgd, momentum, adam };
 
 std::string_view model_name(ModelKind kind);
-std::string_view optimizer_name(OptimizerKind kind);
-
-struct OptimizerSpec {
-  OptimizerKind kind = OptimizerKind::sgd;
-  double momentum = 0.9;  // used by `momentum`
-  double beta1 = 0.9;     // used by `adam`
-  double beta2 = 0.999;   // used by `adam`
-  double epsilon = 1e-8;  // used by `adam`
-};
 
 // A value of a trial's [params] table: free parameters that mean something
 // only to its program. Scalars, or a list of scalars.
