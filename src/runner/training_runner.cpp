@@ -188,6 +188,7 @@ struct TrainingRunner::Impl {
   void open_dataset(Attempt& attempt, const TrialSpec& trial);
   void place_in_cgroup(Attempt& attempt);
   void adopt_process(Attempt& attempt);
+  void spawn(Attempt& attempt, const SpawnRequest& request);
   void limit_cgroup_to_budget(Attempt& attempt);
   void start_process(Attempt& attempt, const TrialSpec& trial);
   void spawn_trial_process(Attempt& attempt, const TrialSpec& trial);
@@ -347,6 +348,18 @@ void TrainingRunner::Impl::limit_cgroup_to_budget(Attempt& attempt) {
   }
 }
 
+// The fork and exec, timed from here; a process that cannot start fails the
+// trial. The process then joins the trial's cgroup.
+void TrainingRunner::Impl::spawn(Attempt& attempt, const SpawnRequest& request) {
+  attempt.spawned = Clock::now();
+  try {
+    attempt.process.emplace(ChildProcess::spawn(request));
+  } catch (const std::exception& error) {
+    return finish(attempt, TrialStatus::failed, one_line(error.what()));
+  }
+  adopt_process(attempt);
+}
+
 // Spawn, job, ready, baseline, and the budget before the start.
 void TrainingRunner::Impl::start_process(Attempt& attempt, const TrialSpec& trial) {
   ++trials_started;
@@ -367,13 +380,8 @@ void TrainingRunner::Impl::spawn_trial_process(Attempt& attempt, const TrialSpec
   request.control_fd = attempt.control.read_end();
   request.report_fd = attempt.reports.write_end();
   request.dataset_fd = attempt.data->fd();
-  attempt.spawned = Clock::now();
-  try {
-    attempt.process.emplace(ChildProcess::spawn(request));
-  } catch (const std::exception& error) {
-    return finish(attempt, TrialStatus::failed, one_line(error.what()));
-  }
-  adopt_process(attempt);
+  spawn(attempt, request);
+  if (attempt.ended) return;
   attempt.control.close_read();
   attempt.reports.close_write();  // the process holds the only write end: its end closes the pipe
   ::fcntl(attempt.reports.read_end(), F_SETFL, O_NONBLOCK);
@@ -704,13 +712,8 @@ void TrainingRunner::Impl::spawn_program(Attempt& attempt, PreparedProgram& prog
   request.stdout_fd = program.output.out.get();
   request.stderr_fd = program.output.err.get();
   request.start_gate_fd = gate.read_end();
-  attempt.spawned = Clock::now();
-  try {
-    attempt.process.emplace(ChildProcess::spawn(request));
-  } catch (const std::exception& error) {
-    return finish(attempt, TrialStatus::failed, one_line(error.what()));
-  }
-  adopt_process(attempt);
+  spawn(attempt, request);
+  if (attempt.ended) return;
   event_pipe.close_write();
   gate.close_read();
   ::fcntl(event_pipe.read_end(), F_SETFL, O_NONBLOCK);
