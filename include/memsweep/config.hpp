@@ -5,12 +5,14 @@
 
 #include "memsweep/dataset_spec.hpp"
 #include "memsweep/error.hpp"
+#include "memsweep/optimizer_spec.hpp"
 
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 namespace memsweep {
@@ -30,18 +32,8 @@ inline constexpr int kDefaultSamplerIntervalMs = 10;
 
 // `alexnet` is a fixed convolution stack (model_spec.hpp) before `hidden`.
 enum class ModelKind { mlp, cnn, alexnet };
-enum class OptimizerKind { sgd, momentum, adam };
 
 std::string_view model_name(ModelKind kind);
-std::string_view optimizer_name(OptimizerKind kind);
-
-struct OptimizerSpec {
-  OptimizerKind kind = OptimizerKind::sgd;
-  double momentum = 0.9;  // used by `momentum`
-  double beta1 = 0.9;     // used by `adam`
-  double beta2 = 0.999;   // used by `adam`
-  double epsilon = 1e-8;  // used by `adam`
-};
 
 // A value of a trial's [params] table: free parameters that mean something
 // only to its program. Scalars, or a list of scalars.
@@ -143,19 +135,22 @@ struct SweepSpec {
 };
 
 // A sweep-file error: names the file, the line and the key, and says what
-// was expected. what() is "FILE:LINE: KEY: MESSAGE".
+// was expected. what() is "FILE:LINE: KEY: DETAIL" ("FILE:LINE: DETAIL"
+// without a key); each part is also a field of its own.
 class ConfigError : public InputError {
  public:
-  ConfigError(std::string file, int line, std::string key, const std::string& message);
+  ConfigError(std::string file, int line, std::string key, std::string detail);
 
   const std::string& file() const { return file_; }
   int line() const { return line_; }
-  const std::string& key() const { return key_; }
+  const std::string& key() const { return key_; }        // dotted ("trial[0].hidden[2]"), or empty
+  const std::string& detail() const { return detail_; }  // what was expected, and found
 
  private:
   std::string file_;
   int line_;
   std::string key_;
+  std::string detail_;
 };
 
 // Parses and expands a sweep file. Throws ConfigError for bad content and
@@ -164,5 +159,20 @@ SweepSpec load_sweep_file(const std::filesystem::path& path);
 
 // The same, from text; `source_name` is used in messages.
 SweepSpec parse_sweep(std::string_view text, const std::string& source_name);
+
+// One field of a trial described outside a sweep file, by its [[trial]]
+// key ("dataset", "hidden", "batch_size", ...), with a text, a whole number
+// or a list of whole numbers.
+struct TrialField {
+  std::string name;
+  std::variant<std::string, std::int64_t, std::vector<std::int64_t>> value;
+};
+
+// The trial that a sweep file named `source_name` holding one [[trial]]
+// with these fields would give: the same checks, defaults, origin
+// ("SOURCE:1 trial[0]") and id. A bad value throws ConfigError whose key()
+// is "trial[0].FIELD" (with "[i]" for a list's element) and whose detail()
+// says what was expected.
+TrialSpec trial_from_fields(const std::vector<TrialField>& fields, const std::string& source_name);
 
 }  // namespace memsweep

@@ -2,13 +2,14 @@
 // The network a trial trains, as layers: pure description shared by the
 // sweep file's checks, the trainer and the memory estimate.
 
-#include "memsweep/config.hpp"
 #include "memsweep/dataset_spec.hpp"
 
 #include <string>
 #include <vector>
 
 namespace memsweep {
+
+struct TrialSpec;  // config.hpp
 
 // A convolution block: 3x3 convolution (stride 1, padding 1, so the image
 // keeps its size) → ReLU → optionally a 2x2 max-pool of stride 2.

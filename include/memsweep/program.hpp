@@ -6,7 +6,10 @@
 #include "memsweep/config.hpp"
 
 #include <cstddef>
+#include <filesystem>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -44,5 +47,19 @@ ProgramInvocation program_invocation(const TrialSpec& trial, const ProgramRunVal
 // program is not found (PATH, or relative to its workdir) or is not an
 // executable regular file. Nothing for a built-in trial.
 void check_program(const TrialSpec& trial);
+
+// Why `path` cannot be started, as exec sees it ("not found", "not
+// executable", "a directory, not a program", ...), or empty when it can.
+std::string unrunnable(const std::filesystem::path& path);
+
+// The lookup execvp makes for a `name` without a '/': the first folder of
+// `path_list` (PATH's ':'-separated folders) holding a runnable `name`, as
+// a path, or nullopt. An empty entry means `empty_entry_folder` (itself
+// empty: `name` as it is, in the working directory). `first_problem`, when
+// given and still empty, gets "CANDIDATE is WHY" for the first match that
+// exists but cannot run.
+std::optional<std::string> find_on_path(const std::string& name, std::string_view path_list,
+                                        const std::filesystem::path& empty_entry_folder,
+                                        std::string* first_problem = nullptr);
 
 }  // namespace memsweep

@@ -9,9 +9,9 @@
 // batch of the training set, the last partial batch of the test set), and
 // reused every step.
 
-#include "memsweep/config.hpp"
 #include "memsweep/dataset.hpp"
 #include "memsweep/model_spec.hpp"
+#include "memsweep/optimizer_spec.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -25,6 +25,8 @@
 #include <vector>
 
 namespace memsweep {
+
+struct TrialSpec;  // config.hpp: what train_trial() reads of a trial
 
 // A oneDNN call failed; the message says what was being built or run.
 class TrainerError : public std::runtime_error {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <string_view>
 #include <utility>
 
@@ -27,36 +28,20 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kOptionOf
                                                                                      {"batch_size", "--batch"},
                                                                                      {"epochs", "--epochs"}}};
 
-// A TOML basic string holding `text` exactly, whatever it contains.
-std::string toml_string(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\')
-      out += fmt::format("\\{}", c);
-    else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
-    else
-      out += c;
-  }
-  return out + "\"";
-}
-
 bool describes_a_trial(const EstimateOptions& o) {
   return o.dataset || o.model || o.optimizer || !o.hidden.empty() || !o.channels.empty() || o.batch || o.epochs;
 }
 
-// "command line:3: trial[0].batch_size: expected ..." -> "--batch: expected ...".
+// "trial[0].hidden[2]: expected ..." -> "--hidden: expected ...".
 InputError option_error(const ConfigError& error) {
-  const std::string what = error.what();
-  const std::string prefix = fmt::format("{}:{}: {}: ", error.file(), error.line(), error.key());
-  const std::string message = what.starts_with(prefix) ? what.substr(prefix.size()) : what;
-  // "trial[0].hidden[2]" -> "hidden"
   std::string_view key = std::string_view(error.key()).substr(error.key().find('.') + 1);
   key = key.substr(0, key.find('['));
   for (const auto& [name, option] : kOptionOfKey)
-    if (key == name) return InputError(fmt::format("{}: {}", option, message));
-  return InputError(message);
+    if (key == name) return InputError(fmt::format("{}: {}", option, error.detail()));
+  return InputError(error.detail());
 }
+
+std::vector<std::int64_t> whole_numbers(const std::vector<int>& values) { return {values.begin(), values.end()}; }
 
 std::string trial_heading(const TrialSpec& trial, ExampleCounts counts) {
   return fmt::format("trial {} ({}): {}, {} {}, {}, batch {}, {} + {} examples", trial.id, trial.origin,
@@ -92,17 +77,16 @@ void add_estimate_command(CLI::App& app, EstimateOptions& options) {
 }
 
 TrialSpec trial_from_options(const EstimateOptions& o) {
-  std::string text = "[[trial]]\n";
-  if (o.dataset) text += fmt::format("dataset = {}\n", toml_string(*o.dataset));
-  if (o.model) text += fmt::format("model = {}\n", toml_string(*o.model));
-  if (o.optimizer) text += fmt::format("optimizer = {}\n", toml_string(*o.optimizer));
-  if (!o.hidden.empty()) text += fmt::format("hidden = [{}]\n", fmt::join(o.hidden, ", "));
-  if (!o.channels.empty()) text += fmt::format("channels = [{}]\n", fmt::join(o.channels, ", "));
-  if (o.batch) text += fmt::format("batch_size = {}\n", *o.batch);
-  if (o.epochs) text += fmt::format("epochs = {}\n", *o.epochs);
+  std::vector<TrialField> fields;
+  if (o.dataset) fields.push_back({"dataset", *o.dataset});
+  if (o.model) fields.push_back({"model", *o.model});
+  if (o.optimizer) fields.push_back({"optimizer", *o.optimizer});
+  if (!o.hidden.empty()) fields.push_back({"hidden", whole_numbers(o.hidden)});
+  if (!o.channels.empty()) fields.push_back({"channels", whole_numbers(o.channels)});
+  if (o.batch) fields.push_back({"batch_size", std::int64_t{*o.batch}});
+  if (o.epochs) fields.push_back({"epochs", std::int64_t{*o.epochs}});
   try {
-    SweepSpec sweep = parse_sweep(text, std::string(kCommandLineSource));
-    return std::move(sweep.trials.front());
+    return trial_from_fields(fields, std::string(kCommandLineSource));
   } catch (const ConfigError& error) {
     throw option_error(error);
   }

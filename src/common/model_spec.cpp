@@ -1,5 +1,7 @@
 #include "memsweep/model_spec.hpp"
 
+#include "memsweep/config.hpp"
+
 #include <fmt/format.h>
 
 namespace memsweep {

@@ -52,9 +52,19 @@ std::string search_path() {
   return path;
 }
 
-// Why `path` cannot be started, or empty when it can. As exec sees it:
-// symbolic links followed, and the x bit for this user (root needs one x
-// bit set).
+void check_on_path(const ProgramSpec& program, const std::string& name) {
+  const std::string path = search_path();
+  std::string first_problem;  // a match that cannot run, as execvp would skip it
+  if (find_on_path(name, path, {}, &first_problem)) return;
+  if (!first_problem.empty())
+    fail_at_program(program, fmt::format("program \"{}\": {} (and nothing else on PATH runs)", name, first_problem));
+  fail_at_program(program, fmt::format("program \"{}\": not found on PATH ({})", name, path));
+}
+
+}  // namespace
+
+// As exec sees it: symbolic links followed, and the x bit for this user
+// (root needs one x bit set).
 std::string unrunnable(const fs::path& path) {
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0)
@@ -65,26 +75,22 @@ std::string unrunnable(const fs::path& path) {
   return "";
 }
 
-void check_on_path(const ProgramSpec& program, const std::string& name) {
-  const std::string path = search_path();
-  std::string first_problem;  // a match that cannot run, as execvp would skip it
+std::optional<std::string> find_on_path(const std::string& name, std::string_view path_list,
+                                        const fs::path& empty_entry_folder, std::string* first_problem) {
   std::size_t start = 0;
-  while (start <= path.size()) {
-    const std::size_t end = std::min(path.find(':', start), path.size());
-    const std::string dir = path.substr(start, end - start);  // empty: the working directory
-    const fs::path candidate = dir.empty() ? fs::path(name) : fs::path(dir) / name;
+  while (start <= path_list.size()) {
+    const std::size_t end = std::min(path_list.find(':', start), path_list.size());
+    const std::string folder(path_list.substr(start, end - start));
+    const fs::path base = folder.empty() ? empty_entry_folder : fs::path(folder);
+    const fs::path candidate = base.empty() ? fs::path(name) : base / name;
     const std::string problem = unrunnable(candidate);
-    if (problem.empty()) return;
-    if (problem != "not found" && first_problem.empty())
-      first_problem = fmt::format("{} is {}", candidate.string(), problem);
+    if (problem.empty()) return candidate.string();
+    if (first_problem != nullptr && problem != "not found" && first_problem->empty())
+      *first_problem = fmt::format("{} is {}", candidate.string(), problem);
     start = end + 1;
   }
-  if (!first_problem.empty())
-    fail_at_program(program, fmt::format("program \"{}\": {} (and nothing else on PATH runs)", name, first_problem));
-  fail_at_program(program, fmt::format("program \"{}\": not found on PATH ({})", name, path));
+  return std::nullopt;
 }
-
-}  // namespace
 
 ProgramInvocation program_invocation(const TrialSpec& trial, const ProgramRunValues& values) {
   if (!trial.program) throw std::logic_error("program_invocation: trial " + trial.id + " has no program");

@@ -11,6 +11,9 @@
 #include <cmath>
 #include <functional>
 #include <optional>
+#include <stdexcept>
+#include <type_traits>
+#include <variant>
 
 namespace memsweep::config_detail {
 namespace {
@@ -243,3 +246,32 @@ TrialSpec build_trial(const TrialDraft& defaults, const TrialSpec& defaults_appl
 }
 
 }  // namespace memsweep::config_detail
+
+namespace memsweep {
+
+TrialSpec trial_from_fields(const std::vector<TrialField>& fields, const std::string& source_name) {
+  using namespace config_detail;
+  const Place origin{source_name, 1, "trial[0]"};
+  TrialDraft own;
+  for (const TrialField& field : fields) {
+    if (!is_trial_field(field.name))
+      throw std::invalid_argument("trial_from_fields: \"" + field.name + "\" is not a trial field");
+    TomlValue value = std::visit(
+        [](const auto& given) {
+          using Given = std::decay_t<decltype(given)>;
+          if constexpr (std::is_same_v<Given, std::vector<std::int64_t>>)
+            return TomlValue(TomlArray(given.begin(), given.end()));
+          else
+            return TomlValue(given);
+        },
+        field.value);
+    own.insert_or_assign(field.name, FieldValue{std::move(value), Place{source_name, 1, "trial[0]." + field.name}});
+  }
+  // In key order, as a [[trial]] table's are checked.
+  for (const auto& [name, field] : own) check_field_value(name, field);
+  TrialSpec trial = build_trial({}, apply_defaults({}, SweepSpec{}.seed), own, origin, {});
+  trial.plan_index = 0;
+  return trial;
+}
+
+}  // namespace memsweep

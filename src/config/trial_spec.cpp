@@ -124,11 +124,12 @@ std::string trial_id(const TrialSpec& trial) {
   return fmt::format(FMT_COMPILE("{:0{}x}"), hash >> (64 - 4 * kIdHexDigits), kIdHexDigits);
 }
 
-ConfigError::ConfigError(std::string file, int line, std::string key, const std::string& message)
-    : InputError(key.empty() ? fmt::format("{}:{}: {}", file, line, message)
-                             : fmt::format("{}:{}: {}: {}", file, line, key, message)),
+ConfigError::ConfigError(std::string file, int line, std::string key, std::string detail)
+    : InputError(key.empty() ? fmt::format("{}:{}: {}", file, line, detail)
+                             : fmt::format("{}:{}: {}: {}", file, line, key, detail)),
       file_(std::move(file)),
       line_(line),
-      key_(std::move(key)) {}
+      key_(std::move(key)),
+      detail_(std::move(detail)) {}
 
 }  // namespace memsweep

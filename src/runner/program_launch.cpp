@@ -10,11 +10,6 @@ extern char** environ;
 namespace memsweep::runner_detail {
 namespace {
 
-bool is_executable_file(const std::string& path) {
-  struct stat info {};
-  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && ::access(path.c_str(), X_OK) == 0;
-}
-
 std::string_view name_of(std::string_view entry) { return entry.substr(0, entry.find('=')); }
 
 }  // namespace
@@ -25,21 +20,11 @@ std::optional<std::string> find_executable(const std::string& name, std::string_
   if (name.find('/') != std::string::npos) {
     const std::filesystem::path path = name;
     const std::string full = path.is_relative() && !workdir.empty() ? (workdir / path).string() : name;
-    if (is_executable_file(full)) return full;
+    if (unrunnable(full).empty()) return full;
     return std::nullopt;
   }
   // As execvp does: an empty entry is the working folder.
-  std::size_t start = 0;
-  while (start <= path_list.size()) {
-    const std::size_t end = std::min(path_list.find(':', start), path_list.size());
-    const std::string folder(path_list.substr(start, end - start));
-    const std::filesystem::path base =
-        folder.empty() ? (workdir.empty() ? std::filesystem::path(".") : workdir) : std::filesystem::path(folder);
-    const std::string candidate = (base / name).string();
-    if (is_executable_file(candidate)) return candidate;
-    start = end + 1;
-  }
-  return std::nullopt;
+  return find_on_path(name, path_list, workdir.empty() ? std::filesystem::path(".") : workdir);
 }
 
 std::vector<std::string> merged_environment(const std::vector<std::string>& base,

@@ -142,6 +142,7 @@ struct Attempt {
   OomCounters oom_before;
   Pipe control;
   Pipe reports;
+  Clock::time_point spawned;  // just before the fork
   std::optional<ChildProcess> process;
   std::optional<FrameReader> report_reader;
   std::unique_ptr<MemoryProbe> probe;  // the process's /proc files, on the runner's thread
@@ -154,6 +155,29 @@ void set_message(Attempt& attempt, std::string_view message) {
   set_fixed(attempt.row.message, message);
 }
 
+// The row's memory columns from the trial process's region.
+void record_trial_measures(TrialRow& row, const RegionSummary& region, const WatchReport& seen,
+                           const RegionBaseline& baseline) {
+  row.rss_peak = std::max(region.peak_rss_bytes, seen.last_peak);
+  // One process, memsweep's own: its peak is the tree's and the largest's.
+  row.processes = 1;
+  row.process_peak_max = row.rss_peak;
+  row.rss_peak_hwm_sum = row.rss_peak;
+  row.rss_mean = region.mean_rss_bytes;
+  if (row.rss_peak >= 0 && baseline.rss_bytes >= 0) row.rss_footprint = row.rss_peak - baseline.rss_bytes;
+  row.sys_used_mean = region.sys_used_mean_bytes;
+  row.samples = region.samples;
+  row.dropped_samples = region.dropped_samples;
+  if (seen.outcome.result) {
+    row.epochs_done = seen.outcome.result->epochs_done;
+    row.final_train_loss = seen.outcome.result->final_train_loss;
+    row.test_accuracy = seen.outcome.result->test_accuracy;
+  }
+}
+
+struct ProgramOutput;
+struct PreparedProgram;
+
 }  // namespace
 
 struct TrainingRunner::Impl {
@@ -163,10 +187,24 @@ struct TrainingRunner::Impl {
 
   void open_dataset(Attempt& attempt, const TrialSpec& trial);
   void place_in_cgroup(Attempt& attempt);
+  void adopt_process(Attempt& attempt);
+  void spawn(Attempt& attempt, const SpawnRequest& request);
+  void limit_cgroup_to_budget(Attempt& attempt);
   void start_process(Attempt& attempt, const TrialSpec& trial);
+  void spawn_trial_process(Attempt& attempt, const TrialSpec& trial);
+  void hand_over_job(Attempt& attempt, const TrialSpec& trial);
+  void take_baseline(Attempt& attempt);
+  void check_budget_before_start(Attempt& attempt);
+  void begin_region(Attempt& attempt, std::int32_t phase, std::unique_ptr<MemoryProbe> probe);
+  WatchSettings watch_settings(const Attempt& attempt, const TrialSpec& trial, const TrialContext& context) const;
   void train(Attempt& attempt, const TrialSpec& trial, const TrialContext& context, TrialSink& sink);
   // A user's program instead of memsweep's trial process (docs/runner.md, "Programs").
   void run_program(Attempt& attempt, const TrialSpec& trial, const TrialContext& context, TrialSink& sink);
+  std::optional<PreparedProgram> prepare_program(Attempt& attempt, const TrialSpec& trial, const TrialContext& context);
+  void spawn_program(Attempt& attempt, PreparedProgram& program, Pipe& event_pipe, Pipe& gate);
+  void open_gate(Attempt& attempt, Pipe& gate);
+  void watch_program(Attempt& attempt, const TrialSpec& trial, const TrialContext& context, TrialSink& sink,
+                     Pipe& event_pipe, ProcessTreeProbe& tree, const ProgramOutput& output);
   std::string program_data_dir(const TrialSpec& trial) const;
   // The row's status and end columns from how the process ended.
   void record_end(Attempt& attempt, ProcessOutcome outcome, std::string_view before_message = {});
@@ -291,38 +329,75 @@ void TrainingRunner::Impl::place_in_cgroup(Attempt& attempt) {
   }
 }
 
+// The process as the trial's: its pid in the row, its cgroup, the isolation.
+void TrainingRunner::Impl::adopt_process(Attempt& attempt) {
+  attempt.row.pid = attempt.process->pid();
+  place_in_cgroup(attempt);
+  set_fixed(attempt.row.isolation, isolation_name(attempt.cgroup ? cgroups.isolation() : Isolation::proc));
+}
+
+// The budget as the cgroup's limit: the kernel holds the trial to it even
+// between two of the rank's checks. If the limit cannot be set, the rank's
+// checks alone enforce it.
+void TrainingRunner::Impl::limit_cgroup_to_budget(Attempt& attempt) {
+  if (!attempt.budget || !attempt.cgroup) return;
+  try {
+    attempt.cgroup->set_limit(*attempt.budget);
+    attempt.cgroup_limit_is_budget = true;
+  } catch (const std::exception&) {
+  }
+}
+
+// The fork and exec, timed from here; a process that cannot start fails the
+// trial. The process then joins the trial's cgroup.
+void TrainingRunner::Impl::spawn(Attempt& attempt, const SpawnRequest& request) {
+  attempt.spawned = Clock::now();
+  try {
+    attempt.process.emplace(ChildProcess::spawn(request));
+  } catch (const std::exception& error) {
+    return finish(attempt, TrialStatus::failed, one_line(error.what()));
+  }
+  adopt_process(attempt);
+}
+
 // Spawn, job, ready, baseline, and the budget before the start.
 void TrainingRunner::Impl::start_process(Attempt& attempt, const TrialSpec& trial) {
-  TrialRow& row = attempt.row;
   ++trials_started;
   attempt.oom_before = read_oom_counters(cgroups);
+  spawn_trial_process(attempt, trial);
+  if (!attempt.ended) hand_over_job(attempt, trial);
+  if (!attempt.ended) take_baseline(attempt);
+  if (!attempt.ended) check_budget_before_start(attempt);
+  // Now that the ready process is known to fit.
+  if (!attempt.ended) limit_cgroup_to_budget(attempt);
+}
+
+// `memsweep trial ID`, with its control and report pipes and the dataset.
+void TrainingRunner::Impl::spawn_trial_process(Attempt& attempt, const TrialSpec& trial) {
   SpawnRequest request;
   request.executable = options.trial_executable;
   request.argv = {"memsweep", "trial", trial.id};
   request.control_fd = attempt.control.read_end();
   request.report_fd = attempt.reports.write_end();
   request.dataset_fd = attempt.data->fd();
-  const Clock::time_point spawn_start = Clock::now();
-  try {
-    attempt.process.emplace(ChildProcess::spawn(request));
-  } catch (const std::exception& error) {
-    return finish(attempt, TrialStatus::failed, one_line(error.what()));
-  }
-  row.pid = attempt.process->pid();
-  place_in_cgroup(attempt);
-  set_fixed(row.isolation, isolation_name(attempt.cgroup ? cgroups.isolation() : Isolation::proc));
+  spawn(attempt, request);
+  if (attempt.ended) return;
   attempt.control.close_read();
   attempt.reports.close_write();  // the process holds the only write end: its end closes the pipe
   ::fcntl(attempt.reports.read_end(), F_SETFL, O_NONBLOCK);
-  FrameReader& reports = attempt.report_reader.emplace(attempt.reports.read_end());
+  attempt.report_reader.emplace(attempt.reports.read_end());
+}
 
+// The job to the process, and its first report: ready, or why not.
+void TrainingRunner::Impl::hand_over_job(Attempt& attempt, const TrialSpec& trial) {
+  FrameReader& reports = *attempt.report_reader;
   TrialJob job;
   job.trial = trial;
   job.threads = options.threads > 0 ? options.threads : default_thread_count();
   job.predicted_bytes = attempt.predicted ? static_cast<std::int64_t>(*attempt.predicted) : -1;
   if (!write_frame(attempt.control.write_end(), encode(job)))
     return record_end(attempt, {}, "the trial process ended before its job");
-  const std::optional<Frame> first = wait_for_frame(reports, spawn_start + options.start_timeout);
+  const std::optional<Frame> first = wait_for_frame(reports, attempt.spawned + options.start_timeout);
   if (!first && !reports.at_end()) {
     attempt.process->send_signal(SIGKILL);
     return record_end(attempt, {},
@@ -337,51 +412,45 @@ void TrainingRunner::Impl::start_process(Attempt& attempt, const TrialSpec& tria
     return record_end(attempt, std::move(outcome));
   }
   decode_ready(*first);  // checks that it is a whole ready report
-  row.start_seconds = seconds_between(spawn_start, Clock::now());
-  timings.start_seconds = row.start_seconds;
+  attempt.row.start_seconds = seconds_between(attempt.spawned, Clock::now());
+  timings.start_seconds = attempt.row.start_seconds;
+}
 
-  // The baseline: the ready process, data mapped, nothing of the trial built.
+// The baseline: the ready process, data mapped, nothing of the trial built.
+void TrainingRunner::Impl::take_baseline(Attempt& attempt) {
   attempt.probe = make_proc_memory_probe(attempt.process->pid());
   ProcessMemory memory;
   if (attempt.probe->read_process(memory)) attempt.baseline.rss_bytes = memory.rss_bytes;
-  row.rss_baseline = attempt.baseline.rss_bytes;
-  if (!attempt.budget) return;
-  if (attempt.predicted && attempt.baseline.rss_bytes >= 0) {
-    if (auto message = over_budget_before_start(
-            *attempt.predicted, static_cast<std::uint64_t>(attempt.baseline.rss_bytes), *attempt.budget)) {
-      write_frame(attempt.control.write_end(), empty_frame(FrameType::exit));
-      attempt.process->reap(kExitGrace);
-      set_fixed(row.end_cause, end_cause::kExited);
-      timings.setup_seconds = seconds_between(attempt.entry, Clock::now()) - timings.dataset_seconds;
-      return finish(attempt, TrialStatus::over_budget, *message);
-    }
-  }
-  // The budget as the cgroup's limit, now that the ready process is known to
-  // fit: the kernel holds the trial to it even between two of the rank's
-  // checks. If the limit cannot be set, the rank's checks alone enforce it.
-  if (attempt.cgroup) {
-    try {
-      attempt.cgroup->set_limit(*attempt.budget);
-      attempt.cgroup_limit_is_budget = true;
-    } catch (const std::exception&) {
-    }
-  }
+  attempt.row.rss_baseline = attempt.baseline.rss_bytes;
 }
 
-// The measured region: the sampler on the process (its counters open now,
-// while it has one thread and waits), the go-ahead, the watch, and the
-// peak read while the process still exists (it waits for `exit` after its
-// result); a process that ended leaves its last reading.
-void TrainingRunner::Impl::train(Attempt& attempt, const TrialSpec& trial, const TrialContext& context,
-                                 TrialSink& sink) {
-  TrialRow& row = attempt.row;
-  ChildProcess& process = *attempt.process;
-  sampler->drain([](const SampleChunk&) {});  // what a trial whose sink threw left behind
-  sampler->set_phase(0, sample_phase::kSetup);
-  sampler->set_target(process.pid(), make_proc_memory_probe(process.pid()));
+// A trial whose prediction over its baseline passes its budget is not
+// started: the process is told to exit, and the row says why.
+void TrainingRunner::Impl::check_budget_before_start(Attempt& attempt) {
+  if (!attempt.budget || !attempt.predicted || attempt.baseline.rss_bytes < 0) return;
+  const std::optional<std::string> message = over_budget_before_start(
+      *attempt.predicted, static_cast<std::uint64_t>(attempt.baseline.rss_bytes), *attempt.budget);
+  if (!message) return;
+  write_frame(attempt.control.write_end(), empty_frame(FrameType::exit));
+  attempt.process->reap(kExitGrace);
+  set_fixed(attempt.row.end_cause, end_cause::kExited);
+  timings.setup_seconds = seconds_between(attempt.entry, Clock::now()) - timings.dataset_seconds;
+  finish(attempt, TrialStatus::over_budget, *message);
+}
+
+// The sampler on the process, from a fresh region: what a trial whose sink
+// threw left behind is dropped first.
+void TrainingRunner::Impl::begin_region(Attempt& attempt, std::int32_t phase, std::unique_ptr<MemoryProbe> probe) {
+  sampler->drain([](const SampleChunk&) {});
+  sampler->set_phase(0, phase);
+  sampler->set_target(attempt.process->pid(), std::move(probe));
   sampler->begin_region(attempt.baseline);
+}
+
+WatchSettings TrainingRunner::Impl::watch_settings(const Attempt& attempt, const TrialSpec& trial,
+                                                   const TrialContext& context) const {
   WatchSettings settings;
-  settings.trial_id = row.trial_id;
+  settings.trial_id = attempt.row.trial_id;
   settings.attempt = context.attempt;
   settings.rank = context.rank;
   settings.counter_slots = counter_slots;
@@ -390,7 +459,20 @@ void TrainingRunner::Impl::train(Attempt& attempt, const TrialSpec& trial, const
   settings.time_limit = time_limit(trial);
   settings.stop_grace = options.stop_grace;
   settings.external_stop = context.stop;
-  TrialWatch watch(std::move(settings), process, *attempt.report_reader, *sampler, *attempt.probe, sink);
+  settings.program = trial.program.has_value();
+  return settings;
+}
+
+// The measured region: the sampler on the process (its counters open now,
+// while it has one thread and waits), the go-ahead, the watch, and the
+// peak read while the process still exists (it waits for `exit` after its
+// result); a process that ended leaves its last reading.
+void TrainingRunner::Impl::train(Attempt& attempt, const TrialSpec& trial, const TrialContext& context,
+                                 TrialSink& sink) {
+  ChildProcess& process = *attempt.process;
+  begin_region(attempt, sample_phase::kSetup, make_proc_memory_probe(process.pid()));
+  TrialWatch watch(watch_settings(attempt, trial, context), process, *attempt.report_reader, *sampler, *attempt.probe,
+                   sink);
   const Clock::time_point go = Clock::now();
   timings.setup_seconds = seconds_between(attempt.entry, go) - timings.dataset_seconds;
   write_frame(attempt.control.write_end(), empty_frame(FrameType::go));
@@ -409,22 +491,7 @@ void TrainingRunner::Impl::train(Attempt& attempt, const TrialSpec& trial, const
   attempt.control.close_write();
   watch.forward_chunks();
 
-  row.rss_peak = std::max(region.peak_rss_bytes, seen.last_peak);
-  // One process, memsweep's own: its peak is the tree's and the largest's.
-  row.processes = 1;
-  row.process_peak_max = row.rss_peak;
-  row.rss_peak_hwm_sum = row.rss_peak;
-  row.rss_mean = region.mean_rss_bytes;
-  if (row.rss_peak >= 0 && attempt.baseline.rss_bytes >= 0)
-    row.rss_footprint = row.rss_peak - attempt.baseline.rss_bytes;
-  row.sys_used_mean = region.sys_used_mean_bytes;
-  row.samples = region.samples;
-  row.dropped_samples = region.dropped_samples;
-  if (seen.outcome.result) {
-    row.epochs_done = seen.outcome.result->epochs_done;
-    row.final_train_loss = seen.outcome.result->final_train_loss;
-    row.test_accuracy = seen.outcome.result->test_accuracy;
-  }
+  record_trial_measures(attempt.row, region, seen, attempt.baseline);
   record_end(attempt, std::move(seen.outcome));
   timings.teardown_seconds = seconds_between(training_end, Clock::now());
 }
@@ -436,7 +503,7 @@ void TrainingRunner::Impl::record_end(Attempt& attempt, ProcessOutcome outcome, 
     row.cgroup_peak = attempt.cgroup->report().peak_bytes;
     outcome.cgroup_limit_is_budget = attempt.cgroup_limit_is_budget;
   }
-  if (outcome.end.signal == SIGKILL && outcome.kill == RankKill::none)
+  if (needs_oom_evidence(outcome))
     outcome.oom_seen_in = oom_kill_seen(attempt.oom_before, read_oom_counters(cgroups), attempt.cgroup.get());
   const TrialEnding ending = decide_ending(outcome);
   row.end_signal = ending.signal;
@@ -518,6 +585,47 @@ void kill_tree(pid_t root, const ProcessTreeProbe& probe, const TrialCgroup* cgr
   }
 }
 
+// What starting the program takes, found before its fork.
+struct PreparedProgram {
+  ProgramInvocation invocation;
+  std::string executable;  // absolute: the child enters its workdir before it execs
+  std::vector<std::string> environment;
+  ProgramOutput output;
+};
+
+// The row's memory columns from the program's tree: its peak is the
+// largest of what the sampler, the tree probe, the kernel's rusage and the
+// watch saw; it has no ready point, so its footprint is its whole peak.
+void record_program_measures(TrialRow& row, const ProcessTreeStats& stats, const ProcessEnd& end,
+                             const RegionSummary& region, const WatchReport& seen) {
+  row.process_peak_max = std::max({stats.largest_peak, end.max_rss_bytes, seen.last_peak});
+  row.rss_peak = std::max(region.max_sampled_rss_bytes, row.process_peak_max);
+  row.rss_peak_hwm_sum = stats.peak_sum >= 0 ? std::max(stats.peak_sum, row.process_peak_max) : row.process_peak_max;
+  row.rss_footprint = row.rss_peak;
+  row.rss_mean = region.mean_rss_bytes;
+  row.sys_used_mean = region.sys_used_mean_bytes;
+  row.samples = region.samples;
+  row.dropped_samples = region.dropped_samples;
+  row.processes = stats.processes_seen;
+}
+
+// The row's training columns from what the program reported on its events
+// channel, and the Q&A rule's prediction from the model size it gave.
+void record_program_progress(TrialRow& row, const ProgramProgress& progress, const TrialSpec& trial) {
+  row.epochs_done = progress.epochs_done;
+  row.final_train_loss = progress.last_loss;
+  row.test_accuracy = progress.last_accuracy;
+  row.bad_event_lines = progress.bad_lines;
+  if (!progress.model_size) return;
+  RuleCounts counts;
+  counts.parameters = static_cast<std::uint64_t>(progress.model_size->parameters);
+  counts.activations_per_example = static_cast<std::uint64_t>(progress.model_size->activations_per_example);
+  const ImageShape input = model_spec(trial).input;
+  counts.input_per_example = static_cast<std::uint64_t>(input.channels) * input.height * input.width;
+  counts.batch = static_cast<std::uint64_t>(trial.batch_size);
+  row.predicted_bytes = static_cast<std::int64_t>(rule_estimate(counts).total());
+}
+
 }  // namespace
 
 // The folder holding the trial's dataset files, for {data_dir}: where
@@ -534,111 +642,108 @@ std::string TrainingRunner::Impl::program_data_dir(const TrialSpec& trial) const
 
 void TrainingRunner::Impl::run_program(Attempt& attempt, const TrialSpec& trial, const TrialContext& context,
                                        TrialSink& sink) {
-  TrialRow& row = attempt.row;
   ++trials_started;
   attempt.oom_before = read_oom_counters(cgroups);
-
-  // Its command line, environment and files.
-  ProgramRunValues values;
-  values.threads = options.threads > 0 ? options.threads : default_thread_count();
-  values.max_train_examples = options.max_train_examples;
-  values.max_test_examples = options.max_test_examples;
-  values.attempt = context.attempt;
-  ProgramInvocation invocation;
-  std::string executable;
-  std::vector<std::string> environment;
-  ProgramOutput output;
-  try {
-    values.data_dir = program_data_dir(trial);
-    invocation = program_invocation(trial, values);
-    invocation.env.emplace_back(kEventsFdVariable, std::to_string(kEventsFd));
-    invocation.env.emplace_back("MEMSWEEP_TRIAL_ID", trial.id);
-    environment = merged_environment(current_environment(), invocation.env);
-    const std::string path_list = environment_value(environment, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
-    const std::optional<std::string> found = find_executable(invocation.argv.at(0), path_list, invocation.workdir);
-    if (!found)
-      return finish(attempt, TrialStatus::failed,
-                    fmt::format("program \"{}\" not found{} or not executable", invocation.argv.at(0),
-                                invocation.argv.at(0).find('/') == std::string::npos ? " on PATH" : ""));
-    // Absolute: the child enters its workdir before it execs.
-    executable = std::filesystem::absolute(*found).string();
-    output = open_program_output(options.log_dir, trial, context.attempt);
-  } catch (const std::exception& error) {
-    return finish(attempt, TrialStatus::failed, one_line(error.what()));
-  }
-
+  std::optional<PreparedProgram> program = prepare_program(attempt, trial, context);
+  if (!program) return;
   Pipe event_pipe;
   Pipe gate;
-  SpawnRequest request;
-  request.executable = executable;
-  request.argv = invocation.argv;
-  request.program = true;
-  request.environment = std::move(environment);
-  request.workdir = invocation.workdir;
-  request.control_fd = event_pipe.write_end();  // kEventsFd: the program's events channel
-  request.stdout_fd = output.out.get();
-  request.stderr_fd = output.err.get();
-  request.start_gate_fd = gate.read_end();
-  const Clock::time_point spawn_start = Clock::now();
-  try {
-    attempt.process.emplace(ChildProcess::spawn(request));
-  } catch (const std::exception& error) {
-    return finish(attempt, TrialStatus::failed, one_line(error.what()));
-  }
-  ChildProcess& process = *attempt.process;
-  row.pid = process.pid();
-  place_in_cgroup(attempt);
-  set_fixed(row.isolation, isolation_name(attempt.cgroup ? cgroups.isolation() : Isolation::proc));
-  event_pipe.close_write();
-  gate.close_read();
-  ::fcntl(event_pipe.read_end(), F_SETFL, O_NONBLOCK);
-  if (attempt.budget && attempt.cgroup) {
-    try {
-      attempt.cgroup->set_limit(*attempt.budget);
-      attempt.cgroup_limit_is_budget = true;
-    } catch (const std::exception&) {
-    }
-  }
+  spawn_program(attempt, *program, event_pipe, gate);
+  if (attempt.ended) return;
+  limit_cgroup_to_budget(attempt);
 
   // The sampler and its counters on the waiting child, then its exec: the
   // program is counted from its first instruction. It has no ready point, so
   // its baseline is nothing and its footprint is its whole peak.
   const std::string procs = attempt.cgroup ? attempt.cgroup->procs_file() : std::string();
-  std::unique_ptr<ProcessTreeProbe> tree = make_process_tree_probe(process.pid(), procs);
+  std::unique_ptr<ProcessTreeProbe> tree = make_process_tree_probe(attempt.process->pid(), procs);
   attempt.baseline.rss_bytes = 0;
-  row.rss_baseline = 0;
-  sampler->drain([](const SampleChunk&) {});
+  attempt.row.rss_baseline = 0;
   // Unknown until the program reports a phase: one that reports none has
   // every sample unknown, not "setup".
-  sampler->set_phase(0, sample_phase::kUnknown);
-  sampler->set_target(process.pid(), make_process_tree_probe(process.pid(), procs));
-  sampler->begin_region(attempt.baseline);
+  begin_region(attempt, sample_phase::kUnknown, make_process_tree_probe(attempt.process->pid(), procs));
+  open_gate(attempt, gate);
+  if (!attempt.ended) watch_program(attempt, trial, context, sink, event_pipe, *tree, program->output);
+}
+
+// Its command line, environment, executable and output files.
+std::optional<PreparedProgram> TrainingRunner::Impl::prepare_program(Attempt& attempt, const TrialSpec& trial,
+                                                                     const TrialContext& context) {
+  ProgramRunValues values;
+  values.threads = options.threads > 0 ? options.threads : default_thread_count();
+  values.max_train_examples = options.max_train_examples;
+  values.max_test_examples = options.max_test_examples;
+  values.attempt = context.attempt;
+  PreparedProgram program;
+  try {
+    values.data_dir = program_data_dir(trial);
+    ProgramInvocation& invocation = program.invocation = program_invocation(trial, values);
+    invocation.env.emplace_back(kEventsFdVariable, std::to_string(kEventsFd));
+    invocation.env.emplace_back("MEMSWEEP_TRIAL_ID", trial.id);
+    program.environment = merged_environment(current_environment(), invocation.env);
+    const std::string path_list =
+        environment_value(program.environment, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
+    const std::optional<std::string> found = find_executable(invocation.argv.at(0), path_list, invocation.workdir);
+    if (!found) {
+      finish(attempt, TrialStatus::failed,
+             fmt::format("program \"{}\" not found{} or not executable", invocation.argv.at(0),
+                         invocation.argv.at(0).find('/') == std::string::npos ? " on PATH" : ""));
+      return std::nullopt;
+    }
+    program.executable = std::filesystem::absolute(*found).string();
+    program.output = open_program_output(options.log_dir, trial, context.attempt);
+  } catch (const std::exception& error) {
+    finish(attempt, TrialStatus::failed, one_line(error.what()));
+    return std::nullopt;
+  }
+  return program;
+}
+
+// The child forked, waiting at its start gate, with the events pipe's
+// write end as kEventsFd.
+void TrainingRunner::Impl::spawn_program(Attempt& attempt, PreparedProgram& program, Pipe& event_pipe, Pipe& gate) {
+  SpawnRequest request;
+  request.executable = program.executable;
+  request.argv = program.invocation.argv;
+  request.program = true;
+  request.environment = std::move(program.environment);
+  request.workdir = program.invocation.workdir;
+  request.control_fd = event_pipe.write_end();  // kEventsFd: the program's events channel
+  request.stdout_fd = program.output.out.get();
+  request.stderr_fd = program.output.err.get();
+  request.start_gate_fd = gate.read_end();
+  spawn(attempt, request);
+  if (attempt.ended) return;
+  event_pipe.close_write();
+  gate.close_read();
+  ::fcntl(event_pipe.read_end(), F_SETFL, O_NONBLOCK);
+}
+
+// The go-ahead through the start gate, and the child's exec confirmed.
+void TrainingRunner::Impl::open_gate(Attempt& attempt, Pipe& gate) {
   const char go = 1;
   const bool opened = ::write(gate.write_end(), &go, 1) == 1;
   gate.close_write();
   try {
     if (!opened) throw std::runtime_error("the program's process ended before it could start");
-    process.confirm_exec();
+    attempt.process->confirm_exec();
   } catch (const std::exception& error) {
     sampler->end_region();
     return record_end(attempt, {}, one_line(error.what()));
   }
-  row.start_seconds = seconds_between(spawn_start, Clock::now());
-  timings.start_seconds = row.start_seconds;
+  attempt.row.start_seconds = seconds_between(attempt.spawned, Clock::now());
+  timings.start_seconds = attempt.row.start_seconds;
+}
 
+// The watch until the program exits, the last look at its tree, whatever
+// of the tree is left killed, and the row.
+void TrainingRunner::Impl::watch_program(Attempt& attempt, const TrialSpec& trial, const TrialContext& context,
+                                         TrialSink& sink, Pipe& event_pipe, ProcessTreeProbe& tree,
+                                         const ProgramOutput& output) {
+  TrialRow& row = attempt.row;
+  ChildProcess& process = *attempt.process;
   EventLineReader reports(event_pipe.read_end());
-  WatchSettings settings;
-  settings.trial_id = row.trial_id;
-  settings.attempt = context.attempt;
-  settings.rank = context.rank;
-  settings.counter_slots = counter_slots;
-  settings.check_interval = options.check_interval;
-  settings.budget_bytes = attempt.budget;
-  settings.time_limit = time_limit(trial);
-  settings.stop_grace = options.stop_grace;
-  settings.external_stop = context.stop;
-  settings.program = true;
-  TrialWatch watch(std::move(settings), process, reports, *sampler, *tree, sink);
+  TrialWatch watch(watch_settings(attempt, trial, context), process, reports, *sampler, tree, sink);
   const Clock::time_point go_time = Clock::now();
   timings.setup_seconds = seconds_between(attempt.entry, go_time);
 
@@ -647,44 +752,22 @@ void TrainingRunner::Impl::run_program(Attempt& attempt, const TrialSpec& trial,
     seen = watch.run();
   } catch (...) {
     sampler->stop();
-    kill_tree(process.pid(), *tree, attempt.cgroup.get());
+    kill_tree(process.pid(), tree, attempt.cgroup.get());
     throw;
   }
   const Clock::time_point training_end = Clock::now();
   timings.training_seconds = seconds_between(go_time, training_end);
   std::int64_t largest = -1;
-  tree->read_peak_rss(largest);  // the last look at the descendants still there
-  kill_tree(process.pid(), *tree, attempt.cgroup.get());
+  tree.read_peak_rss(largest);  // the last look at the descendants still there
+  kill_tree(process.pid(), tree, attempt.cgroup.get());
   const RegionSummary region = sampler->end_region();
   watch.forward_chunks();
 
-  const ProcessTreeStats stats = tree->stats();
+  const ProcessTreeStats stats = tree.stats();
   const ProcessEnd end = process.reap();
-  row.process_peak_max = std::max({stats.largest_peak, end.max_rss_bytes, seen.last_peak});
-  row.rss_peak = std::max(region.max_sampled_rss_bytes, row.process_peak_max);
-  row.rss_peak_hwm_sum = stats.peak_sum >= 0 ? std::max(stats.peak_sum, row.process_peak_max) : row.process_peak_max;
-  row.rss_footprint = row.rss_peak;
-  row.rss_mean = region.mean_rss_bytes;
-  row.sys_used_mean = region.sys_used_mean_bytes;
-  row.samples = region.samples;
-  row.dropped_samples = region.dropped_samples;
-  row.processes = stats.processes_seen;
-
+  record_program_measures(row, stats, end, region, seen);
   const ProgramProgress& progress = reports.progress();
-  row.epochs_done = progress.epochs_done;
-  row.final_train_loss = progress.last_loss;
-  row.test_accuracy = progress.last_accuracy;
-  row.bad_event_lines = progress.bad_lines;
-  if (progress.model_size) {
-    // The Q&A rule on what the program says of its model.
-    RuleCounts counts;
-    counts.parameters = static_cast<std::uint64_t>(progress.model_size->parameters);
-    counts.activations_per_example = static_cast<std::uint64_t>(progress.model_size->activations_per_example);
-    const ImageShape input = model_spec(trial).input;
-    counts.input_per_example = static_cast<std::uint64_t>(input.channels) * input.height * input.width;
-    counts.batch = static_cast<std::uint64_t>(trial.batch_size);
-    row.predicted_bytes = static_cast<std::int64_t>(rule_estimate(counts).total());
-  }
+  record_program_progress(row, progress, trial);
   seen.outcome.output_tail = output_tail(read_file_end(output.err.get(), kTailReadBytes), kTailLines, kTailBytes);
   record_end(attempt, std::move(seen.outcome));
   if (progress.bad_lines > 0 && get_fixed(row.status) == status_name(TrialStatus::ok))

@@ -33,6 +33,10 @@ std::string when_text(double seconds, int epoch, bool evaluating) {
   return fmt::format("at {:.2f} s in epoch {}{}", seconds, epoch, evaluating ? " (evaluating)" : "");
 }
 
+bool needs_oom_evidence(const ProcessOutcome& outcome) {
+  return outcome.end.signal == SIGKILL && outcome.kill == RankKill::none;
+}
+
 TrialEnding decide_ending(const ProcessOutcome& outcome) {
   TrialEnding ending;
   const std::string when = when_text(outcome.seconds, outcome.epoch, outcome.evaluating);

@@ -47,7 +47,16 @@ struct TrialEnding {
   bool oom_killed = false;
 };
 
+// Which status wins, in this order (the cases: docs/runner.md, "How a
+// trial ends"): the rank's own kill, a program the sweep asked to stop, a
+// signal before any report (the OOM killer, a crash, someone else), a
+// program's exit status, a reported failure, a reported result, an exit
+// without either.
 TrialEnding decide_ending(const ProcessOutcome& outcome);
+
+// Whether the kernel's OOM counters can explain the end: a SIGKILL the rank
+// did not send.
+bool needs_oom_evidence(const ProcessOutcome& outcome);
 
 // "SIGSEGV (Segmentation fault)".
 std::string signal_text(int signal_number);

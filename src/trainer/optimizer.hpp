@@ -1,7 +1,7 @@
 #pragma once
 // SGD, SGD with momentum and Adam as loops over the flat parameter buffers.
 
-#include "memsweep/config.hpp"
+#include "memsweep/optimizer_spec.hpp"
 
 #include <cstdint>
 #include <span>

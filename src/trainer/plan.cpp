@@ -65,6 +65,8 @@ class LayoutBuilder {
     LayerLayout layer{LayerLayout::Kind::conv, fmt::format("conv{}", index)};
     layer.relu = true;
     layer.first = layout_.layers.empty();
+    // {batch, C, H, W} (x) {O, C, 3, 3} + {O} -> {batch, O, H, W}: stride 1,
+    // padding 1, ReLU fused.
     const memory::dims weight_dims{out_channels, in.channels, kKernel, kKernel};
     const memory::desc src({rows_, in.channels, in.height, in.width}, dt::f32, tag::any);
     const memory::desc any_weights(weight_dims, dt::f32, tag::any);
@@ -101,6 +103,7 @@ class LayoutBuilder {
 
   void pool(int index, int channels, const ImageShape& in) {
     LayerLayout layer{LayerLayout::Kind::pool, fmt::format("pool{}", index)};
+    // {batch, C, H, W} -> {batch, C, H/2, W/2}: 2x2 windows, stride 2.
     const memory::desc dst({rows_, channels, in.height / 2, in.width / 2}, dt::f32, tag::any);
     const auto forward = dnnl_call(layer.name + ": choosing the max-pooling", [&] {
       return dnnl::pooling_forward::primitive_desc(
@@ -124,7 +127,8 @@ class LayoutBuilder {
     LayerLayout layer{relu ? LayerLayout::Kind::fc : LayerLayout::Kind::output, name};
     layer.relu = relu;
     layer.first = layout_.layers.empty();
-    // After convolutions the source is 4-D and so are the weights (o, c, h, w).
+    // {batch, N} (x) {O, N} + {O} -> {batch, O}. After convolutions the source
+    // is 4-D and so are the weights: {batch, C, H, W} (x) {O, C, H, W}.
     memory::dims weight_dims = current_.dims();
     weight_dims[0] = outputs;
     const memory::desc plain(weight_dims, dt::f32, weight_dims.size() == 4 ? tag::oihw : tag::oi);
@@ -161,6 +165,7 @@ class LayoutBuilder {
   }
 
   PlanLayout finish() {
+    // {batch, classes} -> {batch, classes}, along axis 1.
     layout_.softmax = dnnl_call("choosing the softmax", [&] {
       return dnnl::softmax_forward::primitive_desc(
           dnnl::softmax_forward::desc(dnnl::prop_kind::forward_training, current_, 1), user_scratchpad(), engine_);
@@ -230,144 +235,197 @@ PlanLayout make_plan_layout(const ModelSpec& model, std::size_t rows, bool with_
   return builder.finish();
 }
 
-Plan::Plan(const PlanLayout& layout, ParameterStore& store, const memory& scratchpad, const dnnl::engine& engine,
-           bool dry)
-    : rows_(layout.rows),
-      with_backward_(layout.with_backward),
-      input_(dry ? memory(layout.user_input, engine, DNNL_MEMORY_NONE) : memory(layout.user_input, engine)),
-      input_floats_(floats_in(layout.user_input)),
-      labels_(dry ? 0 : layout.rows) {
-  const auto allocate = [&](const memory::desc& desc, std::size_t& counter) {
+// How a plan makes its memories and steps, by its purpose: for training,
+// memories with buffers and the primitives that run on them; for a
+// prediction, memories without buffers and no primitives (generating their
+// code is the slow part of building a plan): only the sizes are counted.
+class PlanMaker {
+ public:
+  PlanMaker(const dnnl::engine& engine, const memory& scratchpad, PlanPurpose purpose)
+      : engine_(engine), scratchpad_(scratchpad), purpose_(purpose) {}
+
+  const dnnl::engine& engine() const { return engine_; }
+  std::pair<int, memory> scratch() const { return {DNNL_ARG_SCRATCHPAD, scratchpad_}; }
+
+  // A memory of `desc`, its size counted in `counter`.
+  memory allocate(const memory::desc& desc, std::size_t& counter) const {
     counter += desc.get_size();
-    return dry ? memory(desc, engine, DNNL_MEMORY_NONE) : memory(desc, engine);
-  };
-  const std::pair<int, memory> scratch{DNNL_ARG_SCRATCHPAD, scratchpad};
-  // A dry plan (for memory predictions) creates no primitives: generating
-  // their code is the slow part of building a plan.
-  const auto add = [&](std::vector<Step>& steps, std::string what, const auto& pd,
-                       std::vector<std::pair<int, memory>> args) {
-    if (!dry) steps.emplace_back(std::move(what), pd.get(), args);
-  };
-  const auto add_reorder = [&](std::vector<Step>& steps, const std::string& what, const memory& from,
-                               const memory& to) {
-    const dnnl::reorder::primitive_desc pd(engine, from.get_desc(), engine, to.get_desc(), user_scratchpad());
-    if (pd.scratchpad_desc().get_size() > scratchpad.get_desc().get_size())
+    return allocates_buffers() ? memory(desc, engine_) : memory(desc, engine_, DNNL_MEMORY_NONE);
+  }
+
+  void add(std::vector<Step>& steps, std::string what, const dnnl::primitive_desc_base& pd,
+           const std::vector<std::pair<int, memory>>& args) const {
+    if (creates_primitives()) steps.emplace_back(std::move(what), pd.get(), args);
+  }
+
+  void add_reorder(std::vector<Step>& steps, const std::string& what, const memory& from, const memory& to) const {
+    const dnnl::reorder::primitive_desc pd(engine_, from.get_desc(), engine_, to.get_desc(), user_scratchpad());
+    if (pd.scratchpad_desc().get_size() > scratchpad_.get_desc().get_size())
       throw TrainerError(what + ": the reorder needs more scratchpad than any primitive");
-    add(steps, what, pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, scratch});
-  };
+    add(steps, what, pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, scratch()});
+  }
+
   // `from` as the layout a primitive wants: itself, or a copy that `steps`
   // reorders into just before the primitive runs.
-  const auto as_layout = [&](const memory& from, const memory::desc& want, std::vector<Step>& steps,
-                             const std::string& what, std::size_t& counter) {
+  memory as_layout(const memory& from, const memory::desc& want, std::vector<Step>& steps, const std::string& what,
+                   std::size_t& counter) const {
     if (from.get_desc() == want) return from;
     memory copy = allocate(want, counter);
     add_reorder(steps, what, from, copy);
     return copy;
-  };
+  }
 
-  // Per layer: its input, the gradient of that input (none for the first
-  // layer), its output and the output's gradient.
-  struct Wiring {
-    memory in, in_gradient, out, out_gradient, workspace;
-  };
-  std::vector<Wiring> wiring;
+ private:
+  bool allocates_buffers() const { return purpose_ == PlanPurpose::train; }
+  bool creates_primitives() const { return purpose_ == PlanPurpose::train; }
+
+  const dnnl::engine& engine_;
+  const memory& scratchpad_;
+  PlanPurpose purpose_;
+};
+
+// A layer's memories: its input, the gradient of that input (none for the
+// first layer), its output and the output's gradient, and max-pooling's
+// argmax.
+// A primitive's step, its implementation noted for implementations().
+void Plan::add_step(std::vector<Step>& steps, const std::string& what, const dnnl::primitive_desc& pd,
+                    const std::vector<std::pair<int, memory>>& args, const PlanMaker& make) {
+  implementations_.push_back(implementation(what, pd));
+  make.add(steps, what, pd, args);
+}
+
+struct Plan::LayerWiring {
+  memory in, in_gradient, out, out_gradient, workspace;
+};
+
+Plan::Plan(const PlanLayout& layout, ParameterStore& store, const memory& scratchpad, const dnnl::engine& engine,
+           PlanPurpose purpose)
+    : rows_(layout.rows),
+      with_backward_(layout.with_backward),
+      input_(purpose == PlanPurpose::train ? memory(layout.user_input, engine)
+                                           : memory(layout.user_input, engine, DNNL_MEMORY_NONE)),
+      input_floats_(floats_in(layout.user_input)),
+      labels_(purpose == PlanPurpose::train ? layout.rows : 0) {
+  const PlanMaker make(engine, scratchpad, purpose);
+  const std::vector<LayerWiring> wiring = wire_forward(layout, store, make);
+  if (!with_backward_) return;
+  logits_gradient_ = wiring.back().out_gradient;
+  for (std::size_t i = layout.layers.size(); i-- > 0;) wire_backward(layout.layers[i], wiring[i], store, make);
+}
+
+std::vector<Plan::LayerWiring> Plan::wire_forward(const PlanLayout& layout, ParameterStore& store,
+                                                  const PlanMaker& make) {
+  std::vector<LayerWiring> wiring;
   memory source = input_;
   memory source_gradient;
   for (const LayerLayout& layer : layout.layers) {
-    const bool conv = layer.kind == LayerLayout::Kind::conv;
-    if (conv)  // a convolution reads its source in the layout it chose
-      source = as_layout(source, layer.forward.src_desc(0), forward_steps_, layer.name + " source reorder",
-                         layer.first ? reordered_input_bytes_ : activation_bytes_);
-    Wiring w{source, source_gradient, allocate(layer.forward.dst_desc(0), activation_bytes_), {}, {}};
-    if (with_backward_) w.out_gradient = allocate(layer.forward.dst_desc(0), activation_gradient_bytes_);
-    implementations_.push_back(implementation(layer.name + " forward", layer.forward));
-    if (layer.kind == LayerLayout::Kind::pool) {
-      w.workspace = allocate(layer.forward.workspace_desc(), workspace_bytes_);
-      add(forward_steps_, layer.name + " forward", layer.forward,
-          std::vector<std::pair<int, memory>>{
-              {DNNL_ARG_SRC, w.in}, {DNNL_ARG_DST, w.out}, {DNNL_ARG_WORKSPACE, w.workspace}, scratch});
-    } else {
-      add(forward_steps_, layer.name + " forward", layer.forward,
-          std::vector<std::pair<int, memory>>{{DNNL_ARG_SRC, w.in},
-                                              {DNNL_ARG_WEIGHTS, store.values_memory(*layer.weights, engine)},
-                                              {DNNL_ARG_BIAS, store.values_memory(*layer.bias, engine)},
-                                              {DNNL_ARG_DST, w.out},
-                                              scratch});
-    }
+    if (layer.kind == LayerLayout::Kind::conv)  // a convolution reads its source in the layout it chose
+      source = make.as_layout(source, layer.forward.src_desc(0), forward_steps_, layer.name + " source reorder",
+                              layer.first ? reordered_input_bytes_ : activation_bytes_);
+    LayerWiring w{source, source_gradient, make.allocate(layer.forward.dst_desc(0), activation_bytes_), {}, {}};
+    if (with_backward_) w.out_gradient = make.allocate(layer.forward.dst_desc(0), activation_gradient_bytes_);
+    wire_layer_forward(layer, w, store, make);
     source = w.out;
     source_gradient = w.out_gradient;
     wiring.push_back(std::move(w));
   }
+  // {batch, classes} -> {batch, classes}: the probabilities, along axis 1.
+  probabilities_ = make.allocate(layout.softmax.dst_desc(0), activation_bytes_);
+  add_step(forward_steps_, "softmax", layout.softmax,
+           {{DNNL_ARG_SRC, source}, {DNNL_ARG_DST, probabilities_}, make.scratch()}, make);
+  return wiring;
+}
 
-  probabilities_ = allocate(layout.softmax.dst_desc(0), activation_bytes_);
-  implementations_.push_back(implementation("softmax", layout.softmax));
-  add(forward_steps_, "softmax", layout.softmax,
-      std::vector<std::pair<int, memory>>{{DNNL_ARG_SRC, source}, {DNNL_ARG_DST, probabilities_}, scratch});
-  if (!with_backward_) return;
-  logits_gradient_ = wiring.back().out_gradient;
-
-  for (std::size_t i = layout.layers.size(); i-- > 0;) {
-    const LayerLayout& layer = layout.layers[i];
-    const Wiring& w = wiring[i];
-    if (layer.kind == LayerLayout::Kind::pool) {
-      implementations_.push_back(implementation(layer.name + " backward", layer.backward_data));
-      add(backward_steps_, layer.name + " backward", layer.backward_data,
-          std::vector<std::pair<int, memory>>{{DNNL_ARG_DIFF_DST, w.out_gradient},
-                                              {DNNL_ARG_WORKSPACE, w.workspace},
-                                              {DNNL_ARG_DIFF_SRC, w.in_gradient},
-                                              scratch});
-      continue;
-    }
-    if (layer.relu) {
-      implementations_.push_back(implementation(layer.name + " relu backward", layer.relu_backward));
-      // In place: the output's gradient becomes the pre-activation's.
-      add(backward_steps_, layer.name + " relu backward", layer.relu_backward,
-          std::vector<std::pair<int, memory>>{{DNNL_ARG_DST, w.out},
-                                              {DNNL_ARG_DIFF_DST, w.out_gradient},
-                                              {DNNL_ARG_DIFF_SRC, w.out_gradient},
-                                              scratch});
-    }
-    // Weights' gradient, written straight into the optimizer's buffer when
-    // the layouts agree, else into a copy reordered there afterwards.
-    const memory gradient = store.gradient_memory(*layer.weights, engine);
-    const memory::desc gradient_layout = layer.backward_weights.diff_weights_desc(0);
-    const memory written =
-        gradient.get_desc() == gradient_layout ? gradient : allocate(gradient_layout, reordered_weight_bytes_);
-    implementations_.push_back(implementation(layer.name + " backward weights", layer.backward_weights));
-    add(backward_steps_, layer.name + " backward weights", layer.backward_weights,
-        std::vector<std::pair<int, memory>>{
-            {DNNL_ARG_SRC, as_layout(w.in, layer.backward_weights.src_desc(0), backward_steps_,
-                                     layer.name + " source reorder for backward", activation_bytes_)},
-            {DNNL_ARG_DIFF_DST,
-             as_layout(w.out_gradient, layer.backward_weights.diff_dst_desc(0), backward_steps_,
-                       layer.name + " gradient reorder for backward weights", activation_gradient_bytes_)},
-            {DNNL_ARG_DIFF_WEIGHTS, written},
-            {DNNL_ARG_DIFF_BIAS, store.gradient_memory(*layer.bias, engine)},
-            scratch});
-    if (written != gradient) add_reorder(backward_steps_, layer.name + " weights gradient reorder", written, gradient);
-    if (layer.first) {
-      gradients_ready_.push_back({backward_steps_.size(), *layer.weights, *layer.bias});
-      continue;
-    }
-
-    const memory::desc produced = layer.backward_data.diff_src_desc(0);
-    const memory target =
-        produced == w.in_gradient.get_desc() ? w.in_gradient : allocate(produced, activation_gradient_bytes_);
-    implementations_.push_back(implementation(layer.name + " backward data", layer.backward_data));
-    add(backward_steps_, layer.name + " backward data", layer.backward_data,
-        std::vector<std::pair<int, memory>>{
-            {DNNL_ARG_DIFF_DST,
-             as_layout(w.out_gradient, layer.backward_data.diff_dst_desc(0), backward_steps_,
-                       layer.name + " gradient reorder for backward data", activation_gradient_bytes_)},
-            {DNNL_ARG_WEIGHTS,
-             as_layout(store.values_memory(*layer.weights, engine), layer.backward_data.weights_desc(0),
-                       backward_steps_, layer.name + " weights reorder", reordered_weight_bytes_)},
-            {DNNL_ARG_DIFF_SRC, target},
-            scratch});
-    if (target != w.in_gradient)
-      add_reorder(backward_steps_, layer.name + " source gradient reorder", target, w.in_gradient);
-    gradients_ready_.push_back({backward_steps_.size(), *layer.weights, *layer.bias});
+void Plan::wire_layer_forward(const LayerLayout& layer, LayerWiring& w, ParameterStore& store, const PlanMaker& make) {
+  if (layer.kind == LayerLayout::Kind::pool) {
+    // {batch, C, H, W} -> {batch, C, H/2, W/2}, and the argmax for backward.
+    w.workspace = make.allocate(layer.forward.workspace_desc(), workspace_bytes_);
+    add_step(forward_steps_, layer.name + " forward", layer.forward,
+             {{DNNL_ARG_SRC, w.in}, {DNNL_ARG_DST, w.out}, {DNNL_ARG_WORKSPACE, w.workspace}, make.scratch()}, make);
+    return;
   }
+  // conv: {batch, C, H, W} (x) {O, C, 3, 3} + {O} -> {batch, O, H, W};
+  // inner product: {batch, N} (x) {O, N} + {O} -> {batch, O} (N: C*H*W
+  // after convolutions, weights {O, C, H, W}). ReLU fused, except the output.
+  add_step(forward_steps_, layer.name + " forward", layer.forward,
+           {{DNNL_ARG_SRC, w.in},
+            {DNNL_ARG_WEIGHTS, store.values_memory(*layer.weights, make.engine())},
+            {DNNL_ARG_BIAS, store.values_memory(*layer.bias, make.engine())},
+            {DNNL_ARG_DST, w.out},
+            make.scratch()},
+           make);
+}
+
+void Plan::wire_backward(const LayerLayout& layer, const LayerWiring& w, ParameterStore& store, const PlanMaker& make) {
+  if (layer.kind == LayerLayout::Kind::pool) {
+    // d{batch, C, H/2, W/2} and the argmax -> d{batch, C, H, W}.
+    add_step(backward_steps_, layer.name + " backward", layer.backward_data,
+             {{DNNL_ARG_DIFF_DST, w.out_gradient},
+              {DNNL_ARG_WORKSPACE, w.workspace},
+              {DNNL_ARG_DIFF_SRC, w.in_gradient},
+              make.scratch()},
+             make);
+    return;
+  }
+  if (layer.relu) {
+    // d{batch, O, ...} -> d{batch, O, ...}, from the output: in place, the
+    // output's gradient becomes the pre-activation's.
+    add_step(backward_steps_, layer.name + " relu backward", layer.relu_backward,
+             {{DNNL_ARG_DST, w.out},
+              {DNNL_ARG_DIFF_DST, w.out_gradient},
+              {DNNL_ARG_DIFF_SRC, w.out_gradient},
+              make.scratch()},
+             make);
+  }
+  wire_weights_backward(layer, w, store, make);
+  if (!layer.first) wire_data_backward(layer, w, store, make);
+  gradients_ready_.push_back({backward_steps_.size(), *layer.weights, *layer.bias});
+}
+
+// conv: {batch, C, H, W} and d{batch, O, H, W} -> d{O, C, 3, 3} + d{O};
+// inner product: {batch, N} and d{batch, O} -> d{O, N} + d{O}. The weights'
+// gradient is written straight into the optimizer's buffer when the layouts
+// agree, else into a copy reordered there afterwards.
+void Plan::wire_weights_backward(const LayerLayout& layer, const LayerWiring& w, ParameterStore& store,
+                                 const PlanMaker& make) {
+  const memory gradient = store.gradient_memory(*layer.weights, make.engine());
+  const memory::desc gradient_layout = layer.backward_weights.diff_weights_desc(0);
+  const memory written =
+      gradient.get_desc() == gradient_layout ? gradient : make.allocate(gradient_layout, reordered_weight_bytes_);
+  add_step(backward_steps_, layer.name + " backward weights", layer.backward_weights,
+           {{DNNL_ARG_SRC, make.as_layout(w.in, layer.backward_weights.src_desc(0), backward_steps_,
+                                          layer.name + " source reorder for backward", activation_bytes_)},
+            {DNNL_ARG_DIFF_DST,
+             make.as_layout(w.out_gradient, layer.backward_weights.diff_dst_desc(0), backward_steps_,
+                            layer.name + " gradient reorder for backward weights", activation_gradient_bytes_)},
+            {DNNL_ARG_DIFF_WEIGHTS, written},
+            {DNNL_ARG_DIFF_BIAS, store.gradient_memory(*layer.bias, make.engine())},
+            make.scratch()},
+           make);
+  if (written != gradient)
+    make.add_reorder(backward_steps_, layer.name + " weights gradient reorder", written, gradient);
+}
+
+// conv: d{batch, O, H, W} (x) {O, C, 3, 3} -> d{batch, C, H, W};
+// inner product: d{batch, O} (x) {O, N} -> d{batch, N}. Into the input's
+// gradient, or a copy reordered into it.
+void Plan::wire_data_backward(const LayerLayout& layer, const LayerWiring& w, ParameterStore& store,
+                              const PlanMaker& make) {
+  const memory::desc produced = layer.backward_data.diff_src_desc(0);
+  const memory target =
+      produced == w.in_gradient.get_desc() ? w.in_gradient : make.allocate(produced, activation_gradient_bytes_);
+  add_step(backward_steps_, layer.name + " backward data", layer.backward_data,
+           {{DNNL_ARG_DIFF_DST,
+             make.as_layout(w.out_gradient, layer.backward_data.diff_dst_desc(0), backward_steps_,
+                            layer.name + " gradient reorder for backward data", activation_gradient_bytes_)},
+            {DNNL_ARG_WEIGHTS,
+             make.as_layout(store.values_memory(*layer.weights, make.engine()), layer.backward_data.weights_desc(0),
+                            backward_steps_, layer.name + " weights reorder", reordered_weight_bytes_)},
+            {DNNL_ARG_DIFF_SRC, target},
+            make.scratch()},
+           make);
+  if (target != w.in_gradient)
+    make.add_reorder(backward_steps_, layer.name + " source gradient reorder", target, w.in_gradient);
 }
 
 void Plan::forward(dnnl::stream& stream) const {

@@ -60,12 +60,17 @@ class LayerGradientsReady {
   virtual void gradients_ready(std::size_t weights, std::size_t bias) = 0;
 };
 
+// What a plan is built for. For training: memories with buffers and the
+// primitives that run on them. For a memory prediction: no buffer and no
+// primitive, only the sizes a training plan would hold.
+enum class PlanPurpose { train, predict };
+
+class PlanMaker;  // makes memories and steps as the purpose says (plan.cpp)
+
 class Plan {
  public:
-  // A `dry` plan allocates no memory and creates no primitives: it only
-  // counts what a real one would hold.
   Plan(const PlanLayout& layout, ParameterStore& store, const dnnl::memory& scratchpad, const dnnl::engine& engine,
-       bool dry = false);
+       PlanPurpose purpose);
 
   std::size_t rows() const { return rows_; }
   bool with_backward() const { return with_backward_; }
@@ -86,6 +91,16 @@ class Plan {
   std::vector<std::string> implementations() const { return implementations_; }
 
  private:
+  struct LayerWiring;
+  void add_step(std::vector<Step>& steps, const std::string& what, const dnnl::primitive_desc& pd,
+                const std::vector<std::pair<int, dnnl::memory>>& args, const PlanMaker& make);
+  std::vector<LayerWiring> wire_forward(const PlanLayout& layout, ParameterStore& store, const PlanMaker& make);
+  void wire_layer_forward(const LayerLayout& layer, LayerWiring& w, ParameterStore& store, const PlanMaker& make);
+  void wire_backward(const LayerLayout& layer, const LayerWiring& w, ParameterStore& store, const PlanMaker& make);
+  void wire_weights_backward(const LayerLayout& layer, const LayerWiring& w, ParameterStore& store,
+                             const PlanMaker& make);
+  void wire_data_backward(const LayerLayout& layer, const LayerWiring& w, ParameterStore& store, const PlanMaker& make);
+
   std::size_t rows_;
   bool with_backward_;
   dnnl::memory input_;

@@ -3,6 +3,10 @@
 
 #include "memsweep/trainer.hpp"
 
+// The trial as the sweep file describes it: this file turns one into a
+// TrainerConfig and its epochs.
+#include "memsweep/config.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>

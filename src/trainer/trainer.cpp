@@ -123,7 +123,8 @@ Trainer::Trainer(const TrainerConfig& config) : impl_(std::make_unique<Impl>(con
   impl_->scratchpad_bytes = scratchpad_bytes(layouts);
   impl_->scratchpad = dnnl::memory(scratchpad_desc(impl_->scratchpad_bytes), impl_->engine);
   for (const PlanLayout& layout : layouts)
-    impl_->plans.push_back(std::make_unique<Plan>(layout, impl_->store, impl_->scratchpad, impl_->engine));
+    impl_->plans.push_back(
+        std::make_unique<Plan>(layout, impl_->store, impl_->scratchpad, impl_->engine, PlanPurpose::train));
 }
 
 TrainerMemory predict_trainer_memory(const TrainerConfig& config) {
@@ -135,7 +136,7 @@ TrainerMemory predict_trainer_memory(const TrainerConfig& config) {
   const dnnl::memory no_scratchpad(scratchpad_desc(scratchpad), engine, DNNL_MEMORY_NONE);
   std::vector<std::unique_ptr<Plan>> plans;
   for (const PlanLayout& layout : layouts)
-    plans.push_back(std::make_unique<Plan>(layout, store, no_scratchpad, engine, /*dry=*/true));
+    plans.push_back(std::make_unique<Plan>(layout, store, no_scratchpad, engine, PlanPurpose::predict));
   return account(store, Optimizer(config.optimizer, config.learning_rate).state_copies(), plans, scratchpad);
 }
 

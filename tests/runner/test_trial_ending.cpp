@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <ostream>
+#include <string_view>
 
 namespace memsweep::runner_detail {
 namespace {
@@ -148,6 +150,120 @@ TEST(WhenText, SaysTheTimeTheEpochAndThePhase) {
   EXPECT_EQ(signal_text(SIGKILL), "SIGKILL (Killed)");
   EXPECT_TRUE(is_crash_signal(SIGBUS));
   EXPECT_FALSE(is_crash_signal(SIGTERM));
+}
+
+// ------------------------------------------------------- which status wins
+// One row a precedence rule: the facts the rank gathered of a process's
+// end, and the status and end cause that win.
+
+struct PrecedenceRow {
+  const char* rule;
+  ProcessOutcome facts;
+  TrialStatus status;
+  std::string_view cause;
+};
+
+void PrintTo(const PrecedenceRow& row, std::ostream* out) { *out << row.rule; }
+
+struct Facts {
+  ProcessOutcome outcome;
+  Facts& signal(int number) {
+    outcome.end.signal = number;
+    return *this;
+  }
+  Facts& exited(int status) {
+    outcome.end.exited = true;
+    outcome.end.exit_status = status;
+    return *this;
+  }
+  Facts& rank_kill(RankKill kill) {
+    outcome.kill = kill;
+    outcome.kill_message = "the rank's words";
+    return *this;
+  }
+  Facts& oom_reported() {
+    outcome.oom_seen_in = "the trial's cgroup";
+    return *this;
+  }
+  Facts& limit_is_budget() {
+    outcome.cgroup_limit_is_budget = true;
+    return *this;
+  }
+  Facts& result(ResultOutcome kind) {
+    outcome.result = ResultReport{kind, "said", 1, 0.5, 0.5};
+    return *this;
+  }
+  Facts& failure() {
+    outcome.failure = FailureReport{"it failed"};
+    return *this;
+  }
+  Facts& program() {
+    outcome.program = true;
+    return *this;
+  }
+  Facts& stop_requested() {
+    outcome.stop_requested = true;
+    return *this;
+  }
+  operator ProcessOutcome() const { return outcome; }  // NOLINT: rows read as sentences
+};
+
+Facts facts() { return {}; }
+
+class StatusPrecedence : public ::testing::TestWithParam<PrecedenceRow> {};
+
+TEST_P(StatusPrecedence, TheRuleDecides) {
+  const PrecedenceRow& row = GetParam();
+  const TrialEnding ending = decide_ending(row.facts);
+  EXPECT_EQ(status_name(ending.status), status_name(row.status)) << row.rule;
+  EXPECT_EQ(ending.cause, row.cause) << row.rule;
+}
+
+const PrecedenceRow kPrecedence[] = {
+    {"the rank's budget kill beats the kernel's OOM report",
+     facts().signal(SIGKILL).rank_kill(RankKill::budget).oom_reported(), TrialStatus::over_budget, end_cause::kBudget},
+    {"the rank's timeout kill beats a result",
+     facts().signal(SIGKILL).rank_kill(RankKill::timeout).result(ResultOutcome::completed), TrialStatus::timeout,
+     end_cause::kTimeout},
+    {"an unanswered stop is an interruption", facts().signal(SIGKILL).rank_kill(RankKill::stop_unanswered),
+     TrialStatus::interrupted, end_cause::kStopped},
+    {"a program asked to stop is interrupted whatever its end", facts().program().stop_requested().signal(SIGSEGV),
+     TrialStatus::interrupted, end_cause::kStopped},
+    {"a program asked to stop that exits with an error is interrupted", facts().program().stop_requested().exited(1),
+     TrialStatus::interrupted, end_cause::kStopped},
+    {"a SIGKILL the kernel reports as OOM is an OOM kill", facts().signal(SIGKILL).oom_reported(), TrialStatus::killed,
+     end_cause::kOom},
+    {"an OOM kill at a cgroup limit that is the budget is over budget",
+     facts().signal(SIGKILL).oom_reported().limit_is_budget(), TrialStatus::over_budget, end_cause::kBudget},
+    {"an OOM report does not explain a crash signal", facts().signal(SIGSEGV).oom_reported(), TrialStatus::failed,
+     end_cause::kCrash},
+    {"a crash signal is a failure", facts().signal(SIGBUS), TrialStatus::failed, end_cause::kCrash},
+    {"a program's crash is a failure", facts().program().signal(SIGABRT), TrialStatus::failed, end_cause::kCrash},
+    {"a signal nobody explains is a kill", facts().signal(SIGTERM), TrialStatus::killed, end_cause::kSignal},
+    {"a result beats a signal after it", facts().signal(SIGKILL).oom_reported().result(ResultOutcome::completed),
+     TrialStatus::ok, end_cause::kExited},
+    {"a reported failure beats a signal after it", facts().signal(SIGKILL).failure(), TrialStatus::failed,
+     end_cause::kExited},
+    {"a program's exit status 0 is ok", facts().program().exited(0), TrialStatus::ok, end_cause::kExited},
+    {"a program's other exit status is a failure", facts().program().exited(3), TrialStatus::failed,
+     end_cause::kExited},
+    {"a reported failure beats an exit status", facts().exited(1).failure(), TrialStatus::failed, end_cause::kExited},
+    {"a completed result is ok", facts().exited(0).result(ResultOutcome::completed), TrialStatus::ok,
+     end_cause::kExited},
+    {"a diverged result is diverged", facts().exited(0).result(ResultOutcome::diverged), TrialStatus::diverged,
+     end_cause::kExited},
+    {"a stopped result is an interruption", facts().exited(0).result(ResultOutcome::stopped), TrialStatus::interrupted,
+     end_cause::kExited},
+    {"an exit without a result is a failure", facts().exited(0), TrialStatus::failed, end_cause::kNoResult},
+};
+
+INSTANTIATE_TEST_SUITE_P(DecideEnding, StatusPrecedence, ::testing::ValuesIn(kPrecedence));
+
+TEST(NeedsOomEvidence, OnlyASigkillTheRankDidNotSend) {
+  EXPECT_TRUE(needs_oom_evidence(facts().signal(SIGKILL)));
+  EXPECT_FALSE(needs_oom_evidence(facts().signal(SIGKILL).rank_kill(RankKill::budget)));
+  EXPECT_FALSE(needs_oom_evidence(facts().signal(SIGSEGV)));
+  EXPECT_FALSE(needs_oom_evidence(facts().exited(0)));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The training loop around the steps: phases, divergence, the stop flag,
 // partial batches, memory accounting and the implementations oneDNN picks.
 
+#include "memsweep/config.hpp"
 #include "trainer/trainer_fixtures.hpp"
 
 #include <gmock/gmock.h>
