@@ -6,6 +6,7 @@
 #include "memsweep/dataset_spec.hpp"
 #include "memsweep/error.hpp"
 #include "memsweep/optimizer_spec.hpp"
+#include "memsweep/training_spec.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -106,6 +107,13 @@ struct TrialSpec {
 
 // 12 hex digits of the canonical text's 64-bit hash.
 std::string trial_id(const TrialSpec& trial);
+
+// The trial's network: its model kind, widths and channels, on its
+// dataset's images and classes.
+ModelSpec model_spec(const TrialSpec& trial);
+
+// What the trainer needs of the trial (the trainer knows no sweep file).
+TrainingSpec training_spec(const TrialSpec& trial);
 
 // Where the sampler's counters come from ([sampler] counter_source,
 // --counter-source): PAPI first, then the kernel's generic events for what

@@ -9,8 +9,6 @@
 
 namespace memsweep {
 
-struct TrialSpec;  // config.hpp
-
 // A convolution block: 3x3 convolution (stride 1, padding 1, so the image
 // keeps its size) → ReLU → optionally a 2x2 max-pool of stride 2.
 struct ConvBlock {
@@ -32,8 +30,6 @@ struct ModelSpec {
 // fully connected part is the trial's `hidden` list (AlexNet's own is
 // [4096, 4096]; scaled, [1024, 1024]).
 const std::vector<ConvBlock>& alexnet_conv_blocks();
-
-ModelSpec model_spec(const TrialSpec& trial);
 
 // The image after the convolution blocks (each pool halves height and width,
 // rounding down); a side of 0 means the blocks do not fit the input.

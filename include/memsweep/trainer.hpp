@@ -12,6 +12,7 @@
 #include "memsweep/dataset.hpp"
 #include "memsweep/model_spec.hpp"
 #include "memsweep/optimizer_spec.hpp"
+#include "memsweep/training_spec.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -25,8 +26,6 @@
 #include <vector>
 
 namespace memsweep {
-
-struct TrialSpec;  // config.hpp: what train_trial() reads of a trial
 
 // A oneDNN call failed; the message says what was being built or run.
 class TrainerError : public std::runtime_error {
@@ -147,14 +146,14 @@ struct TrainingOptions {
   std::size_t max_test_examples = 0;
 };
 
-// Trains `trial` on `data` for its epochs: one Trainer, one shuffled order
-// per epoch (seeded by the trial), test accuracy after every epoch.
-TrainingResult train_trial(const TrialSpec& trial, const DatasetView& data, const TrainingOptions& options = {});
-inline TrainingResult train_trial(const TrialSpec& trial, const Dataset& data, const TrainingOptions& options = {}) {
-  return train_trial(trial, view_of(data), options);
+// Trains `spec` on `data` for its epochs: one Trainer, one shuffled order
+// per epoch (seeded by the spec), test accuracy after every epoch.
+TrainingResult train_trial(const TrainingSpec& spec, const DatasetView& data, const TrainingOptions& options = {});
+inline TrainingResult train_trial(const TrainingSpec& spec, const Dataset& data, const TrainingOptions& options = {}) {
+  return train_trial(spec, view_of(data), options);
 }
 
-TrainerConfig trainer_config(const TrialSpec& trial, std::size_t train_examples, std::size_t test_examples);
+TrainerConfig trainer_config(const TrainingSpec& spec, std::size_t train_examples, std::size_t test_examples);
 
 // ---- threads --------------------------------------------------------------
 

@@ -1,7 +1,5 @@
 #include "memsweep/model_spec.hpp"
 
-#include "memsweep/config.hpp"
-
 #include <fmt/format.h>
 
 namespace memsweep {
@@ -9,18 +7,6 @@ namespace memsweep {
 const std::vector<ConvBlock>& alexnet_conv_blocks() {
   static const std::vector<ConvBlock> kBlocks{{64, true}, {192, true}, {384, false}, {256, false}, {256, true}};
   return kBlocks;
-}
-
-ModelSpec model_spec(const TrialSpec& trial) {
-  ModelSpec model{input_shape(trial.dataset), class_count(trial.dataset), {}, trial.hidden};
-  switch (trial.model) {
-    case ModelKind::mlp: break;
-    case ModelKind::cnn:
-      for (const int channels : trial.channels) model.conv.push_back({channels, true});
-      break;
-    case ModelKind::alexnet: model.conv = alexnet_conv_blocks(); break;
-  }
-  return model;
 }
 
 ImageShape conv_output_shape(const ModelSpec& model) {

@@ -114,6 +114,23 @@ std::string TrialSpec::params_json() const {
   return fmt::format("{{{}}}", fmt::join(members, ","));
 }
 
+ModelSpec model_spec(const TrialSpec& trial) {
+  ModelSpec model{input_shape(trial.dataset), class_count(trial.dataset), {}, trial.hidden};
+  switch (trial.model) {
+    case ModelKind::mlp: break;
+    case ModelKind::cnn:
+      for (const int channels : trial.channels) model.conv.push_back({channels, true});
+      break;
+    case ModelKind::alexnet: model.conv = alexnet_conv_blocks(); break;
+  }
+  return model;
+}
+
+TrainingSpec training_spec(const TrialSpec& trial) {
+  return {model_spec(trial), trial.optimizer, trial.learning_rate,
+          trial.batch_size,  trial.epochs,    trial.training_seed()};
+}
+
 std::uint64_t TrialSpec::training_seed() const {
   return repeat == 0 ? seed : mix_seed(seed, static_cast<std::uint64_t>(repeat));
 }

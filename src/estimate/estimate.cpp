@@ -60,11 +60,11 @@ MemoryEstimate estimate_config(const TrainerConfig& config) {
 }  // namespace
 
 MemoryEstimate estimate_trial(const TrialSpec& trial, ExampleCounts counts) {
-  return estimate_config(trainer_config(trial, counts.train, counts.test));
+  return estimate_config(trainer_config(training_spec(trial), counts.train, counts.test));
 }
 
 const MemoryEstimate& EstimateCache::estimate(const TrialSpec& trial, ExampleCounts counts) {
-  const TrainerConfig config = trainer_config(trial, counts.train, counts.test);
+  const TrainerConfig config = trainer_config(training_spec(trial), counts.train, counts.test);
   // Everything the prediction depends on: the layers (describe_layers names
   // the input shape, every block with its pool, every width and the
   // classes), the batch sizes the trainer prepares and the optimizer kind.

@@ -86,7 +86,7 @@ class Trial {
     };
     ResultReport result;
     try {
-      const TrainingResult trained = train_trial(job.trial, view, options);
+      const TrainingResult trained = train_trial(training_spec(job.trial), view, options);
       result.outcome = trained.outcome == TrainingOutcome::diverged  ? ResultOutcome::diverged
                        : trained.outcome == TrainingOutcome::stopped ? ResultOutcome::stopped
                                                                      : ResultOutcome::completed;

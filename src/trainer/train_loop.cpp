@@ -3,10 +3,6 @@
 
 #include "memsweep/trainer.hpp"
 
-// The trial as the sweep file describes it: this file turns one into a
-// TrainerConfig and its epochs.
-#include "memsweep/config.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -35,40 +31,40 @@ double test_accuracy(Trainer& trainer, const SplitView& test, std::size_t batch)
 
 }  // namespace
 
-TrainerConfig trainer_config(const TrialSpec& trial, std::size_t train_examples, std::size_t test_examples) {
+TrainerConfig trainer_config(const TrainingSpec& spec, std::size_t train_examples, std::size_t test_examples) {
   TrainerConfig config;
-  config.model = model_spec(trial);
-  config.optimizer = trial.optimizer;
-  config.learning_rate = trial.learning_rate;
-  config.seed = trial.training_seed();
-  const std::size_t batch = std::min<std::size_t>(static_cast<std::size_t>(trial.batch_size), train_examples);
+  config.model = spec.model;
+  config.optimizer = spec.optimizer;
+  config.learning_rate = spec.learning_rate;
+  config.seed = spec.seed;
+  const std::size_t batch = std::min<std::size_t>(static_cast<std::size_t>(spec.batch_size), train_examples);
   config.train_batch_sizes = {batch, train_examples % batch};
   config.eval_batch_sizes = {std::min(batch, test_examples), test_examples % batch};
   return config;
 }
 
-TrainingResult train_trial(const TrialSpec& trial, const DatasetView& data, const TrainingOptions& options) {
-  const ImageShape shape = input_shape(trial.dataset);
-  if (data.train.shape != shape || data.test.shape != shape || data.train.classes != class_count(trial.dataset))
+TrainingResult train_trial(const TrainingSpec& spec, const DatasetView& data, const TrainingOptions& options) {
+  const ImageShape shape = spec.model.input;
+  if (data.train.shape != shape || data.test.shape != shape || data.train.classes != spec.model.classes)
     throw std::invalid_argument(
         fmt::format("the trial expects {}x{}x{} images of {} classes, the dataset {} has {}x{}x{} of {}",
-                    shape.channels, shape.height, shape.width, class_count(trial.dataset), data.name,
-                    data.train.shape.channels, data.train.shape.height, data.train.shape.width, data.train.classes));
+                    shape.channels, shape.height, shape.width, spec.model.classes, data.name, data.train.shape.channels,
+                    data.train.shape.height, data.train.shape.width, data.train.classes));
   // The limits take the head of each split as a view: no copy inside the trial.
   const SplitView train = data.train.head(limited(data.train.size(), options.max_train_examples));
   const SplitView test = data.test.head(limited(data.test.size(), options.max_test_examples));
 
-  const TrainerConfig config = trainer_config(trial, train.size(), test.size());
+  const TrainerConfig config = trainer_config(spec, train.size(), test.size());
   Trainer trainer(config);
   const std::size_t batch = config.train_batch_sizes.front();
-  BatchOrder order(train.size(), batch, trial.training_seed());
+  BatchOrder order(train.size(), batch, spec.seed);
 
   TrainingResult result;
   result.memory = trainer.memory();
   const auto phase = [&](TrainingPhase p, int epoch) {
     if (options.on_phase) options.on_phase(p, epoch);
   };
-  for (int epoch = 1; epoch <= trial.epochs; ++epoch) {
+  for (int epoch = 1; epoch <= spec.epochs; ++epoch) {
     const auto start = Clock::now();
     phase(TrainingPhase::train, epoch);
     order.start_epoch(epoch - 1);
@@ -85,7 +81,7 @@ TrainingResult train_trial(const TrialSpec& trial, const DatasetView& data, cons
       if (!std::isfinite(loss)) {
         result.outcome = TrainingOutcome::diverged;
         result.message = fmt::format("the training loss became {} at epoch {}, step {} of {} (learning rate {})", loss,
-                                     epoch, b + 1, order.batch_count(), trial.learning_rate);
+                                     epoch, b + 1, order.batch_count(), spec.learning_rate);
         return result;
       }
       loss_sum += loss * static_cast<double>(rows);

@@ -16,7 +16,7 @@ MeasuredTrial measure_trial(const TrialSpec& trial, const Dataset& data) {
   result.predicted_bytes = estimate_trial(trial, example_counts(data)).total();
   Sampler sampler(SamplerOptions{}, make_proc_memory_probe(), nullptr);
   sampler.begin_region();
-  const TrainingResult training = train_trial(trial, data);
+  const TrainingResult training = train_trial(training_spec(trial), data);
   result.region = sampler.end_region();
   if (training.outcome != TrainingOutcome::completed)
     throw std::runtime_error("the measured trial did not complete: " + training.message);
@@ -38,7 +38,7 @@ TrialSpec mlp_trial(const Dataset& data, std::vector<int> hidden, int batch) {
 void warm_up_trainer(const Dataset& data) {
   constexpr int kTinyWidth = 8;
   constexpr int kTinyBatch = 16;
-  train_trial(mlp_trial(data, {kTinyWidth}, kTinyBatch), data);
+  train_trial(training_spec(mlp_trial(data, {kTinyWidth}, kTinyBatch)), data);
 }
 
 }  // namespace memsweep::testing

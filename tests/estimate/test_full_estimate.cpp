@@ -113,7 +113,7 @@ TEST(FullEstimate, PoolingWorkspaceIsItsOwnPart) {
 
 TEST(FullEstimate, PartsAreTheTrainersOwnPrediction) {
   const TrialSpec trial = mnist_shaped_mlp({285, 389, 423, 173, 61}, 8, OptimizerKind::momentum);
-  const TrainerMemory m = predict_trainer_memory(trainer_config(trial, 1000, 300));
+  const TrainerMemory m = predict_trainer_memory(trainer_config(training_spec(trial), 1000, 300));
   const MemoryEstimate estimate = estimate_trial(trial, {1000, 300});
   EXPECT_EQ(estimate.total(), m.total()) << "exactly what the trainer will hold";
   EXPECT_EQ(estimate.part(part::kScratchpad).bytes, m.scratchpad);

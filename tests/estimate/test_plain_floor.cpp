@@ -61,7 +61,7 @@ class FloorOfNormalShapes : public ::testing::TestWithParam<NormalShape> {};
 
 TEST_P(FloorOfNormalShapes, EveryPartIsAtMostTheFullEstimates) {
   const NormalShape& shape = GetParam();
-  const TrainerConfig config = trainer_config(shape.trial, shape.counts.train, shape.counts.test);
+  const TrainerConfig config = trainer_config(training_spec(shape.trial), shape.counts.train, shape.counts.test);
   const MemoryEstimate floor = plain_floor_estimate(config);
   const MemoryEstimate full = estimate_trial(shape.trial, shape.counts);
   EXPECT_FALSE(full.at_least) << "a shape that trains gets oneDNN's estimate";
@@ -77,7 +77,7 @@ TEST_P(FloorOfNormalShapes, EveryPartIsAtMostTheFullEstimates) {
 // but for the parameters' 64-byte lines and blocked layouts and the scratchpad.
 TEST_P(FloorOfNormalShapes, AgreesWithTheFullEstimateWhereLayoutsArePlain) {
   const NormalShape& shape = GetParam();
-  const TrainerConfig config = trainer_config(shape.trial, shape.counts.train, shape.counts.test);
+  const TrainerConfig config = trainer_config(training_spec(shape.trial), shape.counts.train, shape.counts.test);
   const MemoryEstimate floor = plain_floor_estimate(config);
   const MemoryEstimate full = estimate_trial(shape.trial, shape.counts);
   if (shape.trial.model == ModelKind::mlp) {

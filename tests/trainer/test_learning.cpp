@@ -44,7 +44,7 @@ double best_accuracy(const TrialSpec& trial, const Dataset& data, double target,
     best = std::max(best, e.test_accuracy);
     if (e.test_accuracy >= target) reached = true;
   };
-  const TrainingResult result = train_trial(trial, data, options);
+  const TrainingResult result = train_trial(training_spec(trial), data, options);
   EXPECT_NE(result.outcome, TrainingOutcome::diverged) << result.message;
   return best;
 }
@@ -60,7 +60,7 @@ TEST(Learning, SyntheticWellAboveChanceAfterOneEpoch) {
   const Dataset data = generate_synthetic(SyntheticSpec{});
   const TrialSpec trial = trial_of(DatasetKind::synthetic, ModelKind::mlp, {}, {64}, OptimizerKind::sgd, 0.1, 1, 32);
   TrainingOptions options;
-  const TrainingResult result = train_trial(trial, data, options);
+  const TrainingResult result = train_trial(training_spec(trial), data, options);
   ASSERT_EQ(result.outcome, TrainingOutcome::completed);
   ASSERT_EQ(result.epochs.size(), 1u);
   EXPECT_GT(result.epochs[0].test_accuracy, 0.5) << "chance is 0.1";
@@ -74,7 +74,7 @@ TEST(Learning, SyntheticCnnAboveChanceAfterOneEpoch) {
   TrialSpec trial =
       trial_of(DatasetKind::synthetic, ModelKind::cnn, {8, 16}, {32}, OptimizerKind::momentum, 0.05, 1, 32);
   trial.dataset.synthetic = spec;
-  const TrainingResult result = train_trial(trial, data);
+  const TrainingResult result = train_trial(training_spec(trial), data);
   ASSERT_EQ(result.outcome, TrainingOutcome::completed);
   EXPECT_GT(result.epochs.at(0).test_accuracy, 0.4) << "chance is 0.1";
 }
@@ -123,7 +123,7 @@ TEST(Learning, PaperMnistTrialOneDoesNotLearn) {
   const Dataset& data = real_dataset(DatasetKind::mnist, root);
   const TrialSpec trial =
       trial_of(DatasetKind::mnist, ModelKind::mlp, {}, {285, 389, 423, 173, 61}, OptimizerKind::sgd, 0.7886, 1, 8);
-  const TrainingResult result = train_trial(trial, data);
+  const TrainingResult result = train_trial(training_spec(trial), data);
   if (result.outcome == TrainingOutcome::diverged) {
     std::printf("  paper MNIST trial 1: diverged: %s\n", result.message.c_str());
     EXPECT_THAT(result.message, ::testing::HasSubstr("learning rate 0.7886"));

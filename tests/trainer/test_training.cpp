@@ -40,7 +40,7 @@ TEST(TrainingLoop, ReportsPhasesInOrderAndOneResultPerEpoch) {
   TrainingOptions options;
   options.on_phase = [&](TrainingPhase p, int epoch) { phases.emplace_back(p, epoch); };
   options.on_epoch_end = [&](const EpochResult&) { ++epoch_ends; };
-  const TrainingResult result = train_trial(synthetic_trial(3, 64), data, options);
+  const TrainingResult result = train_trial(training_spec(synthetic_trial(3, 64)), data, options);
   ASSERT_EQ(result.outcome, TrainingOutcome::completed);
   EXPECT_EQ(epoch_ends, 3);
   EXPECT_THAT(phases,
@@ -60,7 +60,7 @@ TEST(TrainingLoop, ReportsPhasesInOrderAndOneResultPerEpoch) {
 TEST(TrainingLoop, HugeLearningRateDivergesWithAClearMessage) {
   const Dataset data = generate_synthetic(small_synthetic());
   // Weights overflow to infinity within a few steps; the loss turns NaN.
-  const TrainingResult result = train_trial(synthetic_trial(2, 16, 1e30), data);
+  const TrainingResult result = train_trial(training_spec(synthetic_trial(2, 16, 1e30)), data);
   EXPECT_EQ(result.outcome, TrainingOutcome::diverged);
   EXPECT_THAT(result.message, HasSubstr("the training loss became nan"));
   EXPECT_THAT(result.message, HasSubstr("learning rate 1e+30"));
@@ -73,7 +73,7 @@ TEST(TrainingLoop, StopFlagEndsTrainingAtTheNextStep) {
   TrainingOptions options;
   options.stop = &stop;
   options.on_epoch_end = [&](const EpochResult&) { stop = true; };
-  const TrainingResult result = train_trial(synthetic_trial(5, 32), data, options);
+  const TrainingResult result = train_trial(training_spec(synthetic_trial(5, 32)), data, options);
   EXPECT_EQ(result.outcome, TrainingOutcome::stopped);
   EXPECT_EQ(result.epochs.size(), 1u);
   EXPECT_THAT(result.message, HasSubstr("stopped at epoch 2, step 1 of 19"));
@@ -84,7 +84,7 @@ TEST(TrainingLoop, BatchLargerThanTheDatasetAndPartialBatchesWork) {
   for (const int batch : {10, 103, 500}) {
     TrialSpec trial = synthetic_trial(1, batch);
     trial.dataset.synthetic = small_synthetic(103, 7);
-    const TrainingResult result = train_trial(trial, data);
+    const TrainingResult result = train_trial(training_spec(trial), data);
     EXPECT_EQ(result.outcome, TrainingOutcome::completed) << "batch " << batch;
   }
 }
@@ -94,7 +94,7 @@ TEST(TrainingLoop, DatasetOfAnotherShapeIsRejected) {
   TrialSpec trial = synthetic_trial(1, 16);
   trial.dataset.synthetic.shape = {3, 8, 8};
   try {
-    train_trial(trial, data);
+    train_trial(training_spec(trial), data);
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& error) {
     EXPECT_THAT(error.what(),
@@ -105,7 +105,7 @@ TEST(TrainingLoop, DatasetOfAnotherShapeIsRejected) {
 TEST(TrainerConfigFor, PreparesTheFullAndBothPartialBatches) {
   TrialSpec trial;
   trial.batch_size = 64;
-  const TrainerConfig config = trainer_config(trial, 1000, 300);
+  const TrainerConfig config = trainer_config(training_spec(trial), 1000, 300);
   EXPECT_THAT(config.train_batch_sizes, ::testing::ElementsAre(64, 1000 % 64));
   EXPECT_THAT(config.eval_batch_sizes, ::testing::ElementsAre(64, 300 % 64));
 }
