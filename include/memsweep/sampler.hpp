@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -114,6 +115,13 @@ struct SampleChunk {
   std::span<const Sample> view() const { return {samples.data(), count}; }
 };
 
+// What read_peak_rss and read_process give, read at one moment; empty where
+// that read failed.
+struct PeakAndProcess {
+  std::optional<std::int64_t> peak_bytes;
+  std::optional<ProcessMemory> process;
+};
+
 // Side effects on memory, behind an interface so that tests can script them.
 // read_pss() is called from its own thread, concurrently with the other reads.
 class MemoryProbe {
@@ -125,6 +133,16 @@ class MemoryProbe {
   virtual bool read_peak_rss(std::int64_t& peak_bytes) noexcept = 0;  // VmHWM
   virtual bool reset_peak_rss() noexcept = 0;                         // clear_refs 5
   virtual void release_free_memory() noexcept = 0;                    // malloc_trim
+  // Both reads of the runner's checks. A process-tree probe overrides it to
+  // look for the tree's new processes once, not once per read.
+  virtual PeakAndProcess read_peak_and_process() noexcept {
+    PeakAndProcess reading;
+    std::int64_t peak = 0;
+    if (read_peak_rss(peak)) reading.peak_bytes = peak;
+    ProcessMemory process;
+    if (read_process(process)) reading.process = process;
+    return reading;
+  }
 };
 
 // /proc/self/{statm,status,smaps_rollup} and /proc/meminfo, opened once and

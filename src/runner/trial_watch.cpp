@@ -116,14 +116,11 @@ void TrialWatch::check(Clock::time_point now) {
   const ProcessOutcome& outcome = report_.outcome;
   const double seconds = seconds_since_go(now);
 
-  std::int64_t peak = -1;
-  if (probe_.read_peak_rss(peak)) report_.last_peak = std::max(report_.last_peak, peak);
-  if (settings_.budget_bytes) {
-    ProcessMemory memory;
-    if (probe_.read_process(memory) && passes_budget(memory.rss_bytes, *settings_.budget_bytes))
-      return kill(RankKill::budget,
-                  over_budget_while_running(memory.rss_bytes, *settings_.budget_bytes, seconds, outcome.epoch));
-  }
+  const PeakAndProcess memory = probe_.read_peak_and_process();
+  if (memory.peak_bytes) report_.last_peak = std::max(report_.last_peak, *memory.peak_bytes);
+  if (settings_.budget_bytes && memory.process && passes_budget(memory.process->rss_bytes, *settings_.budget_bytes))
+    return kill(RankKill::budget,
+                over_budget_while_running(memory.process->rss_bytes, *settings_.budget_bytes, seconds, outcome.epoch));
   if (settings_.time_limit && now - go_ >= *settings_.time_limit)
     return kill(RankKill::timeout, fmt::format("stopped: no result within its time limit of {:g} s; killed {}",
                                                std::chrono::duration<double>(*settings_.time_limit).count(),

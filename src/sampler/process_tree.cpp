@@ -77,23 +77,17 @@ class ProcTreeProbe final : public ProcessTreeProbe {
 
   bool read_process(ProcessMemory& out) noexcept override {
     refresh();
-    ProcessMemory sum{0, 0};
-    bool any = false;
-    for (auto& [pid, member] : members_) {
-      if (!member.alive) continue;
-      const auto pages = detail::parse_statm(member.statm.read(buffer_));
-      // An exited process (a zombie until reaped) reads as zeros, or not at all.
-      if (!pages || pages->size == 0) {
-        member.alive = false;
-        continue;
-      }
-      const ProcessMemory one = detail::process_memory_from_statm(*pages, page_bytes_);
-      sum.rss_bytes += one.rss_bytes;
-      sum.anon_rss_bytes += one.anon_rss_bytes;
-      any = true;
-    }
-    if (any) out = sum;
-    return any;
+    return read_members_memory(out);
+  }
+
+  PeakAndProcess read_peak_and_process() noexcept override {
+    refresh();
+    PeakAndProcess reading;
+    std::int64_t peak = 0;
+    if (read_members_peak(peak)) reading.peak_bytes = peak;
+    ProcessMemory process;
+    if (read_members_memory(process)) reading.process = process;
+    return reading;
   }
 
   bool read_system(SystemMemory& out) noexcept override {
@@ -129,19 +123,8 @@ class ProcTreeProbe final : public ProcessTreeProbe {
 
   bool read_peak_rss(std::int64_t& peak_bytes) noexcept override {
     refresh();
-    std::int64_t largest = -1;
-    for (auto& [pid, member] : members_) {
-      if (member.alive) {
-        const auto status = detail::parse_status(member.status.read(buffer_));
-        if (status && status->peak_rss_bytes > 0) member.peak = std::max(member.peak, status->peak_rss_bytes);
-      }
-      largest = std::max(largest, member.peak);
-    }
-    if (largest < 0) return false;
-    peak_bytes = largest;
-    return true;
+    return read_members_peak(peak_bytes);
   }
-
   // A program's processes are fresh: there is no peak to reset, nothing to trim.
   bool reset_peak_rss() noexcept override { return false; }
   void release_free_memory() noexcept override {}
@@ -156,6 +139,7 @@ class ProcTreeProbe final : public ProcessTreeProbe {
   ProcessTreeStats stats() const override {
     ProcessTreeStats stats;
     stats.processes_seen = static_cast<int>(members_.size());
+    stats.scans = scans_;
     for (const auto& [pid, member] : members_) {
       if (member.peak < 0) continue;
       stats.peak_sum = std::max<std::int64_t>(stats.peak_sum, 0) + member.peak;
@@ -165,9 +149,46 @@ class ProcTreeProbe final : public ProcessTreeProbe {
   }
 
  private:
+  // The members' RSS and anonymous RSS, summed.
+  bool read_members_memory(ProcessMemory& out) noexcept {
+    ProcessMemory sum{0, 0};
+    bool any = false;
+    for (auto& [pid, member] : members_) {
+      if (!member.alive) continue;
+      const auto pages = detail::parse_statm(member.statm.read(buffer_));
+      // An exited process (a zombie until reaped) reads as zeros, or not at all.
+      if (!pages || pages->size == 0) {
+        member.alive = false;
+        continue;
+      }
+      const ProcessMemory one = detail::process_memory_from_statm(*pages, page_bytes_);
+      sum.rss_bytes += one.rss_bytes;
+      sum.anon_rss_bytes += one.anon_rss_bytes;
+      any = true;
+    }
+    if (any) out = sum;
+    return any;
+  }
+
+  // The largest VmHWM of any member, alive or gone.
+  bool read_members_peak(std::int64_t& peak_bytes) noexcept {
+    std::int64_t largest = -1;
+    for (auto& [pid, member] : members_) {
+      if (member.alive) {
+        const auto status = detail::parse_status(member.status.read(buffer_));
+        if (status && status->peak_rss_bytes > 0) member.peak = std::max(member.peak, status->peak_rss_bytes);
+      }
+      largest = std::max(largest, member.peak);
+    }
+    if (largest < 0) return false;
+    peak_bytes = largest;
+    return true;
+  }
+
   // New processes: the children of every member's threads, and
   // the trial cgroup's processes. Never throws: a read that fails finds none.
   void refresh() noexcept {
+    ++scans_;
     try {
       if (!cgroup_procs_.empty())
         for (const int pid : parse_pid_list(read_once(cgroup_procs_, buffer_))) add(pid);
@@ -213,6 +234,7 @@ class ProcTreeProbe final : public ProcessTreeProbe {
   // lock; the PSS thread reads it under the lock.
   std::map<int, Member> members_;
   std::mutex members_mutex_;
+  std::int64_t scans_ = 0;
   std::array<char, kBufferBytes> buffer_{};
   std::array<char, kBufferBytes> pss_buffer_{};
 };

@@ -23,6 +23,7 @@ struct ProcessTreeStats {
   int processes_seen = 0;          // every process that was ever part of it
   std::int64_t peak_sum = -1;      // the sum of each process's largest VmHWM seen: the tree's peak at most
   std::int64_t largest_peak = -1;  // the largest single process's VmHWM seen
+  std::int64_t scans = 0;          // searches of /proc for new processes, one per read that looks
 };
 
 class ProcessTreeProbe : public MemoryProbe {

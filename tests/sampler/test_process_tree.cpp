@@ -121,6 +121,29 @@ TEST(ProcessTreeProbe, SumsEveryProcessWhileThePssThreadReadsTheTree) {
   EXPECT_GE(totals.peak_sum, tree.total_rss());
 }
 
+// The runner's check wants the peak and the RSS at one moment: one search
+// of /proc for new processes, not one per read, with the same figures as
+// the two reads made apart.
+TEST(ProcessTreeProbe, APeakAndProcessReadSearchesTheTreeOnce) {
+  const SmallTree tree;
+  const auto probe = make_process_tree_probe(tree.root());
+  const std::int64_t scans_before = probe->stats().scans;
+  const PeakAndProcess both = probe->read_peak_and_process();
+  EXPECT_EQ(probe->stats().scans, scans_before + 1);
+  ASSERT_TRUE(both.peak_bytes.has_value());
+  ASSERT_TRUE(both.process.has_value());
+  EXPECT_EQ(probe->members().size(), 2U);
+  EXPECT_GE(both.process->rss_bytes, tree.total_rss() - 4 * kMiB);
+  EXPECT_GE(*both.peak_bytes, tree.largest_rss());
+
+  std::int64_t peak = 0;
+  ProcessMemory memory;
+  ASSERT_TRUE(probe->read_peak_rss(peak));
+  ASSERT_TRUE(probe->read_process(memory));
+  EXPECT_EQ(probe->stats().scans, scans_before + 3) << "each separate read searches once";
+  EXPECT_EQ(peak, *both.peak_bytes);
+}
+
 TEST(ProcessTreeProbe, AProcessThatIsGoneReadsAsNothing) {
   pid_t gone = ::fork();
   if (gone == 0) std::_Exit(0);
