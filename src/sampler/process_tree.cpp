@@ -77,17 +77,23 @@ class ProcTreeProbe final : public ProcessTreeProbe {
 
   bool read_process(ProcessMemory& out) noexcept override {
     refresh();
-    return read_members_memory(out);
-  }
-
-  PeakAndProcess read_peak_and_process() noexcept override {
-    refresh();
-    PeakAndProcess reading;
-    std::int64_t peak = 0;
-    if (read_members_peak(peak)) reading.peak_bytes = peak;
-    ProcessMemory process;
-    if (read_members_memory(process)) reading.process = process;
-    return reading;
+    ProcessMemory sum{0, 0};
+    bool any = false;
+    for (auto& [pid, member] : members_) {
+      if (!member.alive) continue;
+      const auto pages = detail::parse_statm(member.statm.read(buffer_));
+      // An exited process (a zombie until reaped) reads as zeros, or not at all.
+      if (!pages || pages->size == 0) {
+        member.alive = false;
+        continue;
+      }
+      const ProcessMemory one = detail::process_memory_from_statm(*pages, page_bytes_);
+      sum.rss_bytes += one.rss_bytes;
+      sum.anon_rss_bytes += one.anon_rss_bytes;
+      any = true;
+    }
+    if (any) out = sum;
+    return any;
   }
 
   bool read_system(SystemMemory& out) noexcept override {
@@ -123,8 +129,28 @@ class ProcTreeProbe final : public ProcessTreeProbe {
 
   bool read_peak_rss(std::int64_t& peak_bytes) noexcept override {
     refresh();
-    return read_members_peak(peak_bytes);
+    std::int64_t largest = -1;
+    for (auto& [pid, member] : members_) {
+      if (member.alive) {
+        const auto status = detail::parse_status(member.status.read(buffer_));
+        if (status && status->peak_rss_bytes > 0) member.peak = std::max(member.peak, status->peak_rss_bytes);
+      }
+      largest = std::max(largest, member.peak);
+    }
+    if (largest < 0) return false;
+    peak_bytes = largest;
+    return true;
   }
+
+  // The two reads of a runner's check, with one search for new processes.
+  PeakAndProcess read_peak_and_process() noexcept override {
+    refresh();
+    searched_for_this_read_ = true;
+    const PeakAndProcess reading = MemoryProbe::read_peak_and_process();
+    searched_for_this_read_ = false;
+    return reading;
+  }
+
   // A program's processes are fresh: there is no peak to reset, nothing to trim.
   bool reset_peak_rss() noexcept override { return false; }
   void release_free_memory() noexcept override {}
@@ -149,45 +175,10 @@ class ProcTreeProbe final : public ProcessTreeProbe {
   }
 
  private:
-  // The members' RSS and anonymous RSS, summed.
-  bool read_members_memory(ProcessMemory& out) noexcept {
-    ProcessMemory sum{0, 0};
-    bool any = false;
-    for (auto& [pid, member] : members_) {
-      if (!member.alive) continue;
-      const auto pages = detail::parse_statm(member.statm.read(buffer_));
-      // An exited process (a zombie until reaped) reads as zeros, or not at all.
-      if (!pages || pages->size == 0) {
-        member.alive = false;
-        continue;
-      }
-      const ProcessMemory one = detail::process_memory_from_statm(*pages, page_bytes_);
-      sum.rss_bytes += one.rss_bytes;
-      sum.anon_rss_bytes += one.anon_rss_bytes;
-      any = true;
-    }
-    if (any) out = sum;
-    return any;
-  }
-
-  // The largest VmHWM of any member, alive or gone.
-  bool read_members_peak(std::int64_t& peak_bytes) noexcept {
-    std::int64_t largest = -1;
-    for (auto& [pid, member] : members_) {
-      if (member.alive) {
-        const auto status = detail::parse_status(member.status.read(buffer_));
-        if (status && status->peak_rss_bytes > 0) member.peak = std::max(member.peak, status->peak_rss_bytes);
-      }
-      largest = std::max(largest, member.peak);
-    }
-    if (largest < 0) return false;
-    peak_bytes = largest;
-    return true;
-  }
-
   // New processes: the children of every member's threads, and
   // the trial cgroup's processes. Never throws: a read that fails finds none.
   void refresh() noexcept {
+    if (searched_for_this_read_) return;
     ++scans_;
     try {
       if (!cgroup_procs_.empty())
@@ -235,6 +226,7 @@ class ProcTreeProbe final : public ProcessTreeProbe {
   std::map<int, Member> members_;
   std::mutex members_mutex_;
   std::int64_t scans_ = 0;
+  bool searched_for_this_read_ = false;  // inside read_peak_and_process: its reads do not search again
   std::array<char, kBufferBytes> buffer_{};
   std::array<char, kBufferBytes> pss_buffer_{};
 };
