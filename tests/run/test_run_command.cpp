@@ -564,7 +564,9 @@ TEST(RunParts, APartsTrialsKeepThePlansNumbersInTheFileAndTheSummary) {
 }
 
 // The evaluation pass after each epoch is a phase of its own in the samples:
-// a test set large enough for it to last many sampler intervals.
+// training and test sets large enough for each phase to last many sampler
+// intervals, on a busy machine too (1,024 training examples gave 2 samples
+// in some runs).
 TEST(RunCommand, SamplesCarryTheSetupTrainingAndEvaluationPhases) {
   const TempDir dir;
   const std::string cwd = dir.path().string();
@@ -575,7 +577,7 @@ name = "phases"
 interval_ms = 2
 [[trial]]
 dataset = "synthetic"
-synthetic = { shape = [1, 16, 16], classes = 4, train_size = 1024, test_size = 16384 }
+synthetic = { shape = [1, 16, 16], classes = 4, train_size = 8192, test_size = 16384 }
 epochs = 2
 batch_size = 64
 hidden = [256]
