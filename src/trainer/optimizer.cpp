@@ -8,8 +8,16 @@ namespace {
 
 // Compiled for AVX-512, AVX2 and plain x86-64, picked at load time for the
 // CPU at hand: the build stays portable and a cluster's nodes still get
-// their widest vectors on these memory-bound loops.
+// their widest vectors on these memory-bound loops. Not under
+// ThreadSanitizer: the loader runs the clones' resolver (an ifunc) before
+// TSan's runtime is up, and the instrumented resolver then crashes any
+// program that links this file (a test that only pulled it in by link order
+// did, at start-up).
+#if defined(__SANITIZE_THREAD__)
+#define MEMSWEEP_VECTOR_CLONES
+#else
 #define MEMSWEEP_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 
 MEMSWEEP_VECTOR_CLONES void sgd(float* __restrict w, const float* __restrict g, std::ptrdiff_t n, float lr) {
 #pragma omp simd
