@@ -155,6 +155,14 @@ void set_message(Attempt& attempt, std::string_view message) {
   set_fixed(attempt.row.message, message);
 }
 
+// The columns a trial's row takes from its samples alone, whoever ran it.
+void record_sampled_means(TrialRow& row, const RegionSummary& region) {
+  row.rss_mean = region.mean_rss_bytes;
+  row.sys_used_mean = region.sys_used_mean_bytes;
+  row.samples = region.samples;
+  row.dropped_samples = region.dropped_samples;
+}
+
 // The row's memory columns from the trial process's region.
 void record_trial_measures(TrialRow& row, const RegionSummary& region, const WatchReport& seen,
                            const RegionBaseline& baseline) {
@@ -163,11 +171,8 @@ void record_trial_measures(TrialRow& row, const RegionSummary& region, const Wat
   row.processes = 1;
   row.process_peak_max = row.rss_peak;
   row.rss_peak_hwm_sum = row.rss_peak;
-  row.rss_mean = region.mean_rss_bytes;
   if (row.rss_peak >= 0 && baseline.rss_bytes >= 0) row.rss_footprint = row.rss_peak - baseline.rss_bytes;
-  row.sys_used_mean = region.sys_used_mean_bytes;
-  row.samples = region.samples;
-  row.dropped_samples = region.dropped_samples;
+  record_sampled_means(row, region);
   if (seen.outcome.result) {
     row.epochs_done = seen.outcome.result->epochs_done;
     row.final_train_loss = seen.outcome.result->final_train_loss;
@@ -602,10 +607,7 @@ void record_program_measures(TrialRow& row, const ProcessTreeStats& stats, const
   row.rss_peak = std::max(region.max_sampled_rss_bytes, row.process_peak_max);
   row.rss_peak_hwm_sum = stats.peak_sum >= 0 ? std::max(stats.peak_sum, row.process_peak_max) : row.process_peak_max;
   row.rss_footprint = row.rss_peak;
-  row.rss_mean = region.mean_rss_bytes;
-  row.sys_used_mean = region.sys_used_mean_bytes;
-  row.samples = region.samples;
-  row.dropped_samples = region.dropped_samples;
+  record_sampled_means(row, region);
   row.processes = stats.processes_seen;
 }
 
