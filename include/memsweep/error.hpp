@@ -22,6 +22,10 @@ inline constexpr int kBadInput = 2;  // bad arguments, sweep file or dataset
 // `memsweep run` stopped by a signal (SIGTERM, SIGUSR1, SIGINT) before every
 // trial had a final status: continue with --resume (job scripts requeue).
 inline constexpr int kStopped = 3;
+// `memsweep run` under MPI gave up a worker rank that went silent (stopped or
+// hung) and ended the job once the other workers had run every trial they
+// could; the results file says whether any trial is left for --resume.
+inline constexpr int kRankSilent = 4;
 }  // namespace exit_status
 
 }  // namespace memsweep

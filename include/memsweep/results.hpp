@@ -136,7 +136,7 @@ inline constexpr std::string_view kOom = "oom";             // the kernel's OOM 
 inline constexpr std::string_view kSignal = "signal";       // killed by a signal the rank did not send
 inline constexpr std::string_view kCrash = "crash";         // a fault signal (SIGSEGV, SIGBUS, SIGABRT, ...)
 inline constexpr std::string_view kNoResult = "no_result";  // exited without reporting a result
-inline constexpr std::string_view kRankLost = "rank_lost";  // written on resume: its rank or rank 0 died
+inline constexpr std::string_view kRankLost = "rank_lost";  // its rank or rank 0 died, or its rank went silent
 }  // namespace end_cause
 
 // One row of /samples. `counters` follow the file's counter columns
@@ -312,6 +312,32 @@ struct SeriesSummary {
   double last_t = 0.0;
   std::int32_t last_epoch = 0;
 };
+
+// An attempt's SeriesSummary, its samples added one at a time in the order
+// they were taken: the store's scan of /samples, and rank 0 for the attempt
+// of a worker that went silent.
+class SeriesAccumulator {
+ public:
+  SeriesAccumulator(std::string trial_id, std::int32_t attempt);
+  void add(std::int32_t rank, std::int32_t epoch, double t, std::int64_t rss, std::int64_t sys_used);
+  SeriesSummary summary() const;
+
+ private:
+  SeriesSummary summary_;
+  double rss_sum_ = 0.0;
+  std::uint64_t rss_count_ = 0;
+  double sys_used_sum_ = 0.0;
+  std::uint64_t sys_used_count_ = 0;
+};
+
+// "its last sample was at 3.200 s in epoch 1, 160 samples, peak RSS 52.1 MiB"
+std::string series_text(const SeriesSummary& series);
+
+// The row of an attempt whose result never came, from its samples alone
+// (the first follows the baseline closely; the trial ran at least until the
+// last): `status`, end cause rank_lost, `message`.
+TrialRecord row_from_series(const TrialSpec& trial, const SeriesSummary& series, int run, TrialStatus status,
+                            std::string_view message);
 
 // One attempt to run: trials[index], as attempt number `attempt`.
 struct PendingTrial {

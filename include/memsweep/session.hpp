@@ -61,6 +61,8 @@ class SessionSteps {
   // Rank 0 after the sweep: the run's end recorded (`complete`: every trial
   // ran), the file closed.
   virtual void close_results(bool complete) = 0;
+  // --worker-silence (SweepOptions::worker_silence).
+  virtual std::chrono::milliseconds worker_silence() const { return kDefaultWorkerSilence; }
 };
 
 // Collective: runs the session on every rank of `comm` and returns the exit

@@ -174,6 +174,11 @@ enum class Dispatch {
   static_round_robin  // trial k to worker k mod P, for the benchmark's comparison only
 };
 
+inline constexpr std::chrono::milliseconds kDefaultWorkerSilence{30000};
+// A time limit as the scheduler counts it is at most a century: past any
+// sweep, and far inside what milliseconds can count.
+inline constexpr double kLongestTimeLimitSeconds = 100.0 * 365 * 86400;
+
 struct SweepOptions {
   std::int32_t run = 0;
   std::optional<std::uint64_t> mem_budget_bytes;
@@ -184,6 +189,14 @@ struct SweepOptions {
   const std::atomic<bool>* stop = nullptr;
   ProgressReporter* progress = nullptr;  // rank 0; may be null
   Dispatch dispatch = Dispatch::dynamic;
+  // A worker rank 0 heard nothing from for `worker_silence` (a running
+  // worker sends at least every second), while its trial is also past its
+  // time limit (`trial_timeout`, or the trial's own `timeout`, the smaller)
+  // by as much, is given up: stopped (SIGSTOP) or hung, it can no longer
+  // enforce its trial's limits. Its attempt is recorded `interrupted` and
+  // runs again on another worker (docs/sweep.md, "A silent worker").
+  std::chrono::milliseconds worker_silence = kDefaultWorkerSilence;
+  std::optional<std::chrono::milliseconds> trial_timeout;
 };
 
 struct SweepResult {
@@ -191,6 +204,10 @@ struct SweepResult {
   std::map<std::string, std::size_t> by_status;
   std::size_t not_started = 0;  // pending trials left when the sweep stopped
   bool stopped = false;         // by a signal (on any rank)
+  // Workers rank 0 gave up on (SweepOptions::worker_silence), in the order
+  // it did; they are no longer in the sweep, so the job cannot end with the
+  // ranks agreeing (run_session ends it).
+  std::vector<int> silent_ranks;
 };
 
 // Thrown by run_sweep on rank 0 of several when its sink failed, once every

@@ -107,4 +107,9 @@ std::unique_ptr<TrainingRunner> make_training_runner(const TrainingRunnerOptions
 // rank set up (docs/runner.md). Never returns: the process ends with it.
 [[noreturn]] void run_trial_process();
 
+// `memsweep guard`: the trial guard a rank starts, on the socket the rank
+// passed as descriptor 3 (docs/runner.md, "When the rank dies"). Never
+// returns: it ends when the rank does, after ending what the rank left.
+[[noreturn]] void run_trial_guard();
+
 }  // namespace memsweep

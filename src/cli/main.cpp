@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
   // A trial process, started by its rank (docs/runner.md): before anything
   // else, so that it pays for no option parsing, and not a command for people.
   if (argc == 3 && std::string_view(argv[1]) == "trial") run_trial_process();
+  // The trial guard a rank starts (docs/runner.md, "When the rank dies").
+  if (argc == 2 && std::string_view(argv[1]) == "guard") run_trial_guard();
   CLI::App app{"memsweep: memory of neural-network training across hyperparameter sweeps", "memsweep"};
   app.set_version_flag("--version", std::string("memsweep ") + kVersion);
   // Checked below rather than by CLI11, whose message for a mistyped

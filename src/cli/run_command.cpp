@@ -128,6 +128,17 @@ RetryPolicy read_retry(const RunOptions& options, RunRow& given) {
   return RetryPolicy(options.retry_killed, retried);
 }
 
+// --worker-silence: at least a few of a worker's one-second ALIVE messages,
+// at most a day (a longer silence is a hang by any measure).
+std::chrono::milliseconds read_worker_silence(const std::string& text) {
+  constexpr double kShortest = 3.0;
+  constexpr double kLongest = 86400.0;
+  const std::optional<double> seconds = parse_duration(text);
+  if (!seconds || *seconds < kShortest || *seconds > kLongest)
+    throw InputError(fmt::format("--worker-silence: expected {}, from 3s to 1d; got \"{}\"", kDurationHelp, text));
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(*seconds));
+}
+
 RunSettings check_options(const RunOptions& options) {
   check_option_combinations(options);
   RunSettings settings;
@@ -138,6 +149,7 @@ RunSettings check_options(const RunOptions& options) {
   settings.given.no_swmr = options.no_swmr ? 1 : 0;
   settings.retry = read_retry(options, settings.given);
   settings.verbosity = options.quiet ? Verbosity::quiet : options.verbose ? Verbosity::verbose : Verbosity::normal;
+  if (options.worker_silence) settings.worker_silence = read_worker_silence(*options.worker_silence);
   return settings;
 }
 
@@ -190,6 +202,10 @@ void add_run_command(CLI::App& app, RunOptions& options) {
   run->add_option(
       "--flush-interval", options.flush_seconds,
       fmt::format("Seconds between a worker's sends of a running trial's samples (default {})", kDefaultFlushSeconds));
+  run->add_option("--worker-silence", options.worker_silence,
+                  "Under MPI: give up a worker rank that sent nothing for this long (stopped or hung) once its trial "
+                  "is also past its time limit by as much; its trial runs again on another rank and the job ends "
+                  "with exit status 4 when the sweep is done (default 30s)");
   run->add_flag("--no-swmr", options.no_swmr,
                 "Write without HDF5's single-writer/multiple-reader mode (for filesystems such as NFS that do not "
                 "keep write order; no live reader then)");
@@ -280,6 +296,8 @@ class RunSteps final : public SessionSteps {
           fmt::format("trials measured through /proc, without a cgroup each: {}", training->isolation_problem()));
     return training;
   }
+
+  std::chrono::milliseconds worker_silence() const override { return settings_.worker_silence; }
 
   void close_results(bool complete) override {
     store_->mark_run(complete ? run_end_state::kEnded : run_end_state::kStopped);

@@ -34,6 +34,7 @@ struct RunOptions {
   std::optional<std::string> data_dir;
   std::optional<int> threads;
   std::optional<double> flush_seconds;
+  std::optional<std::string> worker_silence;  // as written; parsed with parse_duration
   bool no_swmr = false;
   bool quiet = false;
   bool verbose = false;

@@ -27,6 +27,7 @@ struct RunSettings {
   RetryPolicy retry;
   std::optional<CounterSourceChoice> counter_source;  // overrides the sweep file's [sampler] counter_source
   Verbosity verbosity = Verbosity::normal;
+  std::chrono::milliseconds worker_silence = kDefaultWorkerSilence;  // --worker-silence; not recorded in /runs
 };
 
 // What a run is: its options, and the sweep (or part) it runs.

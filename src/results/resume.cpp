@@ -2,7 +2,6 @@
 // its trial rows and, for attempts lost with their rank or with rank 0
 // before a row was written, the series of samples they left behind.
 
-#include "memsweep/byte_size.hpp"
 #include "memsweep/results.hpp"
 
 #include <fmt/format.h>
@@ -38,42 +37,16 @@ void add_row(TrialHistory& trial, std::int32_t attempt, std::optional<TrialStatu
   }
 }
 
-std::string series_text(const SeriesSummary& series) {
-  const std::string peak =
-      series.peak_rss >= 0 ? format_byte_size(static_cast<std::uint64_t>(series.peak_rss)) : std::string("unknown");
-  return fmt::format("its last sample was at {:.3f} s in epoch {}, {} samples, peak RSS {}", series.last_t,
-                     series.last_epoch, series.samples, peak);
-}
-
 TrialRecord lost_row(const TrialSpec& trial, const SeriesSummary& series, int run, LostAttempts lost) {
-  TrialRecord record{trial_row_for(trial, series.attempt), {}};
-  TrialRow& row = record.row;
-  row.run = run;
-  row.rank = series.rank;
-  if (lost == LostAttempts::rank_died) {
-    set_fixed(row.status, status_name(TrialStatus::killed));
-    set_message(record,
-                fmt::format("rank {} died during the trial, its trial process with it (no result was received); {}",
-                            series.rank, series_text(series)));
-  } else {
-    set_fixed(row.status, status_name(TrialStatus::interrupted));
-    set_message(record,
-                fmt::format("interrupted: rank 0 died while rank {} ran the trial, whose process was not seen to fail; "
-                            "{}",
-                            series.rank, series_text(series)));
-  }
-  set_fixed(row.end_cause, end_cause::kRankLost);
-  // The samples are all that is left: the first one follows the baseline
-  // closely (it is taken right after it), and the trial ran at least until
-  // the last one.
-  row.wall_seconds = series.last_t;
-  row.rss_baseline = series.first_rss;
-  row.rss_peak = series.peak_rss;
-  row.rss_mean = series.mean_rss;
-  if (series.first_rss >= 0 && series.peak_rss >= 0) row.rss_footprint = series.peak_rss - series.first_rss;
-  row.sys_used_mean = series.sys_used_mean;
-  row.samples = series.samples;
-  return record;
+  if (lost == LostAttempts::rank_died)
+    return row_from_series(
+        trial, series, run, TrialStatus::killed,
+        fmt::format("rank {} died during the trial, its trial process with it (no result was received); {}",
+                    series.rank, series_text(series)));
+  return row_from_series(
+      trial, series, run, TrialStatus::interrupted,
+      fmt::format("interrupted: rank 0 died while rank {} ran the trial, whose process was not seen to fail; {}",
+                  series.rank, series_text(series)));
 }
 
 }  // namespace

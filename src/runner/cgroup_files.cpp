@@ -190,4 +190,23 @@ Cgroup2Step plan_cgroup2(std::string_view subtree_control, const std::vector<pid
   return holds_self ? Cgroup2Step::move_to_leaf_and_enable : Cgroup2Step::enable_memory;
 }
 
+std::optional<pid_t> memsweep_group_owner(std::string_view name) {
+  constexpr std::string_view kPrefix = "memsweep-";
+  constexpr std::string_view kProbe = "probe-";
+  constexpr std::string_view kTrial = "-trial-";
+  const auto positive = [](std::optional<pid_t> pid) { return pid && *pid > 0 ? pid : std::nullopt; };
+  if (!name.starts_with(kPrefix)) return std::nullopt;
+  name.remove_prefix(kPrefix.size());
+  if (name.starts_with(kProbe)) return positive(whole_number<pid_t>(name.substr(kProbe.size())));
+  const std::size_t trial = name.find(kTrial);
+  if (trial == std::string_view::npos) return std::nullopt;
+  // What follows "-trial-": the trial's number, maybe "-<k>"; digits only.
+  const std::string_view number = name.substr(trial + kTrial.size());
+  const std::size_t dash = number.find('-');
+  if (!whole_number<std::uint64_t>(number.substr(0, dash)) ||
+      (dash != std::string_view::npos && !whole_number<std::uint64_t>(number.substr(dash + 1))))
+    return std::nullopt;
+  return positive(whole_number<pid_t>(name.substr(0, trial)));
+}
+
 }  // namespace memsweep::runner_detail

@@ -69,6 +69,12 @@ bool lists_controller(std::string_view list, std::string_view controller);
 // cgroup.procs: one pid a line. Empty when a line is not a pid.
 std::optional<std::vector<pid_t>> parse_pid_list(std::string_view text);
 
+// The rank's pid in the name of a group memsweep made: a trial's
+// ("memsweep-<pid>-trial-<n>", with a "-<k>" suffix when the name was
+// taken) or the check's ("memsweep-probe-<pid>"). nullopt for any other
+// name: groups that are not memsweep's are never touched.
+std::optional<pid_t> memsweep_group_owner(std::string_view name);
+
 // How to make memory-limited groups under one's own cgroup v2 group, whose
 // cgroup.controllers lists memory. A group's children get the memory
 // controller only when it is in the group's cgroup.subtree_control, and

@@ -19,6 +19,7 @@
 #include "runner/program_launch.hpp"
 #include "runner/trial_cgroup.hpp"
 #include "runner/trial_ending.hpp"
+#include "runner/trial_guard.hpp"
 #include "runner/trial_messages.hpp"
 #include "runner/trial_protocol.hpp"
 #include "runner/trial_watch.hpp"
@@ -189,10 +190,11 @@ struct TrainingRunner::Impl {
   explicit Impl(const TrainingRunnerOptions& runner_options);
 
   TrialRecord run(const TrialSpec& trial, const TrialContext& context, TrialSink& sink);
+  TrialRecord run_attempt(const TrialSpec& trial, const TrialContext& context, TrialSink& sink);
 
   void open_dataset(Attempt& attempt, const TrialSpec& trial);
   void place_in_cgroup(Attempt& attempt);
-  void adopt_process(Attempt& attempt);
+  void adopt_process(Attempt& attempt, bool own_group);
   void spawn(Attempt& attempt, const SpawnRequest& request);
   void limit_cgroup_to_budget(Attempt& attempt);
   void start_process(Attempt& attempt, const TrialSpec& trial);
@@ -228,6 +230,8 @@ struct TrainingRunner::Impl {
   EstimateCache estimates;
   RunnerTimings timings;
   std::size_t trials_started = 0;
+  // Ends a trial's processes and cgroup if this rank dies (trial_guard.hpp).
+  std::optional<TrialGuard> guard;
 };
 
 TrainingRunner::Impl::Impl(const TrainingRunnerOptions& runner_options)
@@ -235,7 +239,8 @@ TrainingRunner::Impl::Impl(const TrainingRunnerOptions& runner_options)
       cgroups(runner_options.use_cgroups ? TrialCgroups::detect() : TrialCgroups()),
       datasets(runner_options.data_dirs,
                runner_options.shared_dir.empty() ? shared_dataset_dir_from_environment() : runner_options.shared_dir,
-               runner_options.max_train_examples, runner_options.max_test_examples) {
+               runner_options.max_train_examples, runner_options.max_test_examples),
+      guard(TrialGuard::start(runner_options.trial_executable)) {
   const SamplerOptions sampling = sampler_options(options);
   std::unique_ptr<CounterSource> counters;
   if (!options.counter_columns.empty()) {
@@ -279,6 +284,18 @@ std::optional<std::chrono::milliseconds> TrainingRunner::Impl::time_limit(const 
 }
 
 TrialRecord TrainingRunner::Impl::run(const TrialSpec& trial, const TrialContext& context, TrialSink& sink) {
+  // Released once the attempt's process is reaped and its cgroup removed,
+  // however run_attempt ends.
+  struct Release {
+    std::optional<TrialGuard>& guard;
+    ~Release() {
+      if (guard) guard->release();
+    }
+  } release{guard};
+  return run_attempt(trial, context, sink);
+}
+
+TrialRecord TrainingRunner::Impl::run_attempt(const TrialSpec& trial, const TrialContext& context, TrialSink& sink) {
   Attempt attempt;
   attempt.entry = Clock::now();
   timings = {};
@@ -334,10 +351,15 @@ void TrainingRunner::Impl::place_in_cgroup(Attempt& attempt) {
   }
 }
 
-// The process as the trial's: its pid in the row, its cgroup, the isolation.
-void TrainingRunner::Impl::adopt_process(Attempt& attempt) {
+// The process as the trial's: its pid in the row, its cgroup, the isolation,
+// and the guard told what to end should the rank die.
+void TrainingRunner::Impl::adopt_process(Attempt& attempt, bool own_group) {
   attempt.row.pid = attempt.process->pid();
   place_in_cgroup(attempt);
+  if (guard)
+    guard->watch({.root = attempt.process->pid(),
+                  .own_group = own_group,
+                  .cgroup = attempt.cgroup ? attempt.cgroup->path() : std::filesystem::path()});
   set_fixed(attempt.row.isolation, isolation_name(attempt.cgroup ? cgroups.isolation() : Isolation::proc));
 }
 
@@ -362,7 +384,7 @@ void TrainingRunner::Impl::spawn(Attempt& attempt, const SpawnRequest& request) 
   } catch (const std::exception& error) {
     return finish(attempt, TrialStatus::failed, one_line(error.what()));
   }
-  adopt_process(attempt);
+  adopt_process(attempt, request.program);
 }
 
 // Spawn, job, ready, baseline, and the budget before the start.

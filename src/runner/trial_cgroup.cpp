@@ -3,6 +3,7 @@
 #include "runner/cgroup_files.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -136,6 +137,19 @@ std::optional<std::string> probe_problem(const fs::path& parent) {
   if (const int error = remove_group(probe); error != 0)
     return "cannot remove the test group " + probe.string() + ": " + errno_message(error);
   return std::nullopt;
+}
+
+// Groups left by ranks that died: a rank's guard removes its trial's group,
+// but not when it was killed too (or by a memsweep from before the guard).
+// Removed when their rank is gone and they are empty; rmdir refuses a
+// group that still holds processes, so a live run's groups are never
+// touched, nor anything that is not memsweep's.
+void remove_stale_groups(const fs::path& parent) {
+  std::error_code error;
+  for (fs::directory_iterator entry(parent, error), end; !error && entry != end; entry.increment(error)) {
+    const auto owner = memsweep_group_owner(entry->path().filename().string());
+    if (owner && *owner != ::getpid() && ::kill(*owner, 0) != 0 && errno == ESRCH) ::rmdir(entry->path().c_str());
+  }
 }
 
 class KernelTrialCgroup final : public TrialCgroup {
@@ -282,6 +296,7 @@ Placement place_cgroup2(const fs::path& own_dir, const std::string& own_path) {
       break;
   }
   if (auto refused = probe_problem(own_dir)) return proc_because(*refused);
+  remove_stale_groups(own_dir);
   placement.isolation = Isolation::cgroup2;
   placement.parent = own_dir;
   return placement;
@@ -289,6 +304,7 @@ Placement place_cgroup2(const fs::path& own_dir, const std::string& own_path) {
 
 Placement place_cgroup1(const fs::path& own_dir) {
   if (auto refused = probe_problem(own_dir)) return proc_because(*refused);
+  remove_stale_groups(own_dir);
   Placement placement;
   placement.isolation = Isolation::cgroup1;
   placement.parent = own_dir;

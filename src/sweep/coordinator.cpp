@@ -8,10 +8,20 @@
 // (REQUEST or LEAVING) has been received, and nothing is in flight, when
 // run_sweep returns on any rank: a worker cannot race ahead into the next
 // run_sweep on the same communicator while rank 0 is still in this one.
+//
+// A worker that falls silent (SIGSTOP, a hang: nothing from it, not even
+// ALIVE, past its trial's time limit and the grace) is given up: its attempt
+// is recorded `interrupted` from the samples it sent, the trial goes to
+// another worker, and the sweep finishes without it (sweep.hpp,
+// SweepOptions::worker_silence). Anything it sends later is ignored: its
+// attempt already has its row.
 
 #include "sweep/protocol.hpp"
 #include "sweep/roles.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <deque>
 #include <exception>
 #include <stdexcept>
@@ -24,6 +34,21 @@ namespace {
 // again: bounds how late a signal on rank 0 reaches the workers.
 constexpr std::chrono::milliseconds kStopCheckInterval{100};
 
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::duration duration) { return std::chrono::duration<double>(duration).count(); }
+
+// A gap this long between two of rank 0's looks is a stall of its own.
+constexpr std::chrono::milliseconds kOwnStall{1000};
+
+// What rank 0 knows of a busy worker's attempt, to judge its silence and,
+// should it fall silent, to write the attempt's row.
+struct AttemptWatch {
+  Clock::time_point assigned;
+  Clock::time_point heard;  // its last message
+  std::optional<SeriesAccumulator> series;
+};
+
 class Coordinator {
  public:
   Coordinator(Communicator& comm, std::span<const TrialSpec> trials, std::span<const PendingTrial> pending,
@@ -33,7 +58,9 @@ class Coordinator {
         sink_(sink),
         options_(options),
         workers_(comm.size() - 1),
-        busy_(static_cast<std::size_t>(comm.size())) {
+        busy_(static_cast<std::size_t>(comm.size())),
+        watches_(static_cast<std::size_t>(comm.size()), AttemptWatch{Clock::now(), Clock::now(), std::nullopt}),
+        silent_(static_cast<std::size_t>(comm.size()), false) {
     // Dynamic: one queue that every worker draws from. Static round-robin:
     // trial k goes to worker 1 + k mod workers, however busy that one is.
     queues_.resize(options.dispatch == Dispatch::dynamic ? 1 : static_cast<std::size_t>(workers_));
@@ -44,7 +71,7 @@ class Coordinator {
   }
 
   SweepResult run() {
-    while (waiting_.size() < static_cast<std::size_t>(workers_)) {
+    while (waiting_.size() + result_.silent_ranks.size() < static_cast<std::size_t>(workers_)) {
       if (!stopping_ && stop_requested(options_)) {
         result_.stopped = true;
         begin_stop();
@@ -62,10 +89,16 @@ class Coordinator {
  private:
   void handle(const Message& message) {
     const int worker = message.source;
+    if (worker > 0 && worker < comm_.size()) {
+      if (silent_[static_cast<std::size_t>(worker)]) return;
+      watches_[static_cast<std::size_t>(worker)].heard = Clock::now();
+    }
     switch (message.tag) {
       case tag::kRequest: answer_request(worker); break;
+      case tag::kAlive: break;
       case tag::kSamples:
         payload_rows(message, samples_);
+        follow_series(worker);
         write([&] { sink_.samples(samples_); });
         break;
       case tag::kEpochs:
@@ -89,7 +122,7 @@ class Coordinator {
   }
 
   void answer_request(int worker) {
-    std::deque<PendingTrial>& queue = queues_[queues_.size() == 1 ? 0 : static_cast<std::size_t>(worker - 1)];
+    std::deque<PendingTrial>& queue = queue_for(worker);
     if (stopping_ || queue.empty()) {
       waiting_.push_back(worker);
       return;
@@ -97,6 +130,9 @@ class Coordinator {
     const PendingTrial job = queue.front();
     queue.pop_front();
     busy_[static_cast<std::size_t>(worker)] = job;
+    AttemptWatch& watch = watches_[static_cast<std::size_t>(worker)];
+    watch.assigned = watch.heard = Clock::now();
+    watch.series.emplace(trials_[job.index].id, job.attempt);
     const Assignment assignment{.index = job.index, .attempt = job.attempt};
     comm_.send(worker, tag::kAssign, payload_of(assignment));
     if (options_.progress != nullptr) options_.progress->trial_started(trials_[job.index], job.attempt, worker);
@@ -117,6 +153,116 @@ class Coordinator {
     if (options_.progress != nullptr) options_.progress->trial_finished(row);
   }
 
+  // The busy worker's samples of its attempt, summed as the store's scan
+  // would (a silent worker's row is made from them).
+  void follow_series(int worker) {
+    std::optional<SeriesAccumulator>& series = watches_[static_cast<std::size_t>(worker)].series;
+    const std::optional<PendingTrial>& job = busy_[static_cast<std::size_t>(worker)];
+    if (!series || !job) return;
+    for (const SampleRow& row : samples_)
+      if (row.attempt == job->attempt && get_fixed(row.trial_id) == trials_[job->index].id)
+        series->add(row.rank, row.epoch, row.t, row.rss, row.sys_used);
+  }
+
+  std::optional<std::chrono::milliseconds> time_limit(const TrialSpec& trial) const {
+    std::optional<std::chrono::milliseconds> limit = options_.trial_timeout;
+    if (trial.timeout_seconds) {
+      const auto own = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::duration<double>(std::min(*trial.timeout_seconds, kLongestTimeLimitSeconds)));
+      limit = limit ? std::min(*limit, own) : own;
+    }
+    return limit;
+  }
+
+  // Silence counts only while rank 0 listened: after a stall of its own (a
+  // long write), the workers' messages are queued, not missing, so every
+  // busy worker is heard from as of now.
+  void give_up_silent_workers(Clock::duration since_last_look) {
+    const auto now = Clock::now();
+    if (since_last_look > kOwnStall) {
+      for (AttemptWatch& watch : watches_) watch.heard = std::max(watch.heard, now);
+      return;
+    }
+    const auto grace = options_.worker_silence;
+    for (int worker = 1; worker < comm_.size(); ++worker) {
+      const std::size_t slot = static_cast<std::size_t>(worker);
+      if (silent_[slot] || std::find(waiting_.begin(), waiting_.end(), worker) != waiting_.end()) continue;
+      const AttemptWatch& watch = watches_[slot];
+      if (now - watch.heard <= grace) continue;
+      if (!busy_[slot]) {
+        // Stopped between its row and its next REQUEST: nothing to record.
+        give_up_idle(worker);
+        continue;
+      }
+      const auto limit = time_limit(trials_[busy_[slot]->index]).value_or(std::chrono::milliseconds(0));
+      if (now - watch.assigned > limit + grace) give_up(worker, now - watch.heard);
+    }
+  }
+
+  void give_up_idle(int worker) {
+    silent_[static_cast<std::size_t>(worker)] = true;
+    result_.silent_ranks.push_back(worker);
+    redistribute_queue_of(worker);
+    if (options_.progress != nullptr)
+      options_.progress->note(
+          fmt::format("rank {} went silent between trials; the job will end once the sweep is done", worker));
+  }
+
+  // The worker's attempt recorded `interrupted`, its trial queued first
+  // for the next worker that asks (or one that waits for FINISH).
+  void give_up(int worker, Clock::duration silence) {
+    const std::size_t slot = static_cast<std::size_t>(worker);
+    const PendingTrial job = *busy_[slot];
+    busy_[slot].reset();
+    silent_[slot] = true;
+    result_.silent_ranks.push_back(worker);
+    const TrialSpec& trial = trials_[job.index];
+    SeriesSummary series = watches_[slot].series->summary();
+    series.rank = worker;
+    const TrialRecord record = row_from_series(
+        trial, series, options_.run, TrialStatus::interrupted,
+        fmt::format("interrupted: rank {} went silent (stopped or hung): nothing came from it for {:.0f} s, and the "
+                    "trial ran {:.0f} s; the trial runs again on another rank; {}",
+                    worker, seconds(silence), seconds(Clock::now() - watches_[slot].assigned), series_text(series)));
+    write([&] { sink_.trial(record.row, record.message); });
+    if (sink_failure_) return;
+    count_row(result_, record.row);
+    if (options_.progress != nullptr) {
+      options_.progress->trial_finished(record.row);
+      options_.progress->note(
+          fmt::format("rank {} went silent: its trial {} runs again elsewhere; the job will end "
+                      "once the sweep is done",
+                      worker, trial.id));
+    }
+    std::deque<PendingTrial>& queue = queue_for(worker);
+    queue.push_front({.index = job.index, .attempt = job.attempt + 1});
+    redistribute_queue_of(worker);
+    // A worker already waiting for FINISH takes it at once.
+    if (!stopping_ && !waiting_.empty()) {
+      const int idle = waiting_.back();
+      waiting_.pop_back();
+      answer_request(idle);
+    }
+  }
+
+  std::deque<PendingTrial>& queue_for(int worker) {
+    return queues_[queues_.size() == 1 ? 0 : static_cast<std::size_t>(worker - 1)];
+  }
+
+  // Static dispatch (the benchmark's): a silent worker's queue goes to the
+  // first worker still in the sweep.
+  void redistribute_queue_of(int worker) {
+    if (queues_.size() == 1) return;
+    for (int other = 1; other < comm_.size(); ++other) {
+      if (silent_[static_cast<std::size_t>(other)]) continue;
+      std::deque<PendingTrial>& from = queue_for(worker);
+      std::deque<PendingTrial>& to = queue_for(other);
+      to.insert(to.begin(), from.begin(), from.end());
+      from.clear();
+      return;
+    }
+  }
+
   // After the sink has failed once, nothing more is written: the workers are
   // stopped and drained, and run() rethrows.
   template <typename Write>
@@ -135,8 +281,10 @@ class Coordinator {
   void tick() {
     const auto now = std::chrono::steady_clock::now();
     if (now - last_tick_ < kStopCheckInterval) return;
+    const auto since_last = now - last_tick_;
     last_tick_ = now;
     write([&] { sink_.tick(); });
+    give_up_silent_workers(since_last);
   }
 
   void begin_stop() {
@@ -161,6 +309,8 @@ class Coordinator {
   bool stopping_ = false;
   std::vector<std::deque<PendingTrial>> queues_;
   std::vector<std::optional<PendingTrial>> busy_;  // by rank: the trial it runs
+  std::vector<AttemptWatch> watches_;              // by rank: while busy
+  std::vector<bool> silent_;                       // by rank: given up
   std::vector<SampleRow> samples_;                 // reused between messages
   std::vector<EpochRow> epochs_;
   std::exception_ptr sink_failure_;

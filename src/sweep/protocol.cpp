@@ -11,6 +11,7 @@ std::string tag_name(int message_tag) {
     case tag::kEpochs: return "EPOCHS";
     case tag::kRecord: return "RECORD";
     case tag::kLeaving: return "LEAVING";
+    case tag::kAlive: return "ALIVE";
     case tag::kAssign: return "ASSIGN";
     case tag::kStop: return "STOP";
     case tag::kFinish: return "FINISH";

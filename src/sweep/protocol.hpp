@@ -28,6 +28,7 @@ inline constexpr int kSamples = 2;  // SampleRow[]: a running trial's samples
 inline constexpr int kEpochs = 3;   // EpochRow[]: a running trial's finished epochs
 inline constexpr int kRecord = 4;   // TrialRecord: the final row, then the whole message; the worker is free again
 inline constexpr int kLeaving = 5;  // empty: the worker saw the stop signal and takes no more trials
+inline constexpr int kAlive = 6;    // empty: a trial runs and had nothing to send for kAliveInterval
 // rank 0 -> worker
 inline constexpr int kAssign = 11;  // Assignment
 inline constexpr int kStop = 12;    // empty: interrupt the running trial

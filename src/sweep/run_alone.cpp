@@ -36,6 +36,7 @@ SweepResult run_alone(Communicator& comm, std::span<const TrialSpec> trials, std
             see_stop();
             return stop_seen;
           },
+      .alive = {},  // alone: nobody waits to hear from this rank
   };
 
   TrialThread trial_thread;

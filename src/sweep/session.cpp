@@ -112,6 +112,9 @@ class Session {
     const SweepResult result = sweep(runner.get(), setup.run_index, stop);
     StepOutcome final_status;
     if (root_) final_status = finish(result, std::chrono::steady_clock::now() - started);
+    // A silent rank takes part in nothing more: the ranks cannot agree, so
+    // the job ends here (the file is closed), and with it the silent rank.
+    if (root_ && !result.silent_ranks.empty()) comm_.abort(final_status.status);
     return agree_on_exit_status(final_status).status;
   }
 
@@ -174,6 +177,10 @@ class Session {
     options.run = run_index;
     if (run_.mem_budget >= 0) options.mem_budget_bytes = static_cast<std::uint64_t>(run_.mem_budget);
     options.flush_interval = flush_interval_of(run_);
+    options.worker_silence = steps_.worker_silence();
+    if (run_.trial_timeout > 0)
+      options.trial_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::duration<double>(std::min(run_.trial_timeout, kLongestTimeLimitSeconds)));
     options.stop = &stop;
     options.progress = root_ ? &progress : nullptr;
     return options;
@@ -199,11 +206,17 @@ class Session {
 
   // Rank 0: the file closed, the last lines, and the exit status.
   StepOutcome finish(const SweepResult& result, std::chrono::steady_clock::duration took) {
-    const bool complete = result.not_started == 0 && result.by_status.count("interrupted") == 0;
+    // A silent rank's attempt is `interrupted` and ran again: only the
+    // interrupted rows beyond those leave a trial to resume.
+    const auto interrupted = result.by_status.find("interrupted");
+    const std::size_t left_interrupted =
+        (interrupted == result.by_status.end() ? 0 : interrupted->second) - result.silent_ranks.size();
+    const bool complete = result.not_started == 0 && left_interrupted == 0;
     steps_.close_results(complete);
     fmt::print(stderr, "memsweep: sweep \"{}\": {} trials run in {:.1f} s ({}); results in {}\n", steps_.sweep().name,
                result.finished, std::chrono::duration<double>(took).count(), status_counts(result),
                steps_.results_path());
+    if (!result.silent_ranks.empty()) return silent_ranks_outcome(result, complete, left_interrupted);
     if (!result.stopped || complete) return {};
     fmt::print(stderr,
                "memsweep: stopped by signal {} with {} trials not started (exit status {}); continue with:\n  {}\n",
@@ -211,6 +224,27 @@ class Session {
                continue_command(run_, steps_.results_path(),
                                 CommandContext{::geteuid() == 0, std::thread::hardware_concurrency()}));
     return {exit_status::kStopped, ""};
+  }
+
+  // The job ends without the silent ranks: what happened, and what is left.
+  StepOutcome silent_ranks_outcome(const SweepResult& result, bool complete, std::size_t left_interrupted) {
+    const std::string ranks = fmt::format("{}", fmt::join(result.silent_ranks, ", "));
+    const bool one = result.silent_ranks.size() == 1;
+    fmt::print(stderr,
+               "memsweep: rank{} {} went silent (stopped or hung: nothing from {} for over {:.0f} s, past {} trial's "
+               "time limit): {} trial was recorded interrupted and handed to another rank; ending the job (exit "
+               "status {})\n",
+               one ? "" : "s", ranks, one ? "it" : "them",
+               std::chrono::duration<double>(steps_.worker_silence()).count(), one ? "its" : "each one's",
+               one ? "its" : "each one's", exit_status::kRankSilent);
+    if (complete)
+      fmt::print(stderr, "memsweep: every trial has a final status\n");
+    else
+      fmt::print(stderr, "memsweep: {} trials without a final status; continue with:\n  {}\n",
+                 result.not_started + left_interrupted,
+                 continue_command(run_, steps_.results_path(),
+                                  CommandContext{::geteuid() == 0, std::thread::hardware_concurrency()}));
+    return {exit_status::kRankSilent, ""};
   }
 
   // Every rank exits with rank 0's status, so mpirun's and srun's is the same.

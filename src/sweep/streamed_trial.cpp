@@ -154,16 +154,24 @@ TrialRecord run_streamed_trial(TrialThread& thread, TrialRunner& runner, const T
   std::exception_ptr failure;
   try {
     auto last_delivery = std::chrono::steady_clock::now();
+    auto last_sent = last_delivery;
     for (;;) {
       const bool ended = queue.wait(kWakeInterval);
       if (!stop.load() && hooks.should_stop()) stop.store(true);
       const auto now = std::chrono::steady_clock::now();
       if (ended || queue.full() || now - last_delivery >= flush_interval) {
         StreamedRows rows = queue.take();
-        if (!rows.empty()) hooks.deliver(rows);
+        if (!rows.empty()) {
+          hooks.deliver(rows);
+          last_sent = now;
+        }
         last_delivery = now;
       }
       if (ended) break;
+      if (hooks.alive && now - last_sent >= kAliveInterval) {
+        hooks.alive();
+        last_sent = now;
+      }
     }
   } catch (...) {
     failure = std::current_exception();

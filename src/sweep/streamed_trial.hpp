@@ -32,7 +32,13 @@ struct StreamHooks {
   // Asked at every wake-up (kWakeInterval): true when the trial must end at
   // its next step (a signal, rank 0's STOP). Once true, no longer asked.
   std::function<bool()> should_stop;
+  // Called when nothing was delivered for kAliveInterval while the trial
+  // runs (may be empty): a worker tells rank 0 it still lives, so that rank
+  // 0 can tell a quiet trial from a stopped or hung rank.
+  std::function<void()> alive;
 };
+
+inline constexpr std::chrono::milliseconds kAliveInterval{1000};
 
 // The calling thread wakes this often (and at once when the trial ends or
 // kRowsPerMessage samples are queued): it bounds how late a STOP or a

@@ -64,6 +64,7 @@ SweepResult run_worker(Communicator& comm, std::span<const TrialSpec> trials, Tr
             signalled = signalled || stop_requested(options);
             return told_to_stop || signalled;
           },
+      .alive = [&] { send_empty(comm, 0, tag::kAlive); },
   };
 
   TrialThread trial_thread;

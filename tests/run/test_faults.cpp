@@ -83,6 +83,15 @@ std::size_t lost_rows(const std::map<std::string, std::vector<std::string>>& bef
   return lost;
 }
 
+// Sample rows by (trial id, attempt): what each row's `samples` must count.
+std::map<std::pair<std::string, std::string>, std::size_t> sample_rows_by_attempt(const std::string& out) {
+  const TsvTable samples = h5py_table(out, "samples", true);
+  std::map<std::pair<std::string, std::string>, std::size_t> rows_of_attempt;
+  for (std::size_t row = 0; row < samples.rows.size(); ++row)
+    ++rows_of_attempt[{samples.at(row, "trial_id"), samples.at(row, "attempt")}];
+  return rows_of_attempt;
+}
+
 // Resumes (killed trials run again) and checks that every trial of the sweep
 // then has exactly one final row.
 void resume_completes(const std::string& sweep, const std::string& out, const std::filesystem::path& dir) {
@@ -233,10 +242,7 @@ TEST(KillRankZero, EveryFinishedTrialKeepsItsWholeSeries) {
   EXPECT_NE(run.wait(), kOk);
 
   const TsvTable trials = h5py_table(out, "trials", true);
-  const TsvTable samples = h5py_table(out, "samples", true);
-  std::map<std::pair<std::string, std::string>, std::size_t> rows_of_attempt;
-  for (std::size_t row = 0; row < samples.rows.size(); ++row)
-    ++rows_of_attempt[{samples.at(row, "trial_id"), samples.at(row, "attempt")}];
+  auto rows_of_attempt = sample_rows_by_attempt(out);
   std::size_t finished = 0;
   for (std::size_t row = 0; row < trials.rows.size(); ++row) {
     if (!is_final(trials.at(row, "status"))) continue;
@@ -248,9 +254,72 @@ TEST(KillRankZero, EveryFinishedTrialKeepsItsWholeSeries) {
         << "trial " << id << " (" << trials.at(row, "status") << "): its row counts samples the file does not hold";
   }
   EXPECT_GE(finished, kFinishedBeforeTheKill);
-  std::cout << fmt::format("rank 0 killed after {} final rows; {} sample rows in the file\n", finished,
-                           samples.rows.size());
+  std::size_t sample_rows = 0;
+  for (const auto& [attempt, count] : rows_of_attempt) sample_rows += count;
+  std::cout << fmt::format("rank 0 killed after {} final rows; {} sample rows in the file\n", finished, sample_rows);
   EXPECT_TRUE(processes_with_environment("MEMSWEEP_FAULT_TEST", out).empty()) << "a trial process survived";
+}
+
+// ---- a worker stopped with SIGSTOP ---------------------------------------------
+
+// The case: a stopped worker hung the sweep for ever, its time limit
+// unenforced (its rank enforces it, and was stopped too). Now rank 0 gives it
+// up, its trial runs again on the other worker, the sweep completes and the
+// job ends with status 4; a resume then finds nothing to run.
+TEST(StoppedWorker, IsGivenUpAndTheSweepCompletesWithStatusFour) {
+  const TempDir dir;
+  const std::string sweep = dir.write("faults.toml", kSweep).string();
+  const std::string out = (dir.path() / "faults.h5").string();
+  std::map<std::string, std::string> environment = kEnvironment;
+  environment["MEMSWEEP_FAULT_TEST"] = out;
+  BackgroundProcess run(memsweep_on_ranks_argv(3, {"run", sweep, "-o", out, "--trial-timeout", "3s", "--worker-silence",
+                                                   "3s", "--flush-interval", "0.2"}),
+                        dir.path(), environment);
+  ASSERT_TRUE(run.wait_for([&] { return std::filesystem::exists(out); }, std::chrono::seconds(60))) << run.err();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const auto rank2 = child_processes_with_environment(run.pid(), "OMPI_COMM_WORLD_RANK", "2");
+  ASSERT_EQ(rank2.size(), 1U);
+  ASSERT_EQ(::kill(rank2.front(), SIGSTOP), 0);
+  const auto stopped = std::chrono::steady_clock::now();
+  const int status = run.wait();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped).count();
+
+  EXPECT_EQ(status, kRankSilent) << run.err();
+  EXPECT_LT(took, 60.0) << "time limit 3 s, grace 3 s, and the other worker's half of the sweep";
+  EXPECT_THAT(run.err(), HasSubstr("rank 2 went silent"));
+  EXPECT_THAT(run.err(), HasSubstr("exit status 4"));
+
+  const TsvTable trials = h5py_table(out, "trials");
+  auto rows_of_attempt = sample_rows_by_attempt(out);
+  std::map<std::string, std::size_t> finals;
+  std::size_t interrupted = 0;
+  for (std::size_t row = 0; row < trials.rows.size(); ++row) {
+    const std::string id = trials.at(row, "trial_id");
+    const std::string status_text = trials.at(row, "status");
+    const std::size_t in_file = rows_of_attempt[std::make_pair(id, trials.at(row, "attempt"))];
+    EXPECT_EQ(in_file, std::stoul(trials.at(row, "samples")))
+        << "trial " << id << " (" << status_text << "): its row counts samples the file does not hold";
+    if (is_final(status_text)) {
+      ++finals[id];
+      continue;
+    }
+    ++interrupted;
+    EXPECT_EQ(status_text, "interrupted");
+    EXPECT_EQ(trials.at(row, "rank"), "2");
+    EXPECT_EQ(trials.at(row, "end_cause"), "rank_lost");
+    EXPECT_THAT(trials.at(row, "message"), HasSubstr("went silent"));
+  }
+  std::cout << fmt::format("SIGSTOP of rank 2: the job ended {:.1f} s later with status {}; {} interrupted, {} final\n",
+                           took, status, interrupted, finals.size());
+  EXPECT_LE(interrupted, 1U) << "rank 2 was stopped during one trial at most (or between two)";
+  EXPECT_EQ(finals.size(), kTrials) << "every trial ends, the stopped rank's on the other worker";
+  for (const auto& [id, count] : finals) EXPECT_EQ(count, 1U) << id;
+  EXPECT_TRUE(processes_with_environment("MEMSWEEP_FAULT_TEST", out).empty()) << "a rank or a trial survived";
+
+  const CommandResult resumed =
+      run_command(memsweep_on_ranks_argv(3, {"run", sweep, "-o", out, "--resume"}), dir.path().string(), kEnvironment);
+  EXPECT_EQ(resumed.exit_status, kOk) << resumed.err;
+  EXPECT_THAT(resumed.err, HasSubstr("0 to run"));
 }
 
 // ---- the disk filling up ---------------------------------------------------------

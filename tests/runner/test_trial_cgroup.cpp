@@ -20,6 +20,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 namespace memsweep::runner_detail {
@@ -328,6 +329,28 @@ TEST(DetectFake, CgroupV1UnderAContainersRootUsesTheMemoryGroup) {
 }
 
 // This machine's layout: cgroup2 mounted without the memory controller.
+struct GroupName {
+  std::string name;
+  std::optional<pid_t> owner;
+};
+
+class MemsweepGroupOwner : public ::testing::TestWithParam<GroupName> {};
+
+// Only names memsweep gives its groups name an owner whose death lets a later
+// run remove them: anything else in a shared cgroup is never touched.
+TEST_P(MemsweepGroupOwner, IsTheRankPidOfMemsweepsOwnNamesOnly) {
+  EXPECT_EQ(memsweep_group_owner(GetParam().name), GetParam().owner) << GetParam().name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Names, MemsweepGroupOwner,
+    ::testing::Values(GroupName{"memsweep-4242-trial-3", 4242}, GroupName{"memsweep-4242-trial-3-2", 4242},
+                      GroupName{"memsweep-probe-17", 17}, GroupName{"memsweep-rank-17", {}},
+                      GroupName{"memsweep-4242-trial-", {}}, GroupName{"memsweep-4242-trial-x", {}},
+                      GroupName{"memsweep-4242-trial-3-", {}}, GroupName{"memsweep--4-trial-3", {}},
+                      GroupName{"memsweep-0-trial-3", {}}, GroupName{"user-4242-trial-3", {}},
+                      GroupName{"memsweep-probe-", {}}, GroupName{"memsweep-99999999999999-trial-1", {}}));
+
 TEST(DetectFake, HybridWithoutV2MemoryUsesV1) {
   const FakeTree tree("4:memory:/process_api/abc\n0::/\n",
                       "35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"

@@ -2,6 +2,7 @@
 // in one process, and the coordinator's and the worker's answers to a peer
 // that breaks the protocol, played by hand on the other side.
 
+#include "support/time_scale.hpp"
 #include "sweep/protocol.hpp"
 #include "sweep/sweep_support.hpp"
 #include "sweep/thread_communicator.hpp"
@@ -11,6 +12,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace memsweep::testing {
@@ -196,6 +198,128 @@ TEST(CoordinatorProtocol, AWorkerThatLeavesEarlyIsNamedAndTheOtherWorkersRowsSta
   for (const TrialRow& row : sink.trials) EXPECT_EQ(row.rank, 1);
   EXPECT_EQ(message_of(errors[1]), "thread communicator: rank 1 waits for rank 0, which has left")
       << "the remaining worker does not wait for ever either";
+}
+
+// A worker that falls silent mid-trial (as one stopped with SIGSTOP): rank
+// 0 gives it up once its silence and the trial's time pass the grace,
+// records its attempt `interrupted` from the samples it had sent, runs the
+// trial again on the other worker, ignores what the silent one sends late,
+// and finishes the sweep naming the silent rank.
+TEST(SilentWorker, IsGivenUpItsTrialRecordedInterruptedAndRunAgainElsewhere) {
+  const std::vector<TrialSpec> trials = make_trials(3);
+  // The live worker streams samples every 20 ms: far more often than the
+  // grace, which is shorter than ALIVE's second here.
+  FakeRunner runner(Script{.duration = scaled(milliseconds(300)), .sample_every = milliseconds(5)});
+  MemorySink sink;
+  SweepOptions options;
+  options.worker_silence = scaled(milliseconds(150));
+  options.flush_interval = milliseconds(20);
+  SweepResult result;
+  std::string silent_trial;
+  ThreadGroup group(3);
+  const auto errors = group.run({
+      [&](Communicator& comm) {
+        result = run_sweep(comm, trials, all_pending(trials.size()), nullptr, &sink, options);
+      },
+      [&](Communicator& comm) { run_sweep(comm, trials, {}, &runner, nullptr, options); },
+      [&](Communicator& comm) {
+        // Takes a trial, sends three of its samples, then nothing for twice
+        // the grace; then its late row, which must change nothing.
+        send_empty(comm, 0, tag::kRequest);
+        const Assignment job = detail::payload_as<Assignment>(expect_message(comm, tag::kAssign));
+        silent_trial = trials[job.index].id;
+        std::vector<SampleRow> samples(3);
+        for (std::size_t i = 0; i < samples.size(); ++i) {
+          set_fixed(samples[i].trial_id, silent_trial);
+          samples[i].attempt = job.attempt;
+          samples[i].rank = 2;
+          samples[i].t = 0.1 * static_cast<double>(i + 1);
+          samples[i].rss = static_cast<std::int64_t>(i + 1) << 20;
+        }
+        comm.send(0, tag::kSamples, payload_of(std::span<const SampleRow>(samples)));
+        std::this_thread::sleep_for(scaled(milliseconds(450)));
+        comm.send(0, tag::kRecord, record_payload(record_for(silent_trial)));
+        for (;;) comm.receive(0, kLongWait);  // until rank 0 has left
+      },
+  });
+  EXPECT_EQ(errors[0], nullptr) << message_of(errors[0]);
+  EXPECT_EQ(errors[1], nullptr) << message_of(errors[1]);
+  EXPECT_EQ(result.silent_ranks, std::vector<int>{2});
+
+  std::size_t interrupted = 0;
+  std::set<std::string> ok;
+  for (std::size_t i = 0; i < sink.trials.size(); ++i) {
+    const TrialRow& row = sink.trials[i];
+    if (status_of(row) == "ok") {
+      EXPECT_EQ(row.rank, 1) << "no row of the silent rank's is written after it was given up";
+      ok.insert(get_fixed(row.trial_id));
+      if (get_fixed(row.trial_id) == silent_trial) {
+        EXPECT_EQ(row.attempt, 1) << "run again as the next attempt";
+      }
+      continue;
+    }
+    ++interrupted;
+    EXPECT_EQ(status_of(row), "interrupted");
+    EXPECT_EQ(get_fixed(row.trial_id), silent_trial);
+    EXPECT_EQ(row.rank, 2);
+    EXPECT_EQ(row.attempt, 0);
+    EXPECT_EQ(row.samples, 3U) << "the samples it sent, which the file holds";
+    EXPECT_EQ(row.rss_peak, 3 << 20);
+    EXPECT_EQ(get_fixed(row.end_cause), end_cause::kRankLost);
+    EXPECT_NE(sink.messages[i].find("rank 2 went silent"), std::string::npos) << sink.messages[i];
+  }
+  EXPECT_EQ(interrupted, 1U);
+  EXPECT_EQ(ok.size(), trials.size()) << "every trial, the silent rank's included, ends ok";
+}
+
+// A worker whose trial is quiet but whose rank lives (its ALIVE messages) is
+// never given up, however short the grace.
+TEST(SilentWorker, AQuietTrialOnALiveRankIsNotGivenUp) {
+  const std::vector<TrialSpec> trials = make_trials(1);
+  FakeRunner runner(Script{.duration = scaled(milliseconds(2500))});  // no samples: only ALIVE, every second
+  MemorySink sink;
+  SweepOptions options;
+  options.worker_silence = scaled(milliseconds(2000));
+  SweepResult result;
+  ThreadGroup group(2);
+  const auto errors = group.run({
+      [&](Communicator& comm) {
+        result = run_sweep(comm, trials, all_pending(trials.size()), nullptr, &sink, options);
+      },
+      worker(trials, runner),
+  });
+  EXPECT_EQ(errors[0], nullptr) << message_of(errors[0]);
+  EXPECT_TRUE(result.silent_ranks.empty());
+  ASSERT_EQ(sink.trials.size(), trials.size());
+  for (const TrialRow& row : sink.trials) EXPECT_EQ(status_of(row), "ok");
+}
+
+// The trial's time limit comes first: a silent worker whose trial may still
+// run within its limit is waited for.
+TEST(SilentWorker, IsWaitedForUntilItsTrialsTimeLimitAndTheGraceHavePassed) {
+  std::vector<TrialSpec> trials = make_trials(1);
+  trials[0].timeout_seconds = scaled_seconds(0.6);
+  MemorySink sink;
+  SweepOptions options;
+  options.worker_silence = scaled(milliseconds(100));
+  const auto start = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::duration given_up_after{};
+  ThreadGroup group(2);
+  const auto errors = group.run({
+      [&](Communicator& comm) {
+        run_sweep(comm, trials, all_pending(trials.size()), nullptr, &sink, options);
+        given_up_after = std::chrono::steady_clock::now() - start;
+      },
+      [&](Communicator& comm) {
+        take_a_trial(comm);
+        for (;;) comm.receive(0, kLongWait);  // silent until rank 0 has left
+      },
+  });
+  EXPECT_EQ(errors[0], nullptr) << message_of(errors[0]);
+  EXPECT_GE(given_up_after, scaled(milliseconds(700))) << "time limit 0.6 s + grace 0.1 s";
+  ASSERT_EQ(sink.trials.size(), 1U);
+  EXPECT_EQ(status_of(sink.trials[0]), "interrupted");
+  EXPECT_EQ(sink.trials[0].samples, 0U);
 }
 
 TEST(WorkerProtocol, AMessageOnlyWorkersSendIsAProtocolError) {

@@ -1,0 +1,246 @@
+#include "runner/trial_guard.hpp"
+
+#include "memsweep/training_runner.hpp"
+
+#include "sampler/process_tree.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <memory>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+extern char** environ;
+
+namespace memsweep::runner_detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The guard's end of the socket, as the rank places it.
+constexpr int kGuardFd = 3;
+// How often the guard looks at a program's tree while the rank lives: a
+// process the tree held this long before the rank died is known to the
+// guard even after it left the tree's process group (setsid).
+constexpr int kTrackIntervalMs = 200;
+// After the rank's death: kill rounds this far apart, for at most this long
+// (a process forking as fast as it is killed; a cgroup the kernel still
+// holds a moment after its last process).
+constexpr auto kKillRoundInterval = std::chrono::milliseconds(10);
+constexpr auto kGiveUpAfter = std::chrono::seconds(5);
+// How long the rank waits for a guard told to end before it kills it.
+constexpr auto kGuardExitWait = std::chrono::seconds(2);
+constexpr std::string_view kWatch = "watch ";
+
+bool alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
+
+std::vector<int> cgroup_members(const std::filesystem::path& cgroup) {
+  if (cgroup.empty()) return {};
+  const int fd = ::open((cgroup / "cgroup.procs").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string text;
+  char buffer[4096];
+  ssize_t got = 0;
+  while ((got = ::read(fd, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(got));
+  ::close(fd);
+  return parse_pid_list(text);
+}
+
+// A trial the rank can no longer end: every process of it killed, its
+// cgroup removed.
+void end_orphaned_trial(const GuardedTrial& trial, ProcessTreeProbe* tree) {
+  const auto give_up = Clock::now() + kGiveUpAfter;
+  bool group_removed = trial.cgroup.empty();
+  for (;;) {
+    bool any_left = false;
+    if (trial.own_group && ::kill(-trial.root, SIGKILL) == 0) any_left = true;
+    if (::kill(trial.root, SIGKILL) == 0) any_left = true;
+    if (tree != nullptr) {
+      ProcessMemory ignored;
+      tree->read_process(ignored);  // children forked since the last look
+      for (const int pid : tree->members())
+        if (::kill(pid, SIGKILL) == 0 || alive(pid)) any_left = true;
+    }
+    for (const int pid : cgroup_members(trial.cgroup)) {
+      ::kill(pid, SIGKILL);
+      any_left = true;
+    }
+    if (!group_removed) group_removed = ::rmdir(trial.cgroup.c_str()) == 0 || errno == ENOENT;
+    if ((!any_left && group_removed) || Clock::now() >= give_up) return;
+    std::this_thread::sleep_for(kKillRoundInterval);
+  }
+}
+
+void close_inherited_descriptors() {
+  if (::syscall(SYS_close_range, static_cast<unsigned>(kGuardFd + 1), UINT_MAX, 0U) == 0) return;
+  rlimit limit{};
+  const int highest = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
+                          ? static_cast<int>(std::min<rlim_t>(limit.rlim_cur, 1 << 16))
+                          : 1 << 16;
+  for (int fd = kGuardFd + 1; fd < highest; ++fd) ::close(fd);
+}
+
+// Signals meant for the rank or its job (a terminal's Ctrl-C, scancel's
+// SIGTERM, Slurm's warning) do not end the guard: the rank's death does.
+void ignore_the_ranks_signals() {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  for (const int signal_number : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGPIPE, SIGQUIT})
+    ::sigaction(signal_number, &ignore, nullptr);
+}
+
+}  // namespace
+
+std::string guard_watch_line(const GuardedTrial& trial) {
+  return std::string(kWatch) + std::to_string(trial.root) + (trial.own_group ? " 1 " : " 0 ") + trial.cgroup.string() +
+         "\n";
+}
+
+std::optional<GuardedTrial> parse_guard_watch_line(const std::string& line) {
+  if (!line.starts_with(kWatch)) return std::nullopt;
+  std::string_view rest = std::string_view(line).substr(kWatch.size());
+  const std::size_t space = rest.find(' ');
+  if (space == std::string_view::npos || space == 0 || rest.size() < space + 3 || rest[space + 2] != ' ')
+    return std::nullopt;
+  GuardedTrial trial;
+  long root = 0;
+  for (const char c : rest.substr(0, space)) {
+    if (c < '0' || c > '9' || root > INT_MAX / 10) return std::nullopt;
+    root = root * 10 + (c - '0');
+  }
+  if (root <= 1) return std::nullopt;  // never init, nor every process (-1)
+  const char group = rest[space + 1];
+  if (group != '0' && group != '1') return std::nullopt;
+  trial.root = static_cast<pid_t>(root);
+  trial.own_group = group == '1';
+  trial.cgroup = std::string(rest.substr(space + 3));
+  return trial;
+}
+
+std::optional<TrialGuard> TrialGuard::start(const std::string& executable) {
+  int sockets[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0) return std::nullopt;
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attributes;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawnattr_init(&attributes);
+  // dup2 clears close-on-exec on the copy: descriptor 3 alone reaches the guard.
+  ::posix_spawn_file_actions_adddup2(&actions, sockets[1], kGuardFd);
+  ::posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  ::posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  ::posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::posix_spawnattr_setsigmask(&attributes, &none);
+  ::posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK);
+  char* argv[] = {const_cast<char*>("memsweep"), const_cast<char*>("guard"), nullptr};
+  pid_t pid = -1;
+  const int error = ::posix_spawn(&pid, executable.c_str(), &actions, &attributes, argv, environ);
+  ::posix_spawn_file_actions_destroy(&actions);
+  ::posix_spawnattr_destroy(&attributes);
+  ::close(sockets[1]);
+  if (error != 0) {
+    ::close(sockets[0]);
+    return std::nullopt;
+  }
+  return TrialGuard(pid, sockets[0]);
+}
+
+TrialGuard::TrialGuard(TrialGuard&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)), socket_(std::exchange(other.socket_, -1)) {}
+
+TrialGuard::~TrialGuard() {
+  if (socket_ >= 0) ::close(socket_);
+  if (pid_ <= 0) return;
+  const auto give_up = Clock::now() + kGuardExitWait;
+  int status = 0;
+  while (::waitpid(pid_, &status, WNOHANG) == 0) {
+    if (Clock::now() >= give_up) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status, 0);
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+void TrialGuard::say(const std::string& line) noexcept {
+  std::size_t sent = 0;
+  while (socket_ >= 0 && sent < line.size()) {
+    const ssize_t wrote = ::send(socket_, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) {
+      ::close(socket_);  // the guard is gone: guard no more
+      socket_ = -1;
+      return;
+    }
+    sent += static_cast<std::size_t>(wrote);
+  }
+}
+
+void TrialGuard::watch(const GuardedTrial& trial) noexcept {
+  try {
+    say(guard_watch_line(trial));
+  } catch (...) {  // the line's allocation
+  }
+}
+
+void TrialGuard::release() noexcept { say("release\n"); }
+
+}  // namespace memsweep::runner_detail
+
+namespace memsweep {
+
+void run_trial_guard() {
+  using namespace runner_detail;
+  close_inherited_descriptors();
+  ignore_the_ranks_signals();
+  std::optional<GuardedTrial> trial;
+  std::unique_ptr<ProcessTreeProbe> tree;  // a program's tree, tracked while it runs
+  std::string pending;
+  for (;;) {
+    pollfd socket{kGuardFd, POLLIN, 0};
+    const int ready = ::poll(&socket, 1, kTrackIntervalMs);
+    if (ready == 0) {
+      ProcessMemory ignored;
+      if (tree) tree->read_process(ignored);
+      continue;
+    }
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    char buffer[1024];
+    const ssize_t got = ::read(kGuardFd, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;  // the rank is gone (or told the guard to end)
+    pending.append(buffer, static_cast<std::size_t>(got));
+    for (std::size_t end = pending.find('\n'); end != std::string::npos; end = pending.find('\n')) {
+      trial = parse_guard_watch_line(pending.substr(0, end));
+      pending.erase(0, end + 1);
+      tree.reset();
+      if (trial && trial->own_group)
+        tree = make_process_tree_probe(
+            trial->root, trial->cgroup.empty() ? std::string() : (trial->cgroup / "cgroup.procs").string());
+    }
+  }
+  if (trial) end_orphaned_trial(*trial, tree.get());
+  std::_Exit(0);
+}
+
+}  // namespace memsweep

@@ -1,0 +1,61 @@
+#pragma once
+// The trial guard: a small process of the rank's own (`memsweep guard`, an
+// exec of the memsweep binary) that outlives the rank by moments, to end
+// what the rank can no longer end (docs/runner.md, "When the rank dies").
+//
+// A trial process dies with its rank (PR_SET_PDEATHSIG), but a program's
+// children do not: the death signal is not inherited, and with the program
+// and the rank gone they are reparented to init, out of every tree memsweep
+// knows. Nothing of the rank runs after a SIGKILL, so the guard, told what
+// each trial is while it runs, notices the rank's death (the end of its
+// socket) and kills the trial's process group, every process it saw in the
+// trial's tree and every process in the trial's cgroup, then removes the
+// cgroup. It is in a session of its own, so that the kill of the rank's
+// process group (mpirun's, a terminal's Ctrl-C) does not take it too.
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace memsweep::runner_detail {
+
+// What the guard ends if the rank dies while the trial runs.
+struct GuardedTrial {
+  pid_t root = -1;               // the trial's process
+  bool own_group = false;        // root leads a process group of its own (a program)
+  std::filesystem::path cgroup;  // the trial's cgroup folder; empty: none
+};
+
+class TrialGuard {
+ public:
+  // Starts the guard from `executable` (the memsweep binary). nullopt when
+  // it cannot start (a test's runner with no such binary): trials run as
+  // before, unguarded.
+  static std::optional<TrialGuard> start(const std::string& executable);
+  TrialGuard(TrialGuard&& other) noexcept;
+  TrialGuard& operator=(TrialGuard&&) = delete;
+  TrialGuard(const TrialGuard&) = delete;
+  // Tells the guard to end (the socket's end with no trial), and reaps it.
+  ~TrialGuard();
+
+  pid_t pid() const { return pid_; }
+  // Never throws: a guard that died only stops guarding.
+  void watch(const GuardedTrial& trial) noexcept;
+  // The trial is over and the rank has cleaned up after it.
+  void release() noexcept;
+
+ private:
+  TrialGuard(pid_t pid, int socket) : pid_(pid), socket_(socket) {}
+  void say(const std::string& line) noexcept;
+  pid_t pid_ = -1;
+  int socket_ = -1;
+};
+
+// Pure: the line the rank sends for `trial`, and the trial a line names
+// (nullopt for a line that names none, "release" included).
+std::string guard_watch_line(const GuardedTrial& trial);
+std::optional<GuardedTrial> parse_guard_watch_line(const std::string& line);
+
+}  // namespace memsweep::runner_detail
