@@ -141,7 +141,8 @@ std::uint64_t count_trials(const TrialSections& sections, int repeats, const std
   if (sections.random) {
     // `count` itself is checked by random_drafts, after the total.
     const auto count = sections.random->find("count");
-    if (count != sections.random->end() && count->second.is_integer() && count->second.as_integer() > 0)
+    if (count != sections.random->end() && count->second.is_integer() && !beyond_64_bits(count->second) &&
+        count->second.as_integer() > 0)
       total += static_cast<std::uint64_t>(count->second.as_integer());
   }
   check_total(total, repeats, file);
@@ -303,6 +304,7 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
       keep(std::move(trial), false);
     }
   }
+  reject_integers_beyond_64_bits(root);  // those no field read as a number
   return spec;
 }
 

@@ -36,6 +36,28 @@ Place place_of(const TomlValue& value, std::string key);
 // Human names of TOML types for "found …" in messages.
 std::string describe(const TomlValue& value);
 
+// TOML integers are 64-bit; toml11 3.7 reads a longer one with
+// istringstream, which gives INT64_MAX or INT64_MIN (binary ones wrap), and
+// keeps no sign of it. Whether `value` is an integer of the file whose text
+// does not fit 64 bits, and that text ("18_446_744_073_709_551_616",
+// "0xFFFF_FFFF_FFFF_FFFF"). A value made in code always fits.
+bool beyond_64_bits(const TomlValue& value);
+std::string integer_as_written(const TomlValue& value);
+
+// What a TOML integer may be, for a value no field gives a narrower range.
+inline constexpr std::string_view kTomlIntegerRange =
+    "expected a whole number from -9223372036854775808 to 9223372036854775807, what a TOML integer holds (a "
+    "larger number can be a string)";
+
+// Throws "TEXT is out of range; expected …" for an integer beyond 64 bits.
+void reject_beyond_64_bits(const TomlValue& value, const Place& place, std::string_view expected);
+
+// Every integer in `root` (a whole parsed file), at any depth: refuses the
+// first beyond 64 bits, naming its key. The fields check their own first,
+// with their own range; this catches what no field reads as a number
+// (parameters handed to programs, values left for later).
+void reject_integers_beyond_64_bits(const TomlValue& root);
+
 // Each returns the value or throws ConfigError naming `place` and the expectation.
 std::int64_t expect_integer(const TomlValue& value, const Place& place, std::int64_t min, std::int64_t max);
 double expect_number(const TomlValue& value, const Place& place);  // integer or float, finite
