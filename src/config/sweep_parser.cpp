@@ -235,8 +235,7 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
   reject_deep_nesting(text, source_name);  // before toml11, which recurses without a limit
   TomlValue root;
   try {
-    std::istringstream stream{std::string(text)};
-    root = toml::parse<toml::discard_comments, std::map, std::vector>(stream, source_name);
+    root = parse_toml(text, source_name);
   } catch (const toml::syntax_error& error) {
     throw ConfigError(source_name, static_cast<int>(error.location().line()), "", syntax_message(error.what()));
   }

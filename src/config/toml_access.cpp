@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <sstream>
 #include <vector>
 
 namespace memsweep::config_detail {
@@ -34,6 +35,35 @@ const LineIndex& line_index_of(const std::shared_ptr<const std::vector<char>>& s
   for (std::size_t offset = 0; offset < source->size(); ++offset)
     if ((*source)[offset] == '\n') index.line_starts.push_back(offset + 1);
   return index;
+}
+
+// toml11 copies the source's name into each region it makes, several for
+// every character it lexes: a name past std::string's 15 inline characters
+// (most paths) cost an allocation each time, a fifth of the parse. So the
+// text goes to toml11 unnamed, and each source's name is kept here, once.
+struct SourceName {
+  std::weak_ptr<const std::vector<char>> source;
+  std::string name;
+};
+
+std::vector<SourceName>& source_names() {
+  thread_local std::vector<SourceName> names;  // the sources still alive, a few at most
+  return names;
+}
+
+void remember_name(const std::shared_ptr<const std::vector<char>>& source, const std::string& name) {
+  std::vector<SourceName>& names = source_names();
+  std::erase_if(names, [](const SourceName& entry) { return entry.source.expired(); });
+  names.push_back({source, name});
+}
+
+std::string name_of(const toml::detail::region& region) {
+  for (const SourceName& entry : source_names()) {
+    const auto& source = region.source();
+    if (!entry.source.expired() && !entry.source.owner_before(source) && !source.owner_before(entry.source))
+      return entry.name;
+  }
+  return region.name();
 }
 
 // 1-based, as toml11 counts.
@@ -113,7 +143,17 @@ Place place_of(const TomlValue& value, std::string key) {
     const toml::source_location where = value.location();
     return Place{where.file_name(), static_cast<int>(where.line()), std::move(key)};
   }
-  return Place{region->name(), line_number(*region), std::move(key)};
+  return Place{name_of(*region), line_number(*region), std::move(key)};
+}
+
+TomlValue parse_toml(std::string_view text, const std::string& source_name) {
+  std::istringstream stream{std::string(text)};
+  TomlValue root = toml::parse<toml::discard_comments, std::map, std::vector>(stream, "");
+  // The root's region spans the file (or is empty for an empty one).
+  if (const auto* region = dynamic_cast<const toml::detail::region*>(toml::detail::get_region(root));
+      region != nullptr && region->is_ok())
+    remember_name(region->source(), source_name);
+  return root;
 }
 
 void fail(const Place& place, const std::string& message) {

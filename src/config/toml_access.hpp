@@ -3,6 +3,7 @@
 // file, line and key. toml11's own type errors are multi-line and name C++
 // types; users of a sweep file need "expected a whole number ≥ 1".
 
+#include "config/toml_no_comments.hpp"
 #include "memsweep/config.hpp"
 
 #include <toml.hpp>
@@ -11,6 +12,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace memsweep::config_detail {
@@ -18,6 +20,9 @@ namespace memsweep::config_detail {
 // std::map keeps key iteration independent of hashing; the file's own order
 // is recovered from line numbers where it matters (grid axes).
 using TomlValue = toml::basic_value<toml::discard_comments, std::map, std::vector>;
+#ifdef MEMSWEEP_TOML_SKIPS_COMMENTS
+static_assert(std::is_same_v<TomlValue, toml::detail::MemsweepValue>, "toml_no_comments.hpp: the same value type");
+#endif
 using TomlTable = TomlValue::table_type;
 using TomlArray = TomlValue::array_type;
 
@@ -28,6 +33,10 @@ struct Place {
   int line = 0;
   std::string key;  // dotted, e.g. "grid.batch_size" or "trial[2].hidden"
 };
+
+// `text` parsed by toml11, which throws toml::syntax_error; values' places
+// name `source_name`.
+TomlValue parse_toml(std::string_view text, const std::string& source_name);
 
 Place place_of(const TomlValue& value, std::string key);
 
