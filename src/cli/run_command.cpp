@@ -7,6 +7,7 @@
 #include "cli/events_command.hpp"
 #include "cli/results_path.hpp"
 #include "cli/run_results_file.hpp"
+#include "cli/whole_number_option.hpp"
 #include "common/duration_text.hpp"
 #include "memsweep/byte_size.hpp"
 #include "memsweep/config.hpp"
@@ -205,10 +206,13 @@ void add_run_command(CLI::App& app, RunOptions& options) {
                 "keep write order; no live reader then)");
   run->add_flag("-q,--quiet", options.quiet, "Print only failed trials and the final line");
   run->add_flag("-v,--verbose", options.verbose, "Also print each trial as it starts, with its hyperparameters");
+  // At most INT64_MAX: /runs holds them as int64.
   run->add_option("--max-train-examples", options.max_train_examples,
-                  "Train on the first N examples of each dataset only (quick runs; 0: all; a resume: the last run's)");
+                  "Train on the first N examples of each dataset only (quick runs; 0: all; a resume: the last run's)")
+      ->check(whole_number_from(0, INT64_MAX));
   run->add_option("--max-test-examples", options.max_test_examples,
-                  "Evaluate on the first N test examples only (quick runs; 0: all; a resume: the last run's)");
+                  "Evaluate on the first N test examples only (quick runs; 0: all; a resume: the last run's)")
+      ->check(whole_number_from(0, INT64_MAX));
 }
 
 namespace {

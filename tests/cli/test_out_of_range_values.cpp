@@ -131,6 +131,32 @@ INSTANTIATE_TEST_SUITE_P(PlanAndRun, OutOfRangeValue, ::testing::ValuesIn(all_ca
   return fmt::format("{}_{}", param_info.param.first, param_info.param.second.name);
 });
 
+// Whole-number options that CLI11 would read with strtoull, capping 2^64
+// at 2^64-1 and reading -1 as 2^64-1 (so: no limit). Refused as given, in
+// CLI11's own form of a usage error (its line, then "Run with --help").
+TEST(OutOfRangeValue, WholeNumberOptionsPast64BitsOrNegativeAreRefused) {
+  const TempDir dir;
+  const std::filesystem::path sweep = dir.write("sweep.toml", kTrial);
+  const std::vector<std::filesystem::path> before = files_in(dir.path());
+  for (const char* option : {"--max-train-examples", "--max-test-examples"}) {
+    for (const char* value : {"18446744073709551616", "-1", "99999999999999999999999"}) {
+      const CommandResult result =
+          run_memsweep({"run", sweep.string(), "-o", "out.h5", option, value}, dir.path().string());
+      EXPECT_EQ(result.exit_status, kBadInput) << option << " " << value << ": " << result.err;
+      EXPECT_THAT(result.err, HasSubstr(fmt::format("{}: {} is out of range; expected a whole number from 0 to "
+                                                    "9223372036854775807",
+                                                    option, value)));
+    }
+  }
+  EXPECT_EQ(files_in(dir.path()), before) << "a file was written";
+
+  const CommandResult estimate = run_memsweep(
+      {"estimate", "--dataset", "mnist", "--model", "mlp", "--hidden", "8", "--train-examples", "18446744073709551616"},
+      dir.path().string());
+  EXPECT_EQ(estimate.exit_status, kBadInput) << estimate.err;
+  EXPECT_THAT(estimate.err, HasSubstr("--train-examples: 18446744073709551616 is out of range"));
+}
+
 // The longest limit there is, as `plan` shows it: ten years, not a
 // negative number of seconds.
 TEST(OutOfRangeValue, LongestLimitIsPlannedAsTenYears) {
