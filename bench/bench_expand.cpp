@@ -10,8 +10,19 @@
 //                run: hashing as many trial ids of ready-made trials, the
 //                part no expansion can skip.
 // The issue's target: 10^6 trials in < 5 s and < 1 GiB.
+//
+// Parsing long lines (issue 28): 4,096 to 262,144 values in one array, all
+// on one line or one per line, as a [grid] axis (each value a trial) and as
+// a [random] choice (one trial: the parse alone). Figures per case:
+//   values/s     values in the file read per second, for all it takes;
+//   x_per_line   its time over the same values one per line, measured in
+//                the same run (1 when the line's length costs nothing).
+// The target: linear, >= 1 M values/s either way. toml11 3.7 collected
+// every value's comments by scanning its whole line, quadratic in a line's
+// values; config/toml_no_comments.hpp skips that.
+//
 // Run: memsweep_bench_expand --benchmark_min_time=0.5 (the 10^4 cases need
-// several iterations to settle).
+// several iterations to settle); --benchmark_filter=Line for the long lines.
 
 #include "memsweep/config.hpp"
 #include "memsweep/results.hpp"
@@ -142,6 +153,61 @@ void expand(benchmark::State& state, std::string (*text_of)(std::size_t)) {
   state.counters["kept_MiB"] = kept / kMiB;
   state.counters["x_ids"] = seconds / iterations / baseline;
 }
+
+// ---- long lines -------------------------------------------------------------
+
+enum class Layout { one_line, one_per_line };
+
+std::string value_list(std::size_t count, Layout layout) {
+  std::string text = "[";
+  for (std::size_t k = 1; k <= count; ++k)
+    text += fmt::format("{}{}", k, k == count ? "" : layout == Layout::one_line ? ", " : ",\n");
+  return text + "]\n";
+}
+
+// Each value a grid point, so a trial: what `plan` of such a file does.
+std::string grid_axis_text(std::size_t values, Layout layout) {
+  return std::string(kDefaults) + "[grid]\nbatch_size = " + value_list(values, layout);
+}
+
+// One trial drawn from the values: parsing them is nearly all the work.
+std::string choice_text(std::size_t values, Layout layout) {
+  // A table, not an inline one: TOML keeps an inline table on one line.
+  return std::string(kDefaults) + "[random]\ncount = 1\n[random.batch_size]\nchoice = " + value_list(values, layout);
+}
+
+double parse_seconds(const std::string& text) {
+  const auto start = std::chrono::steady_clock::now();
+  benchmark::DoNotOptimize(memsweep::parse_sweep(text, "bench.toml").trials.size());
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void long_line(benchmark::State& state, std::string (*text_of)(std::size_t, Layout), std::size_t trials_per_value) {
+  const auto values = static_cast<std::size_t>(state.range(0));
+  const std::string text = text_of(values, Layout::one_line);
+  // The baseline, once per case: the same values one per line.
+  const double per_line = parse_seconds(text_of(values, Layout::one_per_line));
+  double seconds = 0.0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    const memsweep::SweepSpec sweep = memsweep::parse_sweep(text, "bench.toml");
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::size_t expected = trials_per_value == 0 ? 1 : values * trials_per_value;
+    if (sweep.trials.size() != expected) state.SkipWithError("the sweep did not expand to the trials expected");
+  }
+  const auto iterations = static_cast<double>(state.iterations());
+  state.counters["values/s"] =
+      benchmark::Counter(static_cast<double>(values) * iterations, benchmark::Counter::kIsRate);
+  state.counters["x_per_line"] = seconds / iterations / per_line;
+}
+
+void BM_GridAxisOnOneLine(benchmark::State& state) { long_line(state, grid_axis_text, 1); }
+void BM_ChoiceOnOneLine(benchmark::State& state) { long_line(state, choice_text, 0); }
+
+BENCHMARK(BM_GridAxisOnOneLine)->RangeMultiplier(4)->Range(4096, 262'144)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ChoiceOnOneLine)->RangeMultiplier(4)->Range(4096, 262'144)->Unit(benchmark::kMillisecond);
+
+// ---- expansion ---------------------------------------------------------------
 
 void BM_ExpandGrid(benchmark::State& state) { expand(state, grid_text); }
 void BM_ExpandRandom(benchmark::State& state) { expand(state, random_text); }

@@ -1,5 +1,6 @@
 #include "cli/estimate_command.hpp"
 
+#include "cli/whole_number_option.hpp"
 #include "common/text_table.hpp"
 #include "memsweep/byte_size.hpp"
 #include "memsweep/error.hpp"
@@ -71,9 +72,9 @@ void add_estimate_command(CLI::App& app, EstimateOptions& options) {
   estimate->add_option("--rule", options.rule, "full (the trainer's own layouts) or qa (the Q&A rule)")
       ->check(CLI::IsMember({std::string(kRuleFull), std::string(kRuleQa)}));
   estimate->add_option("--train-examples", options.train_examples, "Training examples (default: the published size)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number_from(1, INT64_MAX));
   estimate->add_option("--test-examples", options.test_examples, "Test examples (default: the published size)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number_from(1, INT64_MAX));
 }
 
 TrialSpec trial_from_options(const EstimateOptions& o) {

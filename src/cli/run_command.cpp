@@ -7,6 +7,7 @@
 #include "cli/events_command.hpp"
 #include "cli/results_path.hpp"
 #include "cli/run_results_file.hpp"
+#include "cli/whole_number_option.hpp"
 #include "common/duration_text.hpp"
 #include "memsweep/byte_size.hpp"
 #include "memsweep/config.hpp"
@@ -76,6 +77,11 @@ void read_limits(const RunOptions& options, RunRow& given, GivenOptions& which) 
   which.mem_budget = options.mem_budget.has_value();
   if (options.mem_budget && *options.mem_budget != "none") {
     const std::optional<std::uint64_t> bytes = parse_byte_size(*options.mem_budget);
+    if (!bytes && is_too_large_byte_size(*options.mem_budget))
+      throw InputError(
+          fmt::format("--mem-budget: \"{}\" is more than {}, the largest budget memsweep takes; for no "
+                      "budget, give none",
+                      *options.mem_budget, kMaxByteSizeText));
     if (!bytes)
       throw InputError(
           fmt::format("--mem-budget: expected {}, or none, got \"{}\"", kByteSizeHelp, *options.mem_budget));
@@ -84,6 +90,11 @@ void read_limits(const RunOptions& options, RunRow& given, GivenOptions& which) 
   which.trial_timeout = options.trial_timeout.has_value();
   if (options.trial_timeout && *options.trial_timeout != "none") {
     const std::optional<double> seconds = parse_duration(*options.trial_timeout);
+    if (!seconds && is_too_long_duration(*options.trial_timeout))
+      throw InputError(
+          fmt::format("--trial-timeout: \"{}\" is longer than {}, the longest time limit memsweep "
+                      "takes; for no limit, give none",
+                      *options.trial_timeout, kMaxDurationText));
     if (!seconds || *seconds < 0.001)
       throw InputError(
           fmt::format("--trial-timeout: expected {}, or none, got \"{}\"", kDurationHelp, *options.trial_timeout));
@@ -211,10 +222,13 @@ void add_run_command(CLI::App& app, RunOptions& options) {
                 "keep write order; no live reader then)");
   run->add_flag("-q,--quiet", options.quiet, "Print only failed trials and the final line");
   run->add_flag("-v,--verbose", options.verbose, "Also print each trial as it starts, with its hyperparameters");
+  // At most INT64_MAX: /runs holds them as int64.
   run->add_option("--max-train-examples", options.max_train_examples,
-                  "Train on the first N examples of each dataset only (quick runs; 0: all; a resume: the last run's)");
+                  "Train on the first N examples of each dataset only (quick runs; 0: all; a resume: the last run's)")
+      ->check(whole_number_from(0, INT64_MAX));
   run->add_option("--max-test-examples", options.max_test_examples,
-                  "Evaluate on the first N test examples only (quick runs; 0: all; a resume: the last run's)");
+                  "Evaluate on the first N test examples only (quick runs; 0: all; a resume: the last run's)")
+      ->check(whole_number_from(0, INT64_MAX));
 }
 
 namespace {
@@ -321,9 +335,8 @@ class RunSteps final : public SessionSteps {
     runner_options.max_chunk_age = setup.flush_interval;
     runner_options.max_train_examples = static_cast<std::size_t>(run.max_train_examples);
     runner_options.max_test_examples = static_cast<std::size_t>(run.max_test_examples);
-    if (run.trial_timeout > 0)
-      runner_options.trial_timeout =
-          std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(run.trial_timeout * 1000.0)));
+    // limit_milliseconds: a resume's limit comes from the results file, which may hold anything.
+    if (run.trial_timeout > 0) runner_options.trial_timeout = limit_milliseconds(run.trial_timeout);
     runner_options.log_dir = program_log_dir(settings_.output);
     return runner_options;
   }

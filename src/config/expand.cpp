@@ -211,6 +211,7 @@ RandomField random_field(const std::string& name, const TomlValue& spec, const P
   if (kind == Distribution::choice) {
     const TomlArray& options = expect_array(argument, field.place);
     if (options.empty()) fail(field.place, "expected a non-empty array to choose from");
+    field.choices.reserve(options.size());  // no copies as it grows: a choice may hold 10^5 values
     for (const TomlValue& option : options) {
       field.choices.push_back(FieldValue{option, field.place});
       check_value(name, field.choices.back());

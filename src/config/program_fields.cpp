@@ -78,6 +78,7 @@ std::pair<std::string, std::string> param_scalar(const TomlValue& value, const P
       return {text, text};
     }
     case toml::value_t::integer: {
+      reject_beyond_64_bits(value, place, kTomlIntegerRange);
       const std::string text = fmt::format("{}", value.as_integer());
       return {text, text};
     }

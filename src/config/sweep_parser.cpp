@@ -141,7 +141,8 @@ std::uint64_t count_trials(const TrialSections& sections, int repeats, const std
   if (sections.random) {
     // `count` itself is checked by random_drafts, after the total.
     const auto count = sections.random->find("count");
-    if (count != sections.random->end() && count->second.is_integer() && count->second.as_integer() > 0)
+    if (count != sections.random->end() && count->second.is_integer() && !beyond_64_bits(count->second) &&
+        count->second.as_integer() > 0)
       total += static_cast<std::uint64_t>(count->second.as_integer());
   }
   check_total(total, repeats, file);
@@ -234,8 +235,7 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
   reject_deep_nesting(text, source_name);  // before toml11, which recurses without a limit
   TomlValue root;
   try {
-    std::istringstream stream{std::string(text)};
-    root = toml::parse<toml::discard_comments, std::map, std::vector>(stream, source_name);
+    root = parse_toml(text, source_name);
   } catch (const toml::syntax_error& error) {
     throw ConfigError(source_name, static_cast<int>(error.location().line()), "", syntax_message(error.what()));
   }
@@ -303,6 +303,7 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
       keep(std::move(trial), false);
     }
   }
+  reject_integers_beyond_64_bits(root);  // those no field read as a number
   return spec;
 }
 

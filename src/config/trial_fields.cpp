@@ -56,6 +56,47 @@ std::vector<int> width_list(const FieldValue& field, int max_length, int max_val
   return widths;
 }
 
+// mem_budget: whole bytes, or a size as text; at most kMaxByteSize, which
+// every int64 that holds a size downstream takes.
+std::uint64_t byte_size_field(const FieldValue& f) {
+  std::optional<std::uint64_t> bytes;
+  bool too_large = false;
+  if (f.value.is_integer() && !beyond_64_bits(f.value) && f.value.as_integer() > 0) {
+    bytes = static_cast<std::uint64_t>(f.value.as_integer());
+    too_large = *bytes > kMaxByteSize;
+  } else if (f.value.is_string()) {
+    bytes = parse_byte_size(f.value.as_string().str);
+    too_large = is_too_large_byte_size(f.value.as_string().str);
+  }
+  too_large = too_large || beyond_64_bits(f.value);
+  if (too_large)
+    fail(f.place, fmt::format("expected a size of at most {}, found {}; for no budget, leave mem_budget out",
+                              kMaxByteSizeText, describe(f.value)));
+  if (!bytes) fail(f.place, fmt::format("expected {}, found {}", kByteSizeHelp, describe(f.value)));
+  return *bytes;
+}
+
+// timeout: seconds as a number, or a duration as text; at most
+// kMaxDurationSeconds, so that no limit wraps round when the runner adds
+// it to its clock.
+double duration_field(const FieldValue& f) {
+  std::optional<double> seconds;
+  bool too_long = beyond_64_bits(f.value);
+  if (f.value.is_integer() || f.value.is_floating()) {
+    const double number = f.value.is_integer() ? static_cast<double>(f.value.as_integer()) : f.value.as_floating();
+    if (number > 0.0) seconds = number;  // not NaN
+    too_long = too_long || number > kMaxDurationSeconds;
+  } else if (f.value.is_string()) {
+    seconds = parse_duration(f.value.as_string().str);
+    too_long = is_too_long_duration(f.value.as_string().str);
+  }
+  if (too_long)
+    fail(f.place, fmt::format("expected a duration of at most {}, found {}; for no limit, leave timeout out",
+                              kMaxDurationText, describe(f.value)));
+  if (!seconds) fail(f.place, fmt::format("expected {}, found {}", kDurationHelp, describe(f.value)));
+  return *seconds;
+}
+
 template <typename Kind>
 Kind one_of(const FieldValue& field, std::initializer_list<std::pair<std::string_view, Kind>> names) {
   const std::string& text = expect_string(field.value, field.place);
@@ -138,27 +179,8 @@ const std::vector<std::pair<std::string_view, Apply>>& field_table() {
        [](TrialSpec& t, const FieldValue& f) {
          t.seed = static_cast<std::uint64_t>(expect_integer(f.value, f.place, 0, INT64_MAX));
        }},
-      {"mem_budget",
-       [](TrialSpec& t, const FieldValue& f) {
-         std::optional<std::uint64_t> bytes;
-         if (f.value.is_integer() && f.value.as_integer() > 0)
-           bytes = static_cast<std::uint64_t>(f.value.as_integer());
-         else if (f.value.is_string())
-           bytes = parse_byte_size(f.value.as_string().str);
-         if (!bytes) fail(f.place, fmt::format("expected {}, found {}", kByteSizeHelp, describe(f.value)));
-         t.mem_budget_bytes = bytes;
-       }},
-      {"timeout",
-       [](TrialSpec& t, const FieldValue& f) {
-         std::optional<double> seconds;
-         if ((f.value.is_integer() && f.value.as_integer() > 0) || (f.value.is_floating() && f.value.as_floating() > 0))
-           seconds = f.value.is_integer() ? static_cast<double>(f.value.as_integer()) : f.value.as_floating();
-         else if (f.value.is_string())
-           seconds = parse_duration(f.value.as_string().str);
-         if (!seconds || !std::isfinite(*seconds))
-           fail(f.place, fmt::format("expected {}, found {}", kDurationHelp, describe(f.value)));
-         t.timeout_seconds = seconds;
-       }},
+      {"mem_budget", [](TrialSpec& t, const FieldValue& f) { t.mem_budget_bytes = byte_size_field(f); }},
+      {"timeout", [](TrialSpec& t, const FieldValue& f) { t.timeout_seconds = duration_field(f); }},
   };
   return kFields;
 }

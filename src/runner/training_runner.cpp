@@ -6,6 +6,7 @@
 
 #include "memsweep/training_runner.hpp"
 
+#include "common/duration_text.hpp"
 #include "dataset/locate.hpp"
 #include "memsweep/estimate.hpp"
 #include "memsweep/model_spec.hpp"
@@ -277,7 +278,7 @@ std::optional<std::uint64_t> TrainingRunner::Impl::predicted_bytes(const TrialSp
 std::optional<std::chrono::milliseconds> TrainingRunner::Impl::time_limit(const TrialSpec& trial) const {
   std::optional<std::chrono::milliseconds> limit = options.trial_timeout;
   if (trial.timeout_seconds) {
-    const auto own = std::chrono::milliseconds(static_cast<std::int64_t>(*trial.timeout_seconds * 1000.0));
+    const std::chrono::milliseconds own = limit_milliseconds(*trial.timeout_seconds);
     limit = limit ? std::min(*limit, own) : own;
   }
   return limit;

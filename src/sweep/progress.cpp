@@ -108,8 +108,9 @@ std::optional<std::chrono::seconds> ProgressReporter::eta() const {
   const std::optional<double> seconds =
       eta_.seconds_left(finished_trials_, running, std::span<const TrialCost>(waiting_).subspan(waiting_front_),
                         workers_, std::chrono::duration<double>(now.time_since_epoch()).count());
-  if (!seconds) return std::nullopt;
-  return std::chrono::seconds(static_cast<long long>(std::llround(*seconds)));
+  if (!seconds || std::isnan(*seconds)) return std::nullopt;
+  // llround past 2^63 has no answer; an ETA past ten years is only "long".
+  return std::chrono::seconds(std::llround(std::clamp(*seconds, 0.0, kMaxDurationSeconds)));
 }
 
 }  // namespace memsweep

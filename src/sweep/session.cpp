@@ -6,6 +6,7 @@
 
 #include "memsweep/session.hpp"
 
+#include "common/duration_text.hpp"
 #include "memsweep/error.hpp"
 #include "memsweep/run_record.hpp"
 #include "memsweep/stop_signals.hpp"
@@ -265,7 +266,8 @@ class Session {
 }  // namespace
 
 std::chrono::milliseconds flush_interval_of(const RunRow& run) {
-  return std::chrono::milliseconds(std::max<std::int64_t>(1, std::llround(run.flush_interval * 1000.0)));
+  // Read back from the results file on a resume, so any double: saturated, not wrapped.
+  return limit_milliseconds(run.flush_interval);
 }
 
 int run_session(Communicator& comm, SessionSteps& steps) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 namespace memsweep {
 namespace {
 
@@ -20,6 +22,21 @@ TEST(ParseByteSize, UnitsBinaryAndDecimal) {
 TEST(ParseByteSize, RejectsNonsense) {
   for (const char* bad : {"", "GiB", "lots", "2 parsecs", "-1GiB", "0", "0.1B", "1e30TB", "2GiBs"})
     EXPECT_FALSE(parse_byte_size(bad).has_value()) << bad;
+}
+
+// 1 EiB is the most: every size memsweep holds is an int64 downstream
+// (2^63 bytes became a negative budget, that is none).
+TEST(ParseByteSize, TheLargestSizeIsOneExbibyte) {
+  EXPECT_EQ(parse_byte_size("1048576TiB"), std::uint64_t{1} << 60);
+  EXPECT_EQ(parse_byte_size("1152921504606846976"), std::uint64_t{1} << 60);
+  EXPECT_FALSE(is_too_large_byte_size("1048576TiB"));
+  for (const char* too_large :
+       {"1048577TiB", "1152921504606846977", "9223372036854775808", "9999999TiB", "1e30TB", "1e400", "1e400 GiB"}) {
+    EXPECT_FALSE(parse_byte_size(too_large).has_value()) << too_large;
+    EXPECT_TRUE(is_too_large_byte_size(too_large)) << too_large;
+  }
+  for (const char* nonsense : {"", "lots", "inf", "nan", "-1e400", "1e-400", "2 parsecs"})
+    EXPECT_FALSE(is_too_large_byte_size(nonsense)) << nonsense;
 }
 
 TEST(FormatByteSize, PicksTheLargestWholeUnit) {

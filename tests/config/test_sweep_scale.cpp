@@ -118,6 +118,34 @@ TEST(SweepScale, HundredThousandExplicitTrialsKeepTheirLineNumbers) {
   }
 }
 
+// 65,536 values on one line (issue 28: toml11 scanned the whole line for
+// every value's comments, 10 s for this one): each value becomes its grid
+// point, and one bad value at the end is still found on its line, with
+// comments on the lines around it.
+TEST(SweepScale, SixtyFourThousandValuesOnOneLineAreEachATrial) {
+  constexpr int kValues = 65'536;
+  const std::string text =
+      "[defaults]  # the values below are batch sizes\ndataset = \"synthetic\"\n[grid]\n"
+      "batch_size = [" +
+      numbers(kValues) + "]  # one line\n";
+  const SweepSpec sweep = parse_sweep(text, "wide.toml");
+  ASSERT_EQ(sweep.trials.size(), static_cast<std::size_t>(kValues));
+  EXPECT_EQ(sweep.trials.front().batch_size, 1);
+  EXPECT_EQ(sweep.trials.back().batch_size, kValues);
+  std::unordered_set<std::string> ids;
+  for (const TrialSpec& trial : sweep.trials) ids.insert(trial.id);
+  EXPECT_EQ(ids.size(), static_cast<std::size_t>(kValues));
+
+  try {
+    parse_sweep("# one\n# two\n[grid]\nbatch_size = [" + numbers(kValues) + ", 0]  # the last is bad\n", "wide.toml");
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(error.line(), 4);
+    EXPECT_EQ(error.key(), "grid.batch_size");
+    EXPECT_THAT(error.what(), HasSubstr("wide.toml:4: grid.batch_size"));
+  }
+}
+
 // The line index belongs to one parsed text: the next text's lines are its own.
 TEST(SweepScale, LineNumbersComeFromTheTextBeingRead) {
   for (const auto& [text, line] : {std::pair{"\n\n\n\n[[trial]]\nepochs = 0\n", 6},
