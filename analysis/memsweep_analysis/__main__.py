@@ -1,8 +1,10 @@
 """`python3 -m memsweep_analysis report|compare|tables ...`: the package from a shell.
 
-Bad input (a file that is missing, not HDF5, not memsweep's, of another schema; a trial id not in the
-files; a missing Python package) ends with one line on stderr, "memsweep_analysis: error: ...", naming
-the file, and exit status 2, like memsweep's own bad-input errors; a bug still shows its traceback.
+Bad input (a file that is missing, not HDF5, not memsweep's, of another schema, or damaged; a trial id not in
+the files; a missing Python package) ends with one line on stderr, "memsweep_analysis: error: ...", naming
+the file, and exit status 2, like memsweep's own bad-input errors; a bug still shows its traceback. A damaged
+file is what h5py raises OSError, RuntimeError, KeyError or ValueError for from inside h5py while load.py reads
+it (load.raised_by_h5py); the same exceptions from this package's own code are bugs.
 """
 
 import argparse

@@ -19,11 +19,14 @@ value (TRIAL_COLUMNS_OF_SCHEMA_3 and _4), so files of every version concatenate.
 /trials' own column holds only its first 256 bytes; older files have only that.
 """
 
+import contextlib
+import ctypes
 import json
 import math
 import os
 import re
 import shlex
+import traceback
 import warnings
 
 from ._deps import require
@@ -97,6 +100,42 @@ class MemsweepFileError(ValueError):
     """A file that is not a readable memsweep results file (schema 1 to 5); the message names it."""
 
 
+# What h5py raises when a file's bytes are not what HDF5 expects (a flipped byte, a cut file): OSError (data it
+# cannot read or decompress), RuntimeError (a metadata checksum that fails on iterating or testing attributes),
+# KeyError (an object whose header fails its checksum reads as missing), ValueError (a damaged type or shape).
+H5PY_READ_ERRORS = (OSError, RuntimeError, KeyError, ValueError)
+_H5PY_FOLDER = os.path.dirname(os.path.abspath(h5py.__file__))
+
+
+def raised_by_h5py(error):
+    """Whether `error` was raised inside h5py (its innermost frame is h5py's Python or Cython code). The same
+    types raised by this package's own code are bugs, and keep their traceback."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return False
+    where = frames[-1].filename
+    if os.path.isabs(where):
+        return os.path.commonpath([_H5PY_FOLDER, os.path.abspath(where)]) == _H5PY_FOLDER
+    return where.split(os.sep)[0] == "h5py"  # Cython's frames name their .pyx relative to the package
+
+
+def _h5py_message(error):
+    text = error.args[0] if isinstance(error, KeyError) and error.args else error
+    return " ".join(str(text).split())
+
+
+@contextlib.contextmanager
+def _reading(path, what):
+    """h5py's errors while reading `what` of `path` as a MemsweepFileError naming both (bad input, not a bug)."""
+    try:
+        yield
+    except H5PY_READ_ERRORS as error:
+        if isinstance(error, MemsweepFileError) or not raised_by_h5py(error):
+            raise
+        raise MemsweepFileError(f"{path}: damaged results file: cannot read {what} (HDF5: {_h5py_message(error)})") \
+            from error
+
+
 def load(*paths):
     """Results of one or more results files, checked now, read when asked for.
 
@@ -129,12 +168,46 @@ def _open(path):
         # A file a SWMR writer has open (or a killed one left) carries the
         # "open for write" flag; only a SWMR reader may open it.
         try:
-            return h5py.File(path, "r", libver="latest", swmr=True)
+            return h5py.File(swmr_open(path))
         except OSError:
             raise MemsweepFileError(
                 f"{path}: cannot open it ({' '.join(str(first).split())}); if a memsweep run is writing it "
                 f"without SWMR, wait for the run to end; if its writer was killed, `h5clear -s {path}` clears "
                 f"the flag") from first
+
+
+# HDF5 1.10 retries a metadata block whose checksum fails 100 times under SWMR (a writer may be rewriting it),
+# doubling its sleep from 1 ns with no cap: a damaged file would hold the reader for ever (h5py's own SWMR
+# open did, on one flipped byte). memsweep's reader makes 25, 34 ms of waiting at most (docs/results-file.md).
+SWMR_READ_ATTEMPTS = 25
+
+
+def swmr_open(path, attempts=SWMR_READ_ATTEMPTS):
+    """A SWMR read-only file id (for h5py.File) that gives up on a failing checksum after `attempts` reads.
+
+    h5py does not expose H5Pset_metadata_read_attempts: it is called in the HDF5 library h5py loaded (found in
+    /proc/self/maps); where it cannot be, HDF5's default stands."""
+    fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
+    fapl.set_libver_bounds(h5py.h5f.LIBVER_LATEST, h5py.h5f.LIBVER_LATEST)
+    fapl.set_fclose_degree(h5py.h5f.CLOSE_STRONG)
+    library = _loaded_hdf5()
+    if library is not None:
+        library.H5Pset_metadata_read_attempts.argtypes = [ctypes.c_int64, ctypes.c_uint]
+        library.H5Pset_metadata_read_attempts(fapl.id, attempts)
+    return h5py.h5f.open(os.fsencode(path), h5py.h5f.ACC_RDONLY | h5py.h5f.ACC_SWMR_READ, fapl=fapl)
+
+
+def _loaded_hdf5():
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            paths = {line.split()[-1] for line in maps if "/libhdf5" in line}
+    except OSError:
+        return None
+    for path in sorted(paths):
+        if os.path.basename(path).startswith(("libhdf5.so", "libhdf5_serial.so", "libhdf5_openmpi.so",
+                                               "libhdf5_mpich.so")):
+            return ctypes.CDLL(path)
+    return None
 
 
 def _text(value):
@@ -199,7 +272,7 @@ class Results:
         self.paths = list(paths)
         rows = []
         for path in self.paths:
-            with _open(path) as file:
+            with _reading(path, "its root attributes and tables"), _open(path) as file:
                 _check(path, file)
                 rows.append(_file_row(path, file))
         self._files = pd.DataFrame(rows)
@@ -245,7 +318,7 @@ class Results:
     def _read(self, table, columns=None):
         frames = []
         for path in self.paths:
-            with _open(path) as file:
+            with _reading(path, f"table /{table}"), _open(path) as file:
                 frame = _table_frame(path, self._sweeps[path], file[table], columns)
                 if table == "trials" and MESSAGES_TABLE in file and "message" in frame:
                     frame["message"] = whole_messages(frame, file[MESSAGES_TABLE])
@@ -266,7 +339,7 @@ class Results:
         for path in self.paths:
             if file is not None and path != os.fspath(file):
                 continue
-            with _open(path) as h5:
+            with _reading(path, "table /samples"), _open(path) as h5:
                 dataset = h5["samples"]
                 frames.append(_table_frame(path, self._sweeps[path], dataset, columns, select=(wanted, attempt)))
         if not frames:

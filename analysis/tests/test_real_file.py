@@ -49,15 +49,19 @@ def memsweep_binary():
     return binary
 
 
-@pytest.fixture(scope="module")
-def real(tmp_path_factory):
-    scratch = tmp_path_factory.mktemp("real")
+def run_sweep(scratch):
+    """SWEEP run by the real binary in the folder `scratch`: the results file's path."""
     sweep = scratch / "sweep.toml"
     sweep.write_text(SWEEP)
     out = scratch / "results.h5"
     subprocess.run([memsweep_binary(), "run", str(sweep), "-o", str(out), "--threads", "1", "-q"], check=True,
                    cwd=scratch, capture_output=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
-    return str(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory):
+    return str(run_sweep(tmp_path_factory.mktemp("real")))
 
 
 def attribute_kind(owner, name):

@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <system_error>
 
@@ -39,6 +40,10 @@ void check_replaceable(const std::filesystem::path& path) {
 }  // namespace
 
 OutputFile::OutputFile(std::filesystem::path path, bool replace) : path_(std::move(path)), replace_(replace) {
+  // Neither a file nor a free name: "exists, add --force" would be refused
+  // by --force in turn.
+  if (const std::optional<UnfollowablePath> bad = unfollowable_path(path_))
+    throw InputError(fmt::format("-o {}: {}; expected a file to write", path_.string(), bad->why));
   std::error_code error;
   const std::filesystem::file_status status = std::filesystem::status(path_, error);
   if (status.type() == std::filesystem::file_type::directory)

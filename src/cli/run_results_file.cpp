@@ -4,6 +4,7 @@
 #include "cli/run_results_file.hpp"
 
 #include "common/duration_text.hpp"
+#include "common/file_kind.hpp"
 #include "memsweep/byte_size.hpp"
 #include "memsweep/sampler.hpp"
 #include "memsweep/trainer.hpp"
@@ -15,6 +16,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <optional>
 #include <utility>
 
 namespace memsweep::cli {
@@ -184,6 +186,18 @@ void check_measurement_changes(const RunInput& input, const RunRow& stored, RunR
                          get_fixed(resumed.changed_options)));
 }
 
+// Whether -o names a file to resume. A name that is neither a file nor free
+// (a link that loops or whose target is missing) is bad input, said here:
+// std::filesystem would throw a bare "filesystem error", and the store would
+// call it a file that exists and suggest --resume.
+bool output_exists(const fs::path& output) {
+  if (const std::optional<UnfollowablePath> bad = unfollowable_path(output))
+    throw InputError(
+        fmt::format("{}: {}; expected a results file, or a name for a new one", output.string(), bad->why));
+  std::error_code ignored;
+  return fs::exists(output, ignored);
+}
+
 // Said plainly here: the store would only say the file is not a results
 // file (and, without --force, suggest --force).
 void check_not_the_sweep_file(const RunInput& input) {
@@ -279,7 +293,7 @@ OpenedStore create_results_file(const RunInput& input, const RunRow& run, const 
 RunRow decide_run_row(const RunInput& input, int ranks, const std::vector<std::string>& hosts,
                       ProgressReporter& notes) {
   const RunRow run = fresh_run_row(input, ranks, hosts);
-  if (!input.options.resume || !fs::exists(input.settings.output)) return run;
+  if (!input.options.resume || !output_exists(input.settings.output)) return run;
   const std::vector<RunRow> runs = runs_to_resume(input);
   if (runs.empty()) return run;
   const RunRow& stored = runs.back();
@@ -293,7 +307,8 @@ RunRow decide_run_row(const RunInput& input, int ranks, const std::vector<std::s
 OpenedStore open_results_file(const RunInput& input, const RunRow& run, const Communicator& comm,
                               const std::vector<std::string>& hosts, ProgressReporter& notes) {
   check_not_the_sweep_file(input);
-  if (input.options.resume && fs::exists(input.settings.output)) return resume_results_file(input, run, notes);
+  const bool exists = output_exists(input.settings.output);
+  if (input.options.resume && exists) return resume_results_file(input, run, notes);
   return create_results_file(input, run, comm, hosts, notes);
 }
 

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 
@@ -23,6 +24,20 @@ bool starts_with_hdf5_signature(const std::filesystem::path& path) {
   char start[sizeof kSignature - 1] = {};
   std::ifstream file(path, std::ios::binary);
   return file.read(start, sizeof start) && std::memcmp(start, kSignature, sizeof start) == 0;
+}
+
+std::optional<UnfollowablePath> unfollowable_path(const std::filesystem::path& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0) return std::nullopt;
+  const int error = errno;
+  if (::lstat(path.c_str(), &info) == 0 && S_ISLNK(info.st_mode)) {
+    std::error_code ignored;
+    const std::string link = "a symbolic link to " + std::filesystem::read_symlink(path, ignored).string();
+    if (error == ENOENT) return UnfollowablePath{link + ", which does not exist", true};
+    return UnfollowablePath{link + " that cannot be followed (" + std::strerror(error) + ")", false};
+  }
+  if (error == ENOENT) return std::nullopt;
+  return UnfollowablePath{std::string("cannot look at it (") + std::strerror(error) + ")", false};
 }
 
 }  // namespace memsweep

@@ -1,9 +1,11 @@
 #include "store/file_access.hpp"
 
+#include "common/file_kind.hpp"
 #include "store/writer_lock.hpp"
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <string>
 #include <system_error>
 
@@ -40,6 +42,8 @@ bool contains(const std::string& text, std::string_view part) { return text.find
 // Checks what can be told without HDF5: the file exists, is a file, and
 // starts with HDF5's signature.
 void check_is_hdf5(const std::filesystem::path& path, const Hdf5Errors& errors) {
+  // A link that loops or leads nowhere is said as such, not as a missing file.
+  if (const std::optional<UnfollowablePath> bad = unfollowable_path(path)) errors.fail_plain(bad->why);
   std::error_code error;
   const std::filesystem::file_status status = std::filesystem::status(path, error);
   if (status.type() == std::filesystem::file_type::not_found) errors.fail_plain("no such file");

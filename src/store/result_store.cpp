@@ -135,6 +135,9 @@ struct ResultStore::Impl {
                                                const std::function<void(const FileHeader&)>& accept);
 
   void flush();
+  // After a failed flush: every table set back to its last flushed size,
+  // and flushed again, where HDF5 can (store::Table::roll_back_to_flushed).
+  void roll_back_unflushed_rows();
   void close();
 
   void open_tables();
@@ -163,6 +166,9 @@ struct ResultStore::Impl {
   std::vector<SampleRow> unwritten_;
   std::chrono::steady_clock::time_point oldest_unwritten_{};
   bool written_since_flush_ = false;
+  // Set by a failed flush: close() then writes no more rows, since a size
+  // it grew could again reach the file without the rows.
+  bool flush_failed_ = false;
 };
 
 ResultStore::Impl::Impl(const std::filesystem::path& path, const StoreOptions& options,
@@ -340,9 +346,31 @@ void ResultStore::Impl::flush() {
   check_open();
   // The whole file, superblock included: after this, a writer killed at any
   // moment leaves a file that reopens with every row written so far.
-  errors_.check(H5Fflush(file_.get(), H5F_SCOPE_LOCAL), "flush the file");
+  if (H5Fflush(file_.get(), H5F_SCOPE_LOCAL) < 0) {
+    const std::string cause = store::innermost_hdf5_error();
+    flush_failed_ = true;
+    roll_back_unflushed_rows();
+    errors_.fail_plain(cause.empty() ? "cannot flush the file (HDF5 gave no reason)"
+                                     : fmt::format("cannot flush the file: {}", store::readable_cause(cause)));
+  }
+  if (tables_)
+    for (store::Table* table :
+         {&tables_->trials, &tables_->samples, &tables_->epochs, &tables_->runs, &tables_->messages})
+      table->mark_flushed();
   last_flush_ = std::chrono::steady_clock::now();
   written_since_flush_ = false;
+}
+
+void ResultStore::Impl::roll_back_unflushed_rows() {
+  if (!tables_) return;
+  for (store::Table* table :
+       {&tables_->trials, &tables_->samples, &tables_->epochs, &tables_->runs, &tables_->messages})
+    table->roll_back_to_flushed();
+  // The tables' old sizes fit in their headers' places: this flush can
+  // succeed on the disk that failed the last one. If it does not, readers
+  // still leave the rows out (docs/results-file.md, Rows never written).
+  H5Fflush(file_.get(), H5F_SCOPE_LOCAL);
+  H5Eclear2(H5E_DEFAULT);
 }
 
 void ResultStore::Impl::close() {
@@ -350,7 +378,7 @@ void ResultStore::Impl::close() {
   store::silence_hdf5_errors();
   std::exception_ptr failure;
   try {
-    if (tables_) write_samples(true);
+    if (tables_ && !flush_failed_) write_samples(true);
   } catch (...) {
     failure = std::current_exception();  // still close the file: what was flushed stays readable
   }

@@ -37,6 +37,7 @@ Table::Table(std::string name, DatasetHandle dataset, TypeHandle memory_type, st
       errors_(errors),
       chunk_rows_(chunk_rows) {
   rows_ = stored_rows();
+  flushed_rows_ = rows_;
 }
 
 Table Table::create(hid_t file, const TableSchema& schema, const TableStorage& storage, const Hdf5Errors& errors) {
@@ -240,6 +241,12 @@ void Table::drop_unwritten_tail() {
   errors_.check(H5Dset_extent(dataset_.get(), &size),
                 fmt::format("drop {} rows never written from the end of table /{}", dropped, name_));
   rows_ = size;
+}
+
+void Table::roll_back_to_flushed() {
+  if (rows_ <= flushed_rows_ || !dataset_.valid()) return;
+  const hsize_t size = flushed_rows_;
+  if (H5Dset_extent(dataset_.get(), &size) >= 0) rows_ = flushed_rows_;
 }
 
 void Table::refresh(bool swmr) {

@@ -49,6 +49,13 @@ class Table {
   // A reader leaves them out of rows(); a writer shrinks the table.
   void hide_unwritten_tail() { rows_ -= unwritten_tail(); }
   void drop_unwritten_tail();
+  // The rows the writer's last flush made durable: a flush that fails (a
+  // full disk) may still write the table's new size without the chunks it
+  // covers, which then read as rows of zeros. Setting the size back, and
+  // flushing again, keeps such rows out of the file where HDF5 can.
+  void mark_flushed() { flushed_rows_ = rows_; }
+  // Best effort, for an error path: the size stays when HDF5 refuses.
+  void roll_back_to_flushed();
   void close() { dataset_.reset(); }
 
  private:
@@ -68,6 +75,7 @@ class Table {
   Hdf5Errors errors_;
   std::uint64_t chunk_rows_ = 1;
   std::uint64_t rows_ = 0;
+  std::uint64_t flushed_rows_ = 0;
 };
 
 }  // namespace memsweep::store

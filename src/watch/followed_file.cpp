@@ -1,5 +1,6 @@
 #include "watch/followed_file.hpp"
 
+#include "common/file_kind.hpp"
 #include "memsweep/error.hpp"
 #include "memsweep/store.hpp"
 #include "memsweep/summary_text.hpp"
@@ -7,6 +8,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <optional>
 #include <utility>
 
 namespace memsweep::watch {
@@ -26,6 +28,11 @@ FollowedFile::FollowedFile(FollowOptions options, WriterLive writer_live)
 FilePoll FollowedFile::poll(std::chrono::system_clock::time_point now) {
   const std::optional<ino_t> inode = inode_of(options_.path);
   if (!inode) {
+    // A link whose target is missing may yet get it (--wait waits); one that
+    // loops, or a path that cannot be looked at, never becomes a file.
+    if (const std::optional<UnfollowablePath> bad = unfollowable_path(options_.path);
+        bad && (!options_.wait || !bad->target_missing))
+      throw InputError(fmt::format("{}: {}; expected a results file", options_.path.string(), bad->why));
     if (!options_.wait)
       throw InputError(
           fmt::format("{}: no such file; has the sweep started? (--wait waits for it)", options_.path.string()));
