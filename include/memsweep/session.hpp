@@ -63,6 +63,10 @@ class SessionSteps {
   virtual void close_results(bool complete) = 0;
   // --worker-silence (SweepOptions::worker_silence).
   virtual std::chrono::milliseconds worker_silence() const { return kDefaultWorkerSilence; }
+  // Rank 0, as the session ends with `exit_status` (before the job is
+  // aborted, too): a launcher may report another status than memsweep's own
+  // (mpirun's is 1 after a Ctrl-C, README "Exit statuses").
+  virtual void ending(int exit_status) { (void)exit_status; }
 };
 
 // Collective: runs the session on every rank of `comm` and returns the exit

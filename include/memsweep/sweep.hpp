@@ -175,9 +175,6 @@ enum class Dispatch {
 };
 
 inline constexpr std::chrono::milliseconds kDefaultWorkerSilence{30000};
-// A time limit as the scheduler counts it is at most a century: past any
-// sweep, and far inside what milliseconds can count.
-inline constexpr double kLongestTimeLimitSeconds = 100.0 * 365 * 86400;
 
 struct SweepOptions {
   std::int32_t run = 0;

@@ -29,7 +29,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <set>
 #include <utility>
@@ -312,6 +314,15 @@ class RunSteps final : public SessionSteps {
   }
 
   std::chrono::milliseconds worker_silence() const override { return settings_.worker_silence; }
+
+  // $MEMSWEEP_STATUS_FILE: rank 0's exit status, for a job script whose
+  // launcher may report another (jobs/sweep.sbatch). Best effort: the
+  // status itself is what the process returns.
+  void ending(int exit_status) override {
+    const char* file = std::getenv("MEMSWEEP_STATUS_FILE");
+    if (file == nullptr || *file == '\0') return;
+    std::ofstream(file, std::ios::trunc) << exit_status << '\n';
+  }
 
   void close_results(bool complete) override {
     store_->mark_run(complete ? run_end_state::kEnded : run_end_state::kStopped);

@@ -16,6 +16,7 @@
 // SweepOptions::worker_silence). Anything it sends later is ignored: its
 // attempt already has its row.
 
+#include "common/duration_text.hpp"
 #include "sweep/protocol.hpp"
 #include "sweep/roles.hpp"
 
@@ -167,8 +168,7 @@ class Coordinator {
   std::optional<std::chrono::milliseconds> time_limit(const TrialSpec& trial) const {
     std::optional<std::chrono::milliseconds> limit = options_.trial_timeout;
     if (trial.timeout_seconds) {
-      const auto own = std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::chrono::duration<double>(std::min(*trial.timeout_seconds, kLongestTimeLimitSeconds)));
+      const auto own = limit_milliseconds(*trial.timeout_seconds);
       limit = limit ? std::min(*limit, own) : own;
     }
     return limit;

@@ -112,7 +112,10 @@ class Session {
     const auto started = std::chrono::steady_clock::now();
     const SweepResult result = sweep(runner.get(), setup.run_index, stop);
     StepOutcome final_status;
-    if (root_) final_status = finish(result, std::chrono::steady_clock::now() - started);
+    if (root_) {
+      final_status = finish(result, std::chrono::steady_clock::now() - started);
+      steps_.ending(final_status.status);
+    }
     // A silent rank takes part in nothing more: the ranks cannot agree, so
     // the job ends here (the file is closed), and with it the silent rank.
     if (root_ && !result.silent_ranks.empty()) comm_.abort(final_status.status);
@@ -179,9 +182,7 @@ class Session {
     if (run_.mem_budget >= 0) options.mem_budget_bytes = static_cast<std::uint64_t>(run_.mem_budget);
     options.flush_interval = flush_interval_of(run_);
     options.worker_silence = steps_.worker_silence();
-    if (run_.trial_timeout > 0)
-      options.trial_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::chrono::duration<double>(std::min(run_.trial_timeout, kLongestTimeLimitSeconds)));
+    if (run_.trial_timeout > 0) options.trial_timeout = limit_milliseconds(run_.trial_timeout);
     options.stop = &stop;
     options.progress = root_ ? &progress : nullptr;
     return options;
@@ -197,7 +198,9 @@ class Session {
                        sweep_options(run_index, stop, progress));
     } catch (const SinkFailure& failure) {
       // Every worker has returned from the sweep: they wait for the status.
-      agree_on_exit_status(outcome_of(failure.cause()));
+      const StepOutcome outcome = outcome_of(failure.cause());
+      if (root_) steps_.ending(outcome.status);
+      agree_on_exit_status(outcome);
       std::rethrow_exception(failure.cause());  // printed and mapped as when alone
     } catch (const std::exception& error) {
       if (comm_.size() == 1) throw;
@@ -275,7 +278,10 @@ int run_session(Communicator& comm, SessionSteps& steps) {
     return Session(comm, steps).run();
   } catch (const SessionEnded& ended) {
     // Every rank fails alike; one message is enough.
-    if (comm.rank() == 0) fmt::print(stderr, "memsweep: error: {}\n", ended.outcome.message);
+    if (comm.rank() == 0) {
+      fmt::print(stderr, "memsweep: error: {}\n", ended.outcome.message);
+      steps.ending(ended.outcome.status);
+    }
     return ended.outcome.status;
   }
 }

@@ -9,6 +9,7 @@
 #include "run/results_file.hpp"
 #include "support/background_process.hpp"
 #include "support/exit_statuses.hpp"
+#include "support/file_text.hpp"
 #include "support/real_datasets.hpp"
 #include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
@@ -321,6 +322,39 @@ TEST(StoppedWorker, IsGivenUpAndTheSweepCompletesWithStatusFour) {
       run_command(memsweep_on_ranks_argv(3, {"run", sweep, "-o", out, "--resume"}), dir.path().string(), kEnvironment);
   EXPECT_EQ(resumed.exit_status, kOk) << resumed.err;
   EXPECT_THAT(resumed.err, HasSubstr("0 to run"));
+}
+
+// ---- Ctrl-C under mpirun -----------------------------------------------------
+
+// The case: Ctrl-C (SIGINT to mpirun) stopped the sweep cleanly and
+// memsweep said "exit status 3", but mpirun returned 1: Open MPI ends the job
+// itself on SIGINT and reports its own status. README documents what each
+// launcher returns; memsweep's own status is in $MEMSWEEP_STATUS_FILE, which
+// jobs/sweep.sbatch reads before deciding to requeue.
+TEST(CtrlC, UnderMpirunStopsCleanlyAndTheStatusFileSaysThree) {
+  const TempDir dir;
+  const std::string sweep = dir.write("faults.toml", kSweep).string();
+  const std::string out = (dir.path() / "faults.h5").string();
+  const std::string status_file = (dir.path() / "status").string();
+  std::map<std::string, std::string> environment = kEnvironment;
+  environment["MEMSWEEP_FAULT_TEST"] = out;
+  environment["MEMSWEEP_STATUS_FILE"] = status_file;
+  BackgroundProcess run(memsweep_on_ranks_argv(3, {"run", sweep, "-o", out, "--flush-interval", "0.2"}), dir.path(),
+                        environment);
+  ASSERT_TRUE(run.wait_for([&] { return std::filesystem::exists(out); }, std::chrono::seconds(60))) << run.err();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ASSERT_EQ(::kill(run.pid(), SIGINT), 0);
+  const int status = run.wait();
+  std::cout << fmt::format("SIGINT to mpirun: mpirun exited with {}; memsweep's status file says {}", status,
+                           slurp(status_file));
+  EXPECT_THAT(status, ::testing::AnyOf(1, kStopped)) << "README: mpirun reports 1 when it ends the job itself";
+  EXPECT_EQ(slurp(status_file), std::to_string(kStopped) + "\n") << run.err();
+  EXPECT_THAT(run.err(), HasSubstr("exit status 3"));
+  const TsvTable trials = h5py_table(out, "trials");
+  for (std::size_t row = 0; row < trials.rows.size(); ++row)
+    EXPECT_TRUE(is_final(trials.at(row, "status")) || trials.at(row, "status") == "interrupted");
+  resume_completes(sweep, out, dir.path());
+  EXPECT_TRUE(processes_with_environment("MEMSWEEP_FAULT_TEST", out).empty()) << "a rank or a trial survived";
 }
 
 // ---- the disk filling up ---------------------------------------------------------
