@@ -793,7 +793,8 @@ mem_budget = "1MiB"
 
 // ---- signals and kills ------------------------------------------------------------
 
-// Trials of three seconds or so each on one worker, so that a signal or a kill
+// Trials of two seconds or more each on one worker (15 epochs: 2.4 s on a
+// Zen 5, longer elsewhere), so that a signal or a kill
 // lands while one runs.
 constexpr const char* kSlowSweep = R"(
 [sweep]
@@ -805,7 +806,7 @@ dataset = "synthetic"
 synthetic = { shape = [1, 28, 28], classes = 10, train_size = 16000, test_size = 500 }
 learning_rate = 0.02
 batch_size = 16
-epochs = 5
+epochs = 15
 [grid]
 hidden = [[256, 256], [320, 256], [384, 256], [448, 256]]
 )";
@@ -862,10 +863,11 @@ TEST(RunCommand, AKilledRankLeavesAKilledTrialThatResumeRecords) {
   const TempDir dir;
   std::vector<pid_t> trials_before_kill;
   std::string killed_run_err;  // what the killed run printed, for a failure's message
-  // Trials of about 3 s, so that one can be caught 2 s in, when rank 0 has
-  // made some of its samples durable even on a loaded machine.
+  // Trials of 3 s or more, so that one can be caught 2 s in, when rank 0 has
+  // made some of its samples durable even on a loaded machine (24 epochs:
+  // about 4 s on a Zen 5, 9 s on the Intel machines before it).
   std::string slower = kSlowSweep;
-  slower.replace(slower.find("epochs = 5"), 10, "epochs = 8");
+  slower.replace(slower.find("epochs = 15"), 11, "epochs = 24");
   const std::string sweep = sweep_file(dir, "slow.toml", slower);
   const std::string out = (dir.path() / "k.h5").string();
   // When a rank dies, mpirun ends rank 0 too (SIGTERM, then SIGKILL soon

@@ -146,7 +146,8 @@ TEST_F(TrainingRunnerTest, StreamsSamplesWhileTheTrialRuns) {
   TrainingRunner runner(settings);
   RecordingSink sink;
   const Clock::time_point start = Clock::now();
-  const TrialRow row = runner.run(long_trial(20), plain_context(), sink).row;
+  // 60 epochs: over a second even on a fast core (20 took 0.5 s on a Zen 5).
+  const TrialRow row = runner.run(long_trial(60), plain_context(), sink).row;
   const Clock::time_point end = Clock::now();
   ASSERT_EQ(status_of(row), "ok") << message_of(row);
   ASSERT_GT(row.wall_seconds, 1.0) << "the trial must last long enough to see streaming";
