@@ -232,8 +232,9 @@ TEST_F(SlurmJobs, TimeLimitWarningRequeuesAndResumesUntilEveryTrialIsDone) {
   // a program that sleeps, so that their length does not depend on the CPU
   // (16 trained ones of "about 4 s" took 1.2 s each on a Zen 5 and the
   // sweep ended before the warning).
-  std::string long_sweep = "[sweep]\nname = \"long\"\n[defaults]\ndataset = \"synthetic\"\n"
-                           "program = [\"/bin/sleep\", \"4\"]\n[grid]\nbatch_size = [";
+  std::string long_sweep =
+      "[sweep]\nname = \"long\"\n[defaults]\ndataset = \"synthetic\"\n"
+      "program = [\"/bin/sleep\", \"4\"]\n[grid]\nbatch_size = [";
   for (int size = 1; size <= 16; ++size) long_sweep += std::to_string(size) + (size < 16 ? ", " : "]\n");
   work_.write("long.toml", long_sweep);
   const std::string id = sbatch(
