@@ -227,13 +227,11 @@ class Coordinator {
     write([&] { sink_.trial(record.row, record.message); });
     if (sink_failure_) return;
     count_row(result_, record.row);
-    if (options_.progress != nullptr) {
-      options_.progress->trial_finished(record.row);
+    // A note, not a finished line: the trial is not done, and its next
+    // attempt's line counts it once.
+    if (options_.progress != nullptr)
       options_.progress->note(
-          fmt::format("rank {} went silent: its trial {} runs again elsewhere; the job will end "
-                      "once the sweep is done",
-                      worker, trial.id));
-    }
+          fmt::format("trial {} {}; the job will end once the sweep is done", trial.id, record.message));
     std::deque<PendingTrial>& queue = queue_for(worker);
     queue.push_front({.index = job.index, .attempt = job.attempt + 1});
     redistribute_queue_of(worker);

@@ -8,6 +8,7 @@
 
 #include "run/results_file.hpp"
 #include "support/background_process.hpp"
+#include "support/cgroups.hpp"
 #include "support/exit_statuses.hpp"
 #include "support/file_text.hpp"
 #include "support/real_datasets.hpp"
@@ -187,6 +188,13 @@ TEST_P(FaultDuringSweep, NoFinishedTrialIsLostAndResumeCompletes) {
                    before.size(), final_rows(after).size(), interrupted, lost)
             << std::flush;
 
+  // No trial cgroup of a rank the fault ended is left (the ranks' guards
+  // removed them), before the resume could remove any.
+  if (const auto group = own_memory_group()) {
+    const auto left = trial_groups_of_dead_ranks(*group);
+    EXPECT_TRUE(left.empty()) << left.size() << " trial cgroups of dead ranks left, e.g. " << left.front();
+  }
+
   resume_completes(sweep, out, dir.path());
 
   // Attempts the fault cut short are recorded by the resume: `killed` only
@@ -316,7 +324,11 @@ TEST(StoppedWorker, IsGivenUpAndTheSweepCompletesWithStatusFour) {
   EXPECT_LE(interrupted, 1U) << "rank 2 was stopped during one trial at most (or between two)";
   EXPECT_EQ(finals.size(), kTrials) << "every trial ends, the stopped rank's on the other worker";
   for (const auto& [id, count] : finals) EXPECT_EQ(count, 1U) << id;
-  EXPECT_TRUE(processes_with_environment("MEMSWEEP_FAULT_TEST", out).empty()) << "a rank or a trial survived";
+  // mpirun returns once rank 0 has aborted; the stopped rank (SIGKILL works
+  // on a stopped process) and its trial process end moments later.
+  const auto still_there = [&] { return !processes_with_environment("MEMSWEEP_FAULT_TEST", out).empty(); };
+  for (int wait = 0; wait < 100 && still_there(); ++wait) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(still_there()) << "a rank or a trial survived the job by 10 s";
 
   const CommandResult resumed =
       run_command(memsweep_on_ranks_argv(3, {"run", sweep, "-o", out, "--resume"}), dir.path().string(), kEnvironment);

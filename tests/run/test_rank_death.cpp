@@ -10,6 +10,7 @@
 // (A worker stopped with SIGSTOP: test_faults.cpp, StoppedWorker.)
 
 #include "support/background_process.hpp"
+#include "support/cgroups.hpp"
 #include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
@@ -28,7 +29,6 @@
 #include <iostream>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -64,40 +64,6 @@ batch_size = [16, 32]
 bool is_ci() {
   const char* ci = std::getenv("CI");
   return ci != nullptr && std::string(ci) == "true";
-}
-
-// The folder of this process's memory cgroup (v2 unified, else v1 memory),
-// where a rank started from here makes its trial groups; nullopt without one.
-std::optional<fs::path> own_memory_group() {
-  std::ifstream file("/proc/self/cgroup");
-  std::string line;
-  std::optional<fs::path> v1;
-  std::optional<fs::path> v2;
-  while (std::getline(file, line)) {
-    const auto first = line.find(':');
-    const auto second = line.find(':', first + 1);
-    if (first == std::string::npos || second == std::string::npos) continue;
-    const std::string controllers = line.substr(first + 1, second - first - 1);
-    const std::string path = line.substr(second + 1);
-    if (line.starts_with("0::") && fs::exists(fs::path("/sys/fs/cgroup") / path.substr(1) / "memory.max"))
-      v2 = fs::path("/sys/fs/cgroup") / path.substr(1);
-    std::stringstream names(controllers);
-    for (std::string name; std::getline(names, name, ',');)
-      if (name == "memory") v1 = fs::path("/sys/fs/cgroup/memory") / path.substr(1);
-  }
-  if (v2) return v2;
-  return v1;
-}
-
-// Trial groups whose name says they belong to one of `ranks`.
-std::vector<fs::path> trial_groups_of(const fs::path& parent, const std::vector<pid_t>& ranks) {
-  std::vector<fs::path> found;
-  std::error_code error;
-  for (const auto& entry : fs::directory_iterator(parent, error))
-    for (const pid_t rank : ranks)
-      if (entry.path().filename().string().starts_with(fmt::format("memsweep-{}-trial-", rank)))
-        found.push_back(entry.path());
-  return found;
 }
 
 // Waits up to `limit` for the marked processes to be gone; those left.
