@@ -66,10 +66,13 @@ std::vector<int> cgroup_members(const std::filesystem::path& cgroup) {
 void end_orphaned_trial(const GuardedTrial& trial, ProcessTreeProbe* tree) {
   const auto give_up = Clock::now() + kGiveUpAfter;
   bool group_removed = trial.cgroup.empty();
+  // The trial's own process by its pid once, now: in a later round the pid
+  // may belong to another process. Its group's id is not reused while the
+  // group has members.
+  ::kill(trial.root, SIGKILL);
   for (;;) {
     bool any_left = false;
     if (trial.own_group && ::kill(-trial.root, SIGKILL) == 0) any_left = true;
-    if (::kill(trial.root, SIGKILL) == 0) any_left = true;
     if (tree != nullptr) {
       ProcessMemory ignored;
       tree->read_process(ignored);  // children forked since the last look
