@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <climits>
 #include <vector>
 
 namespace memsweep::config_detail {
@@ -48,6 +49,10 @@ class NestingScanner {
         if (depth_ > limit_) return NestingTooDeep{line_, depth_};
         continue;
       }
+      if (c == '0' && !in_key_ && starts_binary_integer()) {
+        read_binary_integer();
+        continue;
+      }
       ++pos_;
       switch (c) {
         case '[':
@@ -83,7 +88,31 @@ class NestingScanner {
     return std::nullopt;
   }
 
+  const std::optional<LongBinaryInteger>& long_binary() const { return long_binary_; }
+
  private:
+  // `0b` at the start of a value's token (not inside another word).
+  bool starts_binary_integer() const {
+    if (pos_ + 1 >= text_.size() || text_[pos_ + 1] != 'b') return false;
+    if (pos_ == 0) return true;
+    const char before = text_[pos_ - 1];
+    const bool in_word = (before >= '0' && before <= '9') || (before >= 'a' && before <= 'z') ||
+                         (before >= 'A' && before <= 'Z') || before == '_' || before == '.';
+    return !in_word;
+  }
+
+  void read_binary_integer() {
+    const std::size_t start = pos_;
+    pos_ += 2;
+    std::size_t digits = 0;
+    while (pos_ < text_.size() && (text_[pos_] == '0' || text_[pos_] == '1' || text_[pos_] == '_')) {
+      if (text_[pos_] != '_') ++digits;
+      ++pos_;
+    }
+    if (digits > kMaxBinaryDigits && !long_binary_)
+      long_binary_ = LongBinaryInteger{line_, std::string(text_.substr(start, pos_ - start))};
+  }
+
   // A new line: at the top level it starts a key (or a header) in the
   // table of the last header. Inside an array it is only whitespace.
   void end_line() {
@@ -168,17 +197,32 @@ class NestingScanner {
   int limit_;
   std::size_t pos_ = 0;
   int line_ = 1;
-  std::vector<Open> open_;  // never more than limit_ + 1: the scan stops there
-  int table_depth_ = 0;     // the last header's depth
-  int depth_ = 0;           // tables and arrays around the current position
-  bool in_key_ = true;      // before a key's `=`, where dots nest tables
-  bool line_start_ = true;  // only whitespace so far on this top-level line
+  std::vector<Open> open_;                        // never more than limit_ + 1: the scan stops there
+  int table_depth_ = 0;                           // the last header's depth
+  int depth_ = 0;                                 // tables and arrays around the current position
+  bool in_key_ = true;                            // before a key's `=`, where dots nest tables
+  bool line_start_ = true;                        // only whitespace so far on this top-level line
+  std::optional<LongBinaryInteger> long_binary_;  // the first, if any
 };
 
 }  // namespace
 
 std::optional<NestingTooDeep> find_nesting_deeper_than(std::string_view text, int limit) {
   return NestingScanner(text, limit).scan();
+}
+
+std::optional<LongBinaryInteger> find_long_binary_integer(std::string_view text) {
+  NestingScanner scanner(text, INT_MAX);
+  scanner.scan();
+  return scanner.long_binary();
+}
+
+void reject_long_binary_integers(std::string_view text, const std::string& source_name) {
+  if (const auto binary = find_long_binary_integer(text))
+    throw ConfigError(source_name, binary->line, "",
+                      fmt::format("{} has more than {} binary digits, which the TOML reader (toml11 3.7) cannot read "
+                                  "without overflowing, whatever the value; write it in decimal or hexadecimal",
+                                  binary->written, kMaxBinaryDigits));
 }
 
 void reject_deep_nesting(std::string_view text, const std::string& source_name) {

@@ -36,6 +36,22 @@ struct NestingTooDeep {
 // Returns where the depth first exceeds `limit`, or nullopt.
 std::optional<NestingTooDeep> find_nesting_deeper_than(std::string_view text, int limit = kMaxTomlNesting);
 
+// toml11 3.7 reads a binary integer (`0b…`) by doubling a signed 64-bit
+// place value past each digit: from the 63rd digit on (leading zeros
+// count) that overflows, which is undefined behaviour (UBSan stops there),
+// whatever the value. The same pass finds the first such literal in a
+// value (not in a key, string or comment).
+inline constexpr std::size_t kMaxBinaryDigits = 62;
+
+struct LongBinaryInteger {
+  int line = 0;
+  std::string written;  // as in the file, underscores included
+};
+std::optional<LongBinaryInteger> find_long_binary_integer(std::string_view text);
+
+// Throws ConfigError ("FILE:LINE: 0b… has 64 binary digits …") for the first.
+void reject_long_binary_integers(std::string_view text, const std::string& source_name);
+
 // Throws ConfigError ("FILE:LINE: nested deeper than 64 …") when the text
 // nests deeper than kMaxTomlNesting.
 void reject_deep_nesting(std::string_view text, const std::string& source_name);

@@ -232,7 +232,8 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
                                   "a sweep file is TOML, which is UTF-8",
                                   column, static_cast<unsigned char>(text[bad])));
   }
-  reject_deep_nesting(text, source_name);  // before toml11, which recurses without a limit
+  reject_deep_nesting(text, source_name);          // before toml11, which recurses without a limit
+  reject_long_binary_integers(text, source_name);  // before toml11, which overflows on them
   TomlValue root;
   try {
     root = parse_toml(text, source_name);
