@@ -205,6 +205,8 @@ struct SweepResult {
   // it did; they are no longer in the sweep, so the job cannot end with the
   // ranks agreeing (run_session ends it).
   std::vector<int> silent_ranks;
+  // Of by_status["interrupted"]: the silent ranks' attempts, queued again.
+  std::size_t silent_attempts = 0;
 };
 
 // Thrown by run_sweep on rank 0 of several when its sink failed, once every

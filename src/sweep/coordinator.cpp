@@ -227,6 +227,7 @@ class Coordinator {
     write([&] { sink_.trial(record.row, record.message); });
     if (sink_failure_) return;
     count_row(result_, record.row);
+    ++result_.silent_attempts;
     // A note, not a finished line: the trial is not done, and its next
     // attempt's line counts it once.
     if (options_.progress != nullptr)

@@ -214,7 +214,7 @@ class Session {
     // interrupted rows beyond those leave a trial to resume.
     const auto interrupted = result.by_status.find("interrupted");
     const std::size_t left_interrupted =
-        (interrupted == result.by_status.end() ? 0 : interrupted->second) - result.silent_ranks.size();
+        (interrupted == result.by_status.end() ? 0 : interrupted->second) - result.silent_attempts;
     const bool complete = result.not_started == 0 && left_interrupted == 0;
     steps_.close_results(complete);
     fmt::print(stderr, "memsweep: sweep \"{}\": {} trials run in {:.1f} s ({}); results in {}\n", steps_.sweep().name,
@@ -235,12 +235,12 @@ class Session {
     const std::string ranks = fmt::format("{}", fmt::join(result.silent_ranks, ", "));
     const bool one = result.silent_ranks.size() == 1;
     fmt::print(stderr,
-               "memsweep: rank{} {} went silent (stopped or hung: nothing from {} for over {:.0f} s, past {} trial's "
-               "time limit): {} trial was recorded interrupted and handed to another rank; ending the job (exit "
-               "status {})\n",
+               "memsweep: rank{} {} went silent (stopped or hung: nothing from {} for over {:.0f} s, past the time "
+               "limit of the trial {} ran): {} attempt{} recorded interrupted and handed to another rank; ending "
+               "the job (exit status {})\n",
                one ? "" : "s", ranks, one ? "it" : "them",
-               std::chrono::duration<double>(steps_.worker_silence()).count(), one ? "its" : "each one's",
-               one ? "its" : "each one's", exit_status::kRankSilent);
+               std::chrono::duration<double>(steps_.worker_silence()).count(), one ? "it" : "each",
+               result.silent_attempts, result.silent_attempts == 1 ? "" : "s", exit_status::kRankSilent);
     if (complete)
       fmt::print(stderr, "memsweep: every trial has a final status\n");
     else

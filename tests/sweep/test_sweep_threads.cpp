@@ -249,6 +249,7 @@ TEST(SilentWorker, IsGivenUpItsTrialRecordedInterruptedAndRunAgainElsewhere) {
   EXPECT_EQ(errors[0], nullptr) << message_of(errors[0]);
   EXPECT_EQ(errors[1], nullptr) << message_of(errors[1]);
   EXPECT_EQ(result.silent_ranks, std::vector<int>{2});
+  EXPECT_EQ(result.silent_attempts, 1U);
 
   std::size_t interrupted = 0;
   std::set<std::string> ok;
@@ -274,6 +275,36 @@ TEST(SilentWorker, IsGivenUpItsTrialRecordedInterruptedAndRunAgainElsewhere) {
   }
   EXPECT_EQ(interrupted, 1U);
   EXPECT_EQ(ok.size(), trials.size()) << "every trial, the silent rank's included, ends ok";
+}
+
+// A worker that never asks for a trial (stopped before its first REQUEST)
+// is given up with nothing to record; the other worker runs every trial.
+TEST(SilentWorker, BetweenTrialsIsGivenUpWithNothingToRecord) {
+  const std::vector<TrialSpec> trials = make_trials(3);
+  FakeRunner runner(Script{.duration = scaled(milliseconds(200)), .sample_every = milliseconds(5)});
+  MemorySink sink;
+  SweepOptions options;
+  options.worker_silence = scaled(milliseconds(150));
+  options.flush_interval = milliseconds(20);
+  SweepResult result;
+  ThreadGroup group(3);
+  const auto errors = group.run({
+      [&](Communicator& comm) {
+        result = run_sweep(comm, trials, all_pending(trials.size()), nullptr, &sink, options);
+      },
+      [&](Communicator& comm) { run_sweep(comm, trials, {}, &runner, nullptr, options); },
+      [](Communicator& comm) {
+        for (;;) comm.receive(0, kLongWait);  // silent until rank 0 has left
+      },
+  });
+  EXPECT_EQ(errors[0], nullptr) << message_of(errors[0]);
+  EXPECT_EQ(result.silent_ranks, std::vector<int>{2});
+  EXPECT_EQ(result.silent_attempts, 0U);
+  ASSERT_EQ(sink.trials.size(), trials.size());
+  for (const TrialRow& row : sink.trials) {
+    EXPECT_EQ(status_of(row), "ok");
+    EXPECT_EQ(row.rank, 1);
+  }
 }
 
 // A worker whose trial is quiet but whose rank lives (its ALIVE messages) is
