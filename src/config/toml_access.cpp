@@ -103,8 +103,12 @@ bool integer_text_overflows(std::string_view written) {
 void reject_beyond_64_bits_in(const TomlValue& value, const std::function<std::string()>& key) {
   if (value.is_table()) {
     const std::string parent = key();
-    for (const auto& [name, item] : value.as_table())
-      reject_beyond_64_bits_in(item, [&] { return parent.empty() ? name : parent + "." + name; });
+    // An entry, not a structured binding: clang 14 (the fuzz build's) cannot
+    // capture a binding in a lambda.
+    for (const auto& entry : value.as_table()) {
+      const std::string& name = entry.first;
+      reject_beyond_64_bits_in(entry.second, [&] { return parent.empty() ? name : parent + "." + name; });
+    }
   } else if (value.is_array()) {
     const TomlArray& items = value.as_array();
     for (std::size_t i = 0; i < items.size(); ++i)
