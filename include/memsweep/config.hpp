@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <iterator>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,7 +28,7 @@ inline constexpr int kMaxConvBlocks = 8;
 inline constexpr int kMaxEpochs = 100'000;
 inline constexpr int kMaxBatchSize = 1 << 20;
 inline constexpr int kMaxRepeats = 10'000;
-inline constexpr int kMaxRandomCount = 1'000'000;
+inline constexpr int kMaxRandomCount = 100'000'000;  // config/expand.hpp's kMaxSweepTrials
 inline constexpr int kMinSamplerIntervalMs = 1;
 inline constexpr int kMaxSamplerIntervalMs = 600'000;  // ten minutes
 inline constexpr int kDefaultSamplerIntervalMs = 10;
@@ -131,6 +133,112 @@ struct SamplerSpec {
   CounterSourceChoice counter_source = CounterSourceChoice::automatic;
 };
 
+// Positions start + b × stride + j, for b < blocks and j < block: the
+// trials of a part that is one value of a grid axis, or one repeat.
+struct StridedPositions {
+  std::size_t start = 0;
+  std::size_t block = 0;
+  std::size_t stride = 0;
+  std::size_t blocks = 0;
+};
+
+// A sweep's trials in `memsweep plan`'s order (repeat-major), each made from
+// its position when asked: no list of them is held, so 10^7 trials cost what
+// their sweep file costs (docs/sweep.md, "Large sweeps"). Reads like a
+// vector of TrialSpec, whose elements are made, not stored: each access
+// builds the trial (a few microseconds), so walk it once, not per use.
+//
+// A sweep of at most kWalkedTrials trials per repeat is walked when it is
+// parsed: every trial is checked, and one defined twice is left out (with a
+// note), so positions count distinct trials. A larger one is not: its
+// duplicates keep their positions, and the scheduler skips a trial whose id
+// it has already handed out (duplicates_known() is false).
+class SweepTrials {
+ public:
+  class Source;  // what makes trial p: a sweep's sections, or a list
+  class Iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = TrialSpec;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = TrialSpec;
+    Iterator(const SweepTrials* trials, std::size_t position) : trials_(trials), position_(position) {}
+    TrialSpec operator*() const { return (*trials_)[position_]; }
+    Iterator& operator++() {
+      ++position_;
+      return *this;
+    }
+    bool operator==(const Iterator& other) const { return position_ == other.position_; }
+
+   private:
+    const SweepTrials* trials_;
+    std::size_t position_;
+  };
+
+  SweepTrials();
+  SweepTrials(std::vector<TrialSpec> listed);  // NOLINT(google-explicit-constructor): trials made elsewhere
+  explicit SweepTrials(std::shared_ptr<const Source> source);
+
+  std::size_t size() const;
+  bool empty() const { return size() == 0; }
+  TrialSpec operator[](std::size_t position) const;  // position < size()
+  TrialSpec at(std::size_t position) const;          // throws std::out_of_range
+  TrialSpec front() const { return (*this)[0]; }
+  TrialSpec back() const { return (*this)[size() - 1]; }
+  Iterator begin() const { return Iterator(this, 0); }
+  Iterator end() const { return Iterator(this, size()); }
+  bool duplicates_known() const;
+
+  // Where one field takes each of its values in turn, on its own (a grid
+  // axis of a sweep that is that grid; `repeat`): value k's trials are
+  // StridedPositions{k × inner, inner, values × inner, size() / (values ×
+  // inner)}. nullopt otherwise.
+  struct Axis {
+    std::size_t values = 0;
+    std::size_t inner = 0;
+  };
+  std::optional<Axis> axis(std::string_view field) const;
+
+  // Trials that between them give each field every value it takes here,
+  // for checks that need each value once (datasets' files, programs): every
+  // trial of a list of at most kWalkedTrials (repeats left out); of a larger
+  // sweep, each section's values with the first trial's others, and the
+  // first and last trials; of a larger part, an even sample of its trials.
+  std::vector<TrialSpec> every_value() const;
+
+  // Only these positions of this list (sorted, each < size()), in their order.
+  SweepTrials only(std::vector<std::size_t> positions) const;
+  SweepTrials only(const StridedPositions& positions) const;
+
+ private:
+  std::shared_ptr<const Source> source_;
+};
+
+class SweepTrials::Source {
+ public:
+  virtual ~Source() = default;
+  virtual std::size_t size() const = 0;
+  virtual TrialSpec at(std::size_t position) const = 0;
+  virtual bool duplicates_known() const { return true; }
+  virtual std::optional<SweepTrials::Axis> axis(std::string_view field) const {
+    (void)field;
+    return std::nullopt;
+  }
+  virtual std::vector<TrialSpec> every_value() const;
+};
+
+// Sweeps with at most this many trials per repeat are walked when parsed.
+inline constexpr std::uint64_t kWalkedTrials = 100'000;
+
+// One section of the sweep file as `memsweep plan` summarises it: its
+// fields and the values each takes ("batch_size", "3 values: 16, 32, 64").
+struct SectionSummary {
+  std::string name;  // "[grid]", "[random]", "[[trial]]"
+  std::uint64_t trials = 0;
+  std::vector<std::pair<std::string, std::string>> fields;
+};
+
 struct SweepSpec {
   std::string name;
   std::uint64_t seed = 0;
@@ -138,8 +246,17 @@ struct SweepSpec {
   SamplerSpec sampler;
   std::string source_name;  // the file as given
   std::string source_text;  // its whole text, kept for the results file
-  std::vector<TrialSpec> trials;
+  SweepTrials trials;
   std::vector<std::string> notes;  // things the user should know (merged duplicates)
+  std::vector<SectionSummary> sections;
+  // What defines the trials, whatever the file's comments, spacing and key
+  // order: every section's values but limits that are not part of a trial
+  // (mem_budget, timeout) and the sweep's name; with the expansion rules'
+  // version. Empty for a sweep not read from a file.
+  std::string definition;
+  // The part of a split sweep these trials are (SweepPart::name(),
+  // "dataset=mnist"); empty for the whole sweep.
+  std::string part;
 };
 
 // A sweep-file error: names the file, the line and the key, and says what

@@ -48,6 +48,31 @@ TrialCost trial_cost(const TrialSpec& trial, ExampleLimits limits);
 std::vector<TrialCost> pending_costs(std::span<const TrialSpec> trials, std::span<const PendingTrial> pending,
                                      ExampleLimits limits);
 
+// The trials a run will hand out, as the ETA sees them: the first ones in
+// dispatch order, each costed; of a large sweep, the rest as a count and a
+// sample spread over them (costing 10^7 trials would take a minute).
+struct WaitingCosts {
+  std::vector<TrialCost> first;
+  std::size_t beyond = 0;             // trials after `first`
+  std::vector<TrialCost> beyond_sample;  // a sample of them, spread evenly
+};
+
+// The waiting trials' time after the first ones: the sample's mean
+// predicted time, times how many it stands for, shared by the workers.
+struct WaitingTail {
+  std::size_t trials = 0;
+  std::span<const TrialCost> sample;
+};
+
+// Trials costed one by one for the ETA; of a larger sweep, the rest from a
+// sample of this many.
+inline constexpr std::size_t kCostedWaitingTrials = 10'000;
+inline constexpr std::size_t kSampledWaitingTrials = 1'000;
+
+// What the ETA needs of `pending`'s trials: the first kCostedWaitingTrials
+// costed in dispatch order, the rest counted and sampled.
+WaitingCosts waiting_costs(const SweepTrials& trials, const PendingTrials& pending, ExampleLimits limits);
+
 // A trial that ended in this run.
 struct FinishedTrial {
   TrialCost cost;
@@ -98,7 +123,7 @@ std::optional<double> remaining_seconds(const EtaInputs& inputs);
 // The same, for a caller that holds the trials itself (rank 0's progress
 // lines: copying 10^6 waiting trials for every line cost more than the ETA).
 std::optional<double> remaining_seconds(std::span<const FinishedTrial> finished, std::span<const RunningTrial> running,
-                                        std::span<const TrialCost> waiting, int workers);
+                                        std::span<const TrialCost> waiting, int workers, WaitingTail tail = {});
 
 // The ETA that the progress lines and `memsweep watch` show: remaining_seconds()
 // of the sweep as they see it, worked out at most once a second while more
@@ -113,7 +138,8 @@ class SweepEta {
   // `now_seconds`: the time on a clock the caller keeps the same (its origin
   // does not matter).
   std::optional<double> seconds_left(std::span<const FinishedTrial> finished, std::span<const RunningTrial> running,
-                                     std::span<const TrialCost> waiting, int workers, double now_seconds);
+                                     std::span<const TrialCost> waiting, int workers, double now_seconds,
+                                     WaitingTail tail = {});
 
  private:
   std::optional<double> last_;

@@ -23,6 +23,8 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace memsweep {
@@ -291,11 +293,20 @@ SampleRow sample_row(const Sample& sample, std::span<const std::string> sampler_
 
 // ---- the sweep's identity -----------------------------------------------
 
-// A hash of what makes two runs the same sweep: the set of trial ids (order
-// does not matter, so reordering a sweep file keeps it) and the sampler's
-// interval and requested events (they decide the samples table's columns).
-// 16 hex digits.
+// A hash of what makes two runs the same sweep: its definition
+// (SweepSpec::definition: the sections' values in a canonical spelling, so
+// comments, spacing, key order and limits such as timeout do not change
+// it), the part it is of a split sweep, and the sampler's interval and
+// requested events (they decide the samples table's columns). Made from the
+// file, not from its trials: the same in a second for 10^7 of them. A sweep
+// not read from a file (no definition) is hashed by its trial ids. 16 hex
+// digits.
 std::string sweep_hash(const SweepSpec& sweep);
+
+// The hash results files written before issue 29 hold: the set of trial ids
+// (of the part), the interval and the events. Every trial is made: for the
+// sweeps of at most 10^6 trials that such files come from.
+std::string legacy_sweep_hash(const SweepSpec& sweep);
 
 // ---- resume ---------------------------------------------------------------
 
@@ -346,6 +357,37 @@ struct PendingTrial {
   auto operator<=>(const PendingTrial&) const = default;
 };
 
+// The attempts a run makes, in the sweep's order, without a list of 10^7
+// of them: every position of the sweep's trials but those of trials a
+// resume runs no more, each at its next attempt (by trial id). Or exactly
+// the attempts listed (tests, benchmarks).
+class PendingTrials {
+ public:
+  PendingTrials() = default;  // every trial, attempt 0
+  PendingTrials(std::vector<PendingTrial> listed);  // NOLINT(google-explicit-constructor): exactly these
+  // A resume's: trials whose id is in `done` are skipped, the others run
+  // at next_attempt[id], 0 when absent; `count` of them.
+  PendingTrials(std::unordered_set<std::string> done, std::unordered_map<std::string, std::int32_t> next_attempt,
+                std::size_t count);
+
+  const std::optional<std::vector<PendingTrial>>& listed() const { return listed_; }
+  bool runs(const std::string& id) const { return !done_.contains(id); }
+  std::int32_t attempt(const std::string& id) const;
+  // How many attempts, out of `sweep_trials`: where duplicates among a large
+  // sweep's trials are not known (SweepTrials::duplicates_known()), an
+  // upper bound.
+  std::size_t count(std::size_t sweep_trials) const;
+  // Each attempt, for a sweep of this size, by making every trial: for
+  // tests and small sweeps.
+  std::vector<PendingTrial> expand(const SweepTrials& trials) const;
+
+ private:
+  std::optional<std::vector<PendingTrial>> listed_;
+  std::unordered_set<std::string> done_;
+  std::unordered_map<std::string, std::int32_t> next_attempt_;
+  std::optional<std::size_t> count_;
+};
+
 struct ResumePlan {
   // Rows to append before running anything, one per attempt that streamed
   // samples but has no trial row, with the peak and mean its samples
@@ -353,7 +395,7 @@ struct ResumePlan {
   // `interrupted` when rank 0 died while the attempt's process was healthy
   // (it runs again like any interrupted trial).
   std::vector<TrialRecord> lost_rows;
-  std::vector<PendingTrial> pending;           // in the sweep's order
+  PendingTrials pending;                       // in the sweep's order
   std::size_t already_final = 0;               // trials with a final status in the file
   std::size_t killed_not_retried = 0;          // killed more than retry_killed times: not run again
   std::size_t unknown_rows = 0;                // rows whose trial id is not in this sweep (kept, ignored)
@@ -387,7 +429,7 @@ enum class LostAttempts { rank_died, writer_died };
 // its latest attempt's status is one `retry` runs again; its next attempt
 // number is one past the largest attempt seen in rows or series. `run` is
 // written into the lost attempts' rows.
-ResumePlan plan_resume(const std::vector<TrialSpec>& trials, const std::vector<TrialRow>& rows,
+ResumePlan plan_resume(const SweepTrials& trials, const std::vector<TrialRow>& rows,
                        const std::vector<SeriesSummary>& series, const RetryPolicy& retry, int run, LostAttempts lost);
 
 // ---- template definitions ---------------------------------------------------

@@ -24,7 +24,7 @@ namespace memsweep {
 // Rank 0's results file, once open.
 struct OpenedResults {
   ResultSink* sink = nullptr;  // owned by the steps; written until close_results()
-  std::vector<PendingTrial> pending;
+  PendingTrials pending;
   std::vector<CounterRequest> counter_columns;  // each from the source that served it on rank 0
   std::int32_t run_index = 0;                   // this invocation's row of /runs
 };

@@ -135,11 +135,17 @@ class ProgressReporter {
   using Clock = std::chrono::steady_clock;
   // `pending`: the trials to run, in dispatch order (pending_costs(), eta.hpp).
   ProgressReporter(std::ostream& out, Verbosity verbosity, std::vector<TrialCost> pending, int workers);
+  // Of a sweep too large to cost each trial (waiting_costs()): a trial
+  // beyond the costed ones is costed when it starts, on `limits`.
+  ProgressReporter(std::ostream& out, Verbosity verbosity, WaitingCosts pending, int workers, ExampleLimits limits);
   // Without costs: `total_trials` trials taken as alike.
   ProgressReporter(std::ostream& out, Verbosity verbosity, std::size_t total_trials, int workers);
   void trial_started(const TrialSpec& trial, int attempt, int rank);
   void trial_finished(const TrialRow& row);
   void note(const std::string& text);  // shown unless quiet
+  // A trial of a large sweep that will not run after all (its id was
+  // handed out before): one fewer to wait for.
+  void trial_skipped();
   // SweepEta's (eta.hpp) of this run's finished, running and waiting
   // trials; nullopt until a finished trial did some work.
   std::optional<std::chrono::seconds> eta() const;
@@ -149,7 +155,7 @@ class ProgressReporter {
     TrialCost cost;
     Clock::time_point start;
   };
-  TrialCost take_waiting(const std::string& id);
+  TrialCost take_waiting(const TrialSpec* trial, const std::string& id);
 
   std::ostream& out_;
   Verbosity verbosity_;
@@ -161,6 +167,9 @@ class ProgressReporter {
   // 10^6 costs.
   std::vector<TrialCost> waiting_;
   std::size_t waiting_front_ = 0;
+  std::size_t beyond_ = 0;  // waiting after waiting_, of a large sweep
+  std::vector<TrialCost> beyond_sample_;
+  ExampleLimits limits_;
   std::map<std::string, Running> running_;  // by trial id
   std::vector<FinishedTrial> finished_trials_;
   Clock::time_point start_ = Clock::now();
@@ -223,13 +232,15 @@ class SinkFailure : public std::runtime_error {
 };
 
 // Every rank must pass the same `trials` (check_same_sweep first); rank 0's
-// `pending` and `sink` are used, other ranks' ignored. `runner` is used on
+// `pending` and `sink` are used, other ranks' ignored. Rank 0 makes each
+// trial as it hands it out and sends its position; the worker makes the
+// same trial from it (docs/sweep.md, "Large sweeps"). `runner` is used on
 // the ranks that train: every rank but 0 when size() > 1, rank 0 otherwise.
 // A sink's exception: itself alone, SinkFailure on rank 0 of several.
 // Collective: returns on every rank when the sweep is over or stopped; the
 // result is complete on rank 0.
-SweepResult run_sweep(Communicator& comm, std::span<const TrialSpec> trials, std::span<const PendingTrial> pending,
-                      TrialRunner* runner, ResultSink* sink, const SweepOptions& options);
+SweepResult run_sweep(Communicator& comm, const SweepTrials& trials, const PendingTrials& pending, TrialRunner* runner,
+                      ResultSink* sink, const SweepOptions& options);
 
 // Collective: throws InputError on every rank, naming the ranks whose
 // `sweep_hash` differs from rank 0's, when they do not all agree.

@@ -24,7 +24,7 @@ struct SweepPart {
   // the same are one part.
   std::string value;
   std::string label;              // "<field>-<value>" with only [A-Za-z0-9._-] (others become _): "dataset-mnist"
-  std::vector<TrialSpec> trials;  // in the sweep's order
+  SweepTrials trials;  // in the sweep's order
 
   // "dataset=mnist": how a results file records the part (its `part` attribute).
   std::string name() const { return field + "=" + value; }

@@ -121,6 +121,9 @@ std::string format_trial_estimate(const TrialSpec& trial, ExampleCounts counts, 
   return out + render_table(rows);
 }
 
+// One table per trial: beyond this many, nobody reads them.
+constexpr std::size_t kMaxEstimatedTrials = 100'000;
+
 int run_estimate_command(const EstimateOptions& options) {
   const bool from_options = describes_a_trial(options);
   if (!options.sweep_file.empty() && from_options)
@@ -135,12 +138,18 @@ int run_estimate_command(const EstimateOptions& options) {
     trials.push_back(trial_from_options(options));
   } else {
     SweepSpec sweep = load_sweep_file(options.sweep_file);
-    trials = std::move(sweep.trials);
     if (options.trial_id.empty()) {
       // A repeat trains the same shapes: its estimate is its first run's.
-      std::erase_if(trials, [](const TrialSpec& t) { return t.repeat > 0; });
+      if (sweep.trials.size() / static_cast<std::size_t>(sweep.repeats) > kMaxEstimatedTrials)
+        throw InputError(fmt::format("{}: {} trials, more than the {} that estimate lists; give --trial ID (memsweep "
+                                     "plan lists the ids) or split the sweep",
+                                     options.sweep_file, sweep.trials.size() / static_cast<std::size_t>(sweep.repeats),
+                                     kMaxEstimatedTrials));
+      for (const TrialSpec& trial : sweep.trials)
+        if (trial.repeat == 0) trials.push_back(trial);
     } else {
-      std::erase_if(trials, [&](const TrialSpec& t) { return t.id != options.trial_id; });
+      for (const TrialSpec& trial : sweep.trials)
+        if (trial.id == options.trial_id) trials.push_back(trial);
       if (trials.empty())
         throw InputError(fmt::format("{}: no trial has the id \"{}\" (memsweep plan {} lists them)", options.sweep_file,
                                      options.trial_id, options.sweep_file));

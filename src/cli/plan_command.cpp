@@ -83,9 +83,9 @@ std::string predicted_text(EstimateCache& cache, const TrialSpec& trial) {
 }
 
 // Every [params] name any trial has, sorted: a column each.
-std::vector<std::string> param_names(const SweepSpec& sweep) {
+std::vector<std::string> param_names(const std::vector<TrialSpec>& every_value) {
   std::set<std::string> names;
-  for (const TrialSpec& trial : sweep.trials)
+  for (const TrialSpec& trial : every_value)
     for (const auto& [name, value] : trial.params) names.insert(name);
   return {names.begin(), names.end()};
 }
@@ -100,7 +100,7 @@ std::string param_text(const TrialSpec& trial, const std::string& name) {
 // program), unless its path depends on the trial: then each trial's.
 void check_programs(const SweepSpec& sweep) {
   std::set<std::string> checked;
-  for (const TrialSpec& trial : sweep.trials) {
+  for (const TrialSpec& trial : sweep.trials.every_value()) {
     if (!trial.program || trial.program->command.empty()) {
       check_program(trial);  // nothing, or an error for an empty command
       continue;
@@ -151,24 +151,48 @@ void add_plan_command(CLI::App& app, PlanOptions& options) {
   plan->add_flag("--outputs", options.outputs,
                  "Print only the results file(s) memsweep run would write, one line per part in part order (one line "
                  "without --split-by); notes go to stderr; the datasets are not looked for");
+  plan->add_flag("--all", options.all,
+                 fmt::format("List every trial, however many (without it, a sweep of more than {} trials shows its "
+                             "first and last {} and the values of each section's fields)",
+                             kPlanListedTrials, kPlanShownAtEachEnd));
   plan->add_option("--data-dir", options.data_dir,
                    "Where the real datasets are, as for memsweep run (default: $MEMSWEEP_DATA, else ./data): plan "
                    "says which of the sweep's datasets are there, and exits 2 if one is missing");
 }
 
-void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<PlannedPart>& parts) {
-  const bool any_cnn = std::any_of(sweep.trials.begin(), sweep.trials.end(),
-                                   [](const TrialSpec& t) { return t.model == ModelKind::cnn; });
-  const bool any_budget = std::any_of(sweep.trials.begin(), sweep.trials.end(),
-                                      [](const TrialSpec& t) { return t.mem_budget_bytes.has_value(); });
-  const bool any_timeout = std::any_of(sweep.trials.begin(), sweep.trials.end(),
-                                       [](const TrialSpec& t) { return t.timeout_seconds.has_value(); });
-  const bool any_program =
-      std::any_of(sweep.trials.begin(), sweep.trials.end(), [](const TrialSpec& t) { return t.program.has_value(); });
-  const std::vector<std::string> params = param_names(sweep);
-  std::map<std::string, std::size_t> part_of_trial;
-  for (std::size_t index = 0; index < parts.size(); ++index)
-    for (const TrialSpec& trial : parts[index].part.trials) part_of_trial.emplace(trial.id, index);
+// The sections' fields and their values: what a large sweep's plan shows
+// instead of every trial.
+std::string format_sections(const SweepSpec& sweep) {
+  std::string out;
+  for (const SectionSummary& section : sweep.sections) {
+    out += fmt::format("{}: {}\n", section.name, counted(section.trials, "trial"));
+    for (const auto& [field, values] : section.fields) out += fmt::format("  {}: {}\n", field, values);
+  }
+  return out;
+}
+
+// The positions whose lines are shown: all, or the first and last few.
+std::vector<std::size_t> listed_positions(std::size_t trials, bool all) {
+  std::vector<std::size_t> positions;
+  if (all || trials <= kPlanListedTrials) {
+    for (std::size_t p = 0; p < trials; ++p) positions.push_back(p);
+    return positions;
+  }
+  for (std::size_t p = 0; p < kPlanShownAtEachEnd; ++p) positions.push_back(p);
+  for (std::size_t p = trials - kPlanShownAtEachEnd; p < trials; ++p) positions.push_back(p);
+  return positions;
+}
+
+void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<PlannedPart>& parts, bool all) {
+  const std::vector<TrialSpec> every_value = sweep.trials.every_value();
+  const auto any = [&](const auto& has) { return std::any_of(every_value.begin(), every_value.end(), has); };
+  const bool any_cnn = any([](const TrialSpec& t) { return t.model == ModelKind::cnn; });
+  const bool any_budget = any([](const TrialSpec& t) { return t.mem_budget_bytes.has_value(); });
+  const bool any_timeout = any([](const TrialSpec& t) { return t.timeout_seconds.has_value(); });
+  const bool any_program = any([](const TrialSpec& t) { return t.program.has_value(); });
+  const std::vector<std::string> params = param_names(every_value);
+  std::map<std::string, std::size_t> part_of_value;
+  for (std::size_t index = 0; index < parts.size(); ++index) part_of_value.emplace(parts[index].part.value, index);
   const bool split = !parts.empty();
   // "trial": the number summary and the report give the trial (plan_index + 1).
   Row header{"id", "trial"};
@@ -184,9 +208,16 @@ void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<Planne
   EstimateCache estimates;
   PackedTable table;
   table.add(header);
-  for (const TrialSpec& t : sweep.trials) {
+  const std::vector<std::size_t> positions = listed_positions(sweep.trials.size(), all);
+  for (std::size_t k = 0; k < positions.size(); ++k) {
+    if (k > 0 && positions[k] != positions[k - 1] + 1) {
+      Row gap{"…", fmt::format("({} not shown)", positions[k] - positions[k - 1] - 1)};
+      gap.resize(header.size(), "");
+      table.add(gap);
+    }
+    const TrialSpec t = sweep.trials[positions[k]];
     Row row{t.id, std::to_string(t.plan_index + 1)};
-    if (split) row.push_back(std::to_string(part_of_trial.at(t.id)));
+    if (split) row.push_back(std::to_string(part_of_value.at(split_value(t, parts.front().part.field))));
     if (any_program) row.push_back(std::string(t.trainer()));
     for (std::string cell : {std::to_string(t.repeat), dataset_text(t.dataset), std::string(model_name(t.model)),
                              std::string(optimizer_name(t.optimizer.kind)), fmt::format("{:.6g}", t.learning_rate),
@@ -205,6 +236,7 @@ void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<Planne
              sweep.source_name, counted(sweep.trials.size(), "trial"), distinct,
              counted(static_cast<std::size_t>(sweep.repeats), "repeat"), sweep.seed, sweep.sampler.interval_ms);
   if (split) fmt::print(out, "{}\n", format_parts(parts));
+  if (positions.size() < sweep.trials.size()) fmt::print(out, "{}", format_sections(sweep));
   table.write(out);
   fmt::print(out,
              "{}\npredicted: each trial's own memory, dataset excluded, for the published dataset sizes "
@@ -232,11 +264,11 @@ int run_plan_command(const PlanOptions& options) {
     for (const std::string& output : outputs) fmt::print("{}\n", output);
     return exit_status::kOk;
   }
-  write_plan(stdout, sweep, parts);
+  write_plan(stdout, sweep, parts, options.all);
   // After the plan, so that the user sees what was looked for before the
   // error (main prints it; exit 2) says what is missing.
   const std::vector<std::filesystem::path> search_dirs = dataset_search_dirs_from_environment(options.data_dir);
-  const std::vector<DatasetReport> reports = check_datasets(sweep.trials, search_dirs);
+  const std::vector<DatasetReport> reports = check_datasets(sweep.trials.every_value(), search_dirs);
   fmt::print("\n{}", format_datasets(search_dirs, reports));
   std::fflush(stdout);
   require_datasets(reports);

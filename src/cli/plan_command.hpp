@@ -22,7 +22,13 @@ struct PlanOptions {
   std::string output;                   // -o, as `memsweep run` takes it
   bool outputs = false;                 // --outputs: only the results file paths
   std::optional<std::string> data_dir;  // --data-dir, as `memsweep run` takes it
+  bool all = false;                     // --all: every trial's line, however many
 };
+
+// A sweep of more trials than this is shown by its first and last trials
+// and its sections' values, unless --all.
+inline constexpr std::size_t kPlanListedTrials = 1000;
+inline constexpr std::size_t kPlanShownAtEachEnd = 10;
 
 void add_plan_command(CLI::App& app, PlanOptions& options);
 
@@ -34,7 +40,7 @@ struct PlannedPart {
 
 // The header line, the parts (when split) and the trials' table, as `plan`
 // prints it; with parts, the trials' table has a `part` column.
-void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<PlannedPart>& parts = {});
+void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<PlannedPart>& parts = {}, bool all = false);
 
 int run_plan_command(const PlanOptions& options);
 

@@ -238,7 +238,7 @@ namespace {
 // Each distinct program once: a sweep of 10^4 trials names a few.
 void check_programs(const SweepSpec& sweep) {
   std::set<std::string> checked;
-  for (const TrialSpec& trial : sweep.trials)
+  for (const TrialSpec& trial : sweep.trials.every_value())
     if (trial.program && checked.insert(trial.program->place + '\n' + trial.program->command.front()).second)
       check_program(trial);
 }
@@ -291,7 +291,7 @@ class RunSteps final : public SessionSteps {
                      ? data_dirs_of(run)
                      : dataset_search_dirs_from_environment(
                            options_.data_dir ? std::optional<fs::path>(*options_.data_dir) : std::nullopt);
-    require_datasets(::memsweep::check_datasets(sweep_.trials, data_dirs_));
+    require_datasets(::memsweep::check_datasets(sweep_.trials.every_value(), data_dirs_));
   }
 
   OpenedResults open_results(const RunRow& run, const Communicator& comm, const std::vector<std::string>& hosts,

@@ -96,6 +96,12 @@ std::string part_text(const std::string& part) { return part.empty() ? "the whol
 // `part`: SweepPart::name() when the run is one part of the sweep, else empty.
 void check_same_sweep_in_file(const FileHeader& found, const RunOptions& options, const fs::path& output,
                               const SweepSpec& sweep, const std::string& part, const std::string& hash) {
+  // A file written before issue 29 holds the hash of the trial ids; such a
+  // sweep has at most 10^6 trials, which make that hash in seconds.
+  constexpr std::size_t kLegacyHashedTrials = 1'000'000;
+  const bool legacy_match = found.sweep_hash != hash && found.part == part &&
+                            sweep.trials.size() <= kLegacyHashedTrials && found.sweep_hash == legacy_sweep_hash(sweep);
+  if (legacy_match) return;
   // The hash covers the trials, so another part's file (or the whole
   // sweep's) never matches; the message then says which part it holds.
   if (found.sweep_hash != hash && found.part != part)
@@ -212,7 +218,8 @@ std::string resume_note(const RunInput& input, const ResumePlan& plan, int run_i
   std::vector<std::string> retried;
   for (const auto& [status, count] : plan.retried) retried.push_back(fmt::format("{} {}", count, status));
   return fmt::format("resuming {} (run {}): {} of {} trials done, {} to run{}{}", input.settings.output.string(),
-                     run_index, plan.already_final, input.sweep.trials.size(), plan.pending.size(),
+                     run_index, plan.already_final, input.sweep.trials.size(),
+                     plan.pending.count(input.sweep.trials.size()),
                      retried.empty() ? std::string() : fmt::format(" ({} again)", join(retried, ", ")),
                      plan.killed_not_retried > 0 ? fmt::format(", {} killed and not retried (--retry-killed {})",
                                                                plan.killed_not_retried, input.options.retry_killed)
@@ -284,7 +291,7 @@ OpenedStore create_results_file(const RunInput& input, const RunRow& run, const 
   opened.store.emplace(
       ResultStore::create(input.settings.output, header, input.options.force, StoreOptions{.swmr = header.swmr}, run));
   opened.counter_columns = counter_requests(header);
-  for (std::size_t i = 0; i < input.sweep.trials.size(); ++i) opened.pending.push_back({i, 0});
+  // Every trial, in order: opened.pending's default.
   return opened;
 }
 

@@ -50,7 +50,7 @@ RunRow decide_run_row(const RunInput& input, int ranks, const std::vector<std::s
 // Rank 0's open results file, and the attempts still to run.
 struct OpenedStore {
   std::optional<ResultStore> store;
-  std::vector<PendingTrial> pending;
+  PendingTrials pending;
   std::vector<CounterRequest> counter_columns;  // each from the source that served it on rank 0
 };
 

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
+#include <set>
 
 namespace memsweep::config_detail {
 namespace {
@@ -249,6 +251,50 @@ ShortStreamRng field_stream(std::uint64_t sweep_seed, std::size_t draw_index, st
   return ShortStreamRng(mix_seed(mix_seed(sweep_seed, draw_index), stable_hash(field)));
 }
 
+// A value as `plan` prints a section's fields: 0.001, 64, "mnist", [128, 64].
+std::string value_text(const TomlValue& value) {
+  if (value.is_integer()) return std::to_string(value.as_integer());
+  if (value.is_floating()) return fmt::format("{}", value.as_floating());
+  if (value.is_boolean()) return value.as_boolean() ? "true" : "false";
+  if (value.is_string()) return value.as_string().str;
+  if (value.is_array()) {
+    std::vector<std::string> items;
+    for (const TomlValue& item : value.as_array()) items.push_back(value_text(item));
+    return fmt::format("[{}]", fmt::join(items, ", "));
+  }
+  if (value.is_table()) {
+    std::vector<std::string> items;
+    for (const auto& [key, item] : value.as_table()) items.push_back(fmt::format("{} = {}", key, value_text(item)));
+    return fmt::format("{{ {} }}", fmt::join(items, ", "));
+  }
+  return describe(value);
+}
+
+// "3 values: 16, 32, 64", or the first and last of many.
+template <typename Texts>
+std::string listed_values(const Texts& texts) {
+  constexpr std::size_t kShown = 6;
+  const std::vector<std::string> all(texts.begin(), texts.end());
+  const std::string count = all.size() == 1 ? "1 value" : fmt::format("{} values", all.size());
+  if (all.size() <= kShown) return fmt::format("{}: {}", count, fmt::join(all, ", "));
+  return fmt::format("{}: {}, {}, {} … {}", count, all[0], all[1], all[2], all.back());
+}
+
+std::string distribution_text(const RandomField& field) {
+  if (!field.distribution) return fmt::format("fixed: {}", value_text(field.fixed.value));
+  switch (*field.distribution) {
+    case Distribution::uniform: return fmt::format("uniform [{}, {}]", field.low, field.high);
+    case Distribution::log_uniform: return fmt::format("log_uniform [{}, {}]", field.low, field.high);
+    case Distribution::int_uniform: return fmt::format("int_uniform [{}, {}]", field.whole_low, field.whole_high);
+    case Distribution::choice: {
+      std::vector<std::string> texts;
+      for (const FieldValue& choice : field.choices) texts.push_back(value_text(choice.value));
+      return "choice of " + listed_values(texts);
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 TrialDraft table_draft(const TomlTable& table, const Place& table_place) {
@@ -288,67 +334,175 @@ std::uint64_t grid_size(const TomlTable& grid, const Place& grid_place) {
   return total;
 }
 
-void grid_drafts(const TomlTable& grid, const Place& grid_place, const DraftSink& sink) {
-  const std::uint64_t total = grid_size(grid, grid_place);  // before depth x width is built
-  std::vector<GridAxis> axes;
-  for (const SectionEntry& entry : section_entries(grid, grid_place, "{} = [{}]"))
-    if (entry.name != kDepth && entry.name != kWidth) axes.push_back(grid_axis(entry.name, *entry.value, grid_place));
-  if (grid.count(std::string(kDepth)) > 0) axes.push_back(depth_width_axis(grid, grid_place));
-  // The file's order: the first axis written varies slowest, as nested loops would.
-  std::stable_sort(axes.begin(), axes.end(), [](const GridAxis& a, const GridAxis& b) { return a.line < b.line; });
+namespace {
 
-  for (std::uint64_t index = 0; index < total; ++index) {
-    DraftWithOrigin trial{{}, Place{grid_place.file, grid_place.line, fmt::format("grid[{}]", index)}};
+class TableSection final : public TrialSection {
+ public:
+  explicit TableSection(const TomlArray& tables) {
+    drafts_.reserve(tables.size());
+    for (std::size_t i = 0; i < tables.size(); ++i) {
+      const TomlValue& table = tables[i];
+      const Place at = place_of(table, fmt::format("trial[{}]", i));
+      drafts_.push_back({table_draft(expect_table(table, at), at), at});
+    }
+  }
+  std::uint64_t size() const override { return drafts_.size(); }
+  DraftWithOrigin draft(std::uint64_t index) const override { return drafts_[static_cast<std::size_t>(index)]; }
+  std::vector<DraftWithOrigin> cover() const override { return drafts_; }
+  std::string name() const override { return "[[trial]]"; }
+  std::vector<FieldSummary> fields() const override {
+    std::map<std::string, std::set<std::string>> values;
+    for (const DraftWithOrigin& trial : drafts_)
+      for (const auto& [field, value] : trial.draft) values[field].insert(value_text(value.value));
+    std::vector<FieldSummary> summaries;
+    for (const auto& [field, texts] : values) summaries.push_back({field, listed_values(texts)});
+    return summaries;
+  }
+
+ private:
+  std::vector<DraftWithOrigin> drafts_;
+};
+
+class GridSection final : public TrialSection {
+ public:
+  GridSection(const TomlTable& grid, const Place& grid_place) : place_(grid_place) {
+    size_ = grid_size(grid, grid_place);  // before depth x width is built
+    for (const SectionEntry& entry : section_entries(grid, grid_place, "{} = [{}]"))
+      if (entry.name != kDepth && entry.name != kWidth)
+        axes_.push_back(grid_axis(entry.name, *entry.value, grid_place));
+    if (grid.count(std::string(kDepth)) > 0) axes_.push_back(depth_width_axis(grid, grid_place));
+    // The file's order: the first axis written varies slowest, as nested loops would.
+    std::stable_sort(axes_.begin(), axes_.end(),
+                     [](const GridAxis& a, const GridAxis& b) { return a.line < b.line; });
+  }
+  std::uint64_t size() const override { return size_; }
+  DraftWithOrigin draft(std::uint64_t index) const override {
+    DraftWithOrigin trial{{}, Place{place_.file, place_.line, fmt::format("grid[{}]", index)}};
     std::uint64_t rest = index;
-    for (auto axis = axes.rbegin(); axis != axes.rend(); ++axis) {
+    for (auto axis = axes_.rbegin(); axis != axes_.rend(); ++axis) {
       trial.draft.insert_or_assign(axis->name, axis->values[rest % axis->values.size()]);
       rest /= axis->values.size();
     }
-    sink(std::move(trial));
+    return trial;
   }
-}
-
-void random_drafts(const TomlTable& random, const Place& random_place, std::uint64_t sweep_seed,
-                   const DraftSink& sink) {
-  reject_unknown_keys(random, random_place, section_keys({"count", kDepth, kWidth}));
-  const auto count_entry = random.find("count");
-  if (count_entry == random.end())
-    fail(random_place,
-         fmt::format("missing key `count`: expected the number of trials to draw, 1 to {}", kMaxRandomCount));
-  const auto count = static_cast<std::size_t>(expect_integer(
-      count_entry->second, place_of(count_entry->second, dotted(random_place, "count")), 1, kMaxRandomCount));
-  check_depth_width_pair(random, random_place);
-
-  std::vector<RandomField> fields;
-  for (const SectionEntry& entry : section_entries(random, random_place, "{} = {{ choice = [{}] }}"))
-    if (entry.name != "count") fields.push_back(random_field(entry.name, *entry.value, random_place));
-  const auto find = [&](std::string_view name) -> const RandomField* {
-    for (const RandomField& field : fields)
-      if (field.name == name) return &field;
-    return nullptr;
-  };
-  const RandomField* depth = find(kDepth);
-  const RandomField* width = find(kWidth);
-
-  for (std::size_t index = 0; index < count; ++index) {
-    DraftWithOrigin trial{{}, Place{random_place.file, random_place.line, fmt::format("random[{}]", index)}};
-    for (const RandomField& field : fields) {
-      if (&field == depth || &field == width) continue;
-      ShortStreamRng rng = field_stream(sweep_seed, index, field.name);
-      trial.draft.insert_or_assign(field.name, draw(field, rng));
+  std::vector<DraftWithOrigin> cover() const override {
+    std::vector<DraftWithOrigin> drafts;
+    std::uint64_t inner = size_;
+    for (const GridAxis& axis : axes_) {
+      inner /= axis.values.size();
+      for (std::uint64_t value = 0; value < axis.values.size(); ++value) drafts.push_back(draft(value * inner));
     }
-    if (depth != nullptr) {
+    return drafts;
+  }
+  std::string name() const override { return "[grid]"; }
+  std::vector<FieldSummary> fields() const override {
+    std::vector<FieldSummary> summaries;
+    for (const GridAxis& axis : axes_) {
+      std::vector<std::string> texts;
+      for (const FieldValue& value : axis.values) texts.push_back(value_text(value.value));
+      summaries.push_back({axis.name, listed_values(texts)});
+    }
+    return summaries;
+  }
+  std::optional<AxisLayout> axis_layout(std::string_view field) const override {
+    std::uint64_t inner = size_;
+    for (const GridAxis& axis : axes_) {
+      inner /= axis.values.size();
+      if (axis.name == field) return AxisLayout{axis.values.size(), inner};
+    }
+    return std::nullopt;
+  }
+
+ private:
+  Place place_;
+  std::uint64_t size_ = 0;
+  std::vector<GridAxis> axes_;
+};
+
+class RandomSection final : public TrialSection {
+ public:
+  RandomSection(const TomlTable& random, const Place& random_place, std::uint64_t sweep_seed)
+      : place_(random_place), seed_(sweep_seed) {
+    reject_unknown_keys(random, random_place, section_keys({"count", kDepth, kWidth}));
+    const auto count_entry = random.find("count");
+    if (count_entry == random.end())
+      fail(random_place,
+           fmt::format("missing key `count`: expected the number of trials to draw, 1 to {}", kMaxRandomCount));
+    count_ = static_cast<std::uint64_t>(expect_integer(
+        count_entry->second, place_of(count_entry->second, dotted(random_place, "count")), 1, kMaxRandomCount));
+    check_depth_width_pair(random, random_place);
+    for (const SectionEntry& entry : section_entries(random, random_place, "{} = {{ choice = [{}] }}"))
+      if (entry.name != "count") fields_.push_back(random_field(entry.name, *entry.value, random_place));
+    for (std::size_t k = 0; k < fields_.size(); ++k) {
+      if (fields_[k].name == kDepth) depth_ = k;
+      if (fields_[k].name == kWidth) width_ = k;
+    }
+  }
+  std::uint64_t size() const override { return count_; }
+  DraftWithOrigin draft(std::uint64_t index) const override { return drawn(index, std::nullopt); }
+  std::vector<DraftWithOrigin> cover() const override {
+    std::vector<DraftWithOrigin> drafts{drawn(0, std::nullopt)};
+    for (std::size_t k = 0; k < fields_.size(); ++k)
+      for (std::size_t choice = 0; choice < fields_[k].choices.size(); ++choice)
+        drafts.push_back(drawn(0, Forced{k, choice}));
+    return drafts;
+  }
+  std::string name() const override { return "[random]"; }
+  std::vector<FieldSummary> fields() const override {
+    std::vector<FieldSummary> summaries;
+    for (const RandomField& field : fields_) summaries.push_back({field.name, distribution_text(field)});
+    return summaries;
+  }
+
+ private:
+  // One field's draw replaced by one of its choices (cover()).
+  struct Forced {
+    std::size_t field = 0;
+    std::size_t choice = 0;
+  };
+  FieldValue draw_of(std::size_t k, ShortStreamRng& rng, const std::optional<Forced>& forced) const {
+    if (forced && forced->field == k) return fields_[k].choices[forced->choice];
+    return draw(fields_[k], rng);
+  }
+  DraftWithOrigin drawn(std::uint64_t index, const std::optional<Forced>& forced) const {
+    DraftWithOrigin trial{{}, Place{place_.file, place_.line, fmt::format("random[{}]", index)}};
+    for (std::size_t k = 0; k < fields_.size(); ++k) {
+      if (k == depth_ || k == width_) continue;
+      ShortStreamRng rng = field_stream(seed_, index, fields_[k].name);
+      trial.draft.insert_or_assign(fields_[k].name, draw_of(k, rng, forced));
+    }
+    if (depth_ != kNone) {
       // Each layer gets its own width, as in the source paper's random search.
-      ShortStreamRng depth_rng = field_stream(sweep_seed, index, kDepth);
-      ShortStreamRng width_rng = field_stream(sweep_seed, index, kWidth);
-      const int layers = static_cast<int>(draw(*depth, depth_rng).value.as_integer());
+      ShortStreamRng depth_rng = field_stream(seed_, index, kDepth);
+      ShortStreamRng width_rng = field_stream(seed_, index, kWidth);
+      const int layers = static_cast<int>(draw_of(depth_, depth_rng, forced).value.as_integer());
       std::vector<int> widths;
       for (int layer = 0; layer < layers; ++layer)
-        widths.push_back(static_cast<int>(draw(*width, width_rng).value.as_integer()));
-      trial.draft.insert_or_assign("hidden", hidden_of(layers, widths, depth->place));
+        widths.push_back(static_cast<int>(draw_of(width_, width_rng, forced).value.as_integer()));
+      trial.draft.insert_or_assign("hidden", hidden_of(layers, widths, fields_[depth_].place));
     }
-    sink(std::move(trial));
+    return trial;
   }
+
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  Place place_;
+  std::uint64_t seed_ = 0;
+  std::uint64_t count_ = 0;
+  std::vector<RandomField> fields_;
+  std::size_t depth_ = kNone, width_ = kNone;
+};
+
+}  // namespace
+
+std::unique_ptr<TrialSection> table_section(const TomlArray& tables) { return std::make_unique<TableSection>(tables); }
+
+std::unique_ptr<TrialSection> grid_section(const TomlTable& grid, const Place& grid_place) {
+  return std::make_unique<GridSection>(grid, grid_place);
+}
+
+std::unique_ptr<TrialSection> random_section(const TomlTable& random, const Place& random_place,
+                                             std::uint64_t sweep_seed) {
+  return std::make_unique<RandomSection>(random, random_place, sweep_seed);
 }
 
 }  // namespace memsweep::config_detail

@@ -1,6 +1,7 @@
 // The sweep file's top level: sections, [sweep] and [sampler], and the order
 // in which trials are put together.
 
+#include "config/defined_trials.hpp"
 #include "config/expand.hpp"
 #include "config/nesting.hpp"
 #include "config/program_fields.hpp"
@@ -149,25 +150,68 @@ std::uint64_t count_trials(const TrialSections& sections, int repeats, const std
   return total;
 }
 
-// Each explicit trial, grid point and random draw, as drafts over
-// [defaults], handed to `sink` one at a time.
-void for_each_trial_draft(const TrialSections& sections, const std::string& file, std::uint64_t seed,
-                          const DraftSink& sink) {
-  std::uint64_t made = 0;
-  const DraftSink counted = [&](DraftWithOrigin&& draft) {
-    ++made;
-    sink(std::move(draft));
-  };
-  if (sections.tables)
-    for (std::size_t i = 0; i < sections.tables->size(); ++i) {
-      const TomlValue& table = (*sections.tables)[i];
-      const Place at = place_of(table, fmt::format("trial[{}]", i));
-      counted({table_draft(expect_table(table, at), at), at});
-    }
-  if (sections.grid) grid_drafts(*sections.grid, sections.grid_place, counted);
-  if (sections.random) random_drafts(*sections.random, sections.random_place, seed, counted);
-  if (made == 0)
+// The sections that define trials, in the order the sweep lists them.
+std::vector<std::unique_ptr<TrialSection>> trial_section_list(const TrialSections& sections, const std::string& file,
+                                                              std::uint64_t seed) {
+  std::vector<std::unique_ptr<TrialSection>> list;
+  if (sections.tables && !sections.tables->empty()) list.push_back(table_section(*sections.tables));
+  if (sections.grid) list.push_back(grid_section(*sections.grid, sections.grid_place));
+  if (sections.random) list.push_back(random_section(*sections.random, sections.random_place, seed));
+  const bool none = std::all_of(list.begin(), list.end(), [](const auto& section) { return section->size() == 0; });
+  if (none)
     fail(Place{file, 1, ""}, "the sweep defines no trials; expected at least one [[trial]], a [grid] or a [random]");
+  return list;
+}
+
+// Keys that are limits on a trial, not part of it (its id leaves them out
+// too): editing them does not make another sweep.
+bool is_limit_key(std::string_view key) { return key == "mem_budget" || key == "timeout"; }
+
+// A value in one canonical spelling: tables' keys sorted (std::map),
+// numbers in round-trip form, strings quoted.
+void append_canonical(const TomlValue& value, std::string& text, bool trial_fields) {
+  if (value.is_table()) {
+    text += '{';
+    for (const auto& [key, item] : value.as_table()) {
+      if (trial_fields && is_limit_key(key)) continue;
+      fmt::format_to(std::back_inserter(text), "{:?}=", key);
+      append_canonical(item, text, false);
+      text += ';';
+    }
+    text += '}';
+  } else if (value.is_array()) {
+    text += '[';
+    for (const TomlValue& item : value.as_array()) {
+      append_canonical(item, text, trial_fields);
+      text += ',';
+    }
+    text += ']';
+  } else if (value.is_string()) {
+    fmt::format_to(std::back_inserter(text), "{:?}", value.as_string().str);
+  } else if (value.is_integer()) {
+    fmt::format_to(std::back_inserter(text), "{}", value.as_integer());
+  } else if (value.is_floating()) {
+    fmt::format_to(std::back_inserter(text), "{}f", value.as_floating());
+  } else if (value.is_boolean()) {
+    text += value.as_boolean() ? "true" : "false";
+  } else {
+    text += toml::format(value);  // dates and times: no field takes them, but the text stays exact
+  }
+}
+
+// SweepSpec::definition: the sections that make trials, [defaults] and
+// [programs], [sweep]'s seed and repeats.
+std::string definition_of(const TomlTable& top, const SweepSpec& spec) {
+  constexpr std::string_view kExpansionRules = "memsweep sweep definition 1";
+  std::string text = fmt::format("{}\nseed={}\nrepeats={}\n", kExpansionRules, spec.seed, spec.repeats);
+  for (const std::string_view section : {"defaults", "trial", "grid", "random", "programs"}) {
+    const auto it = top.find(std::string(section));
+    if (it == top.end()) continue;
+    fmt::format_to(std::back_inserter(text), "[{}]", section);
+    append_canonical(it->second, text, section != "programs");
+    text += '\n';
+  }
+  return text;
 }
 
 // TOML text is UTF-8. toml11 3.7 reads out of bounds when it reports
@@ -212,14 +256,50 @@ std::size_t invalid_utf8_at(std::string_view text) {
   return std::string_view::npos;
 }
 
-bool has_params(const TrialDraft& draft) {
-  return std::any_of(draft.begin(), draft.end(), [](const auto& entry) { return entry.first.starts_with("params."); });
-}
 
 std::string stem_of(const std::string& file) {
   const std::string stem = std::filesystem::path(file).stem().string();
   return stem.empty() ? "sweep" : stem;
 }
+
+// Every trial of repeat 0 built once: each checked, and one that another
+// already defines left out with a note.
+void walk(DefinedTrials& defined, std::vector<std::string>& notes) {
+  std::unordered_map<std::string, std::uint64_t> index_of_id;
+  std::vector<std::uint64_t> kept;
+  bool duplicates = false;
+  index_of_id.reserve(static_cast<std::size_t>(defined.defined()));
+  for (std::uint64_t index = 0; index < defined.defined(); ++index) {
+    const TrialSpec trial = defined.defined_trial(index);
+    const auto [seen, inserted] = index_of_id.emplace(trial.id, index);
+    if (inserted) {
+      kept.push_back(index);
+      continue;
+    }
+    duplicates = true;
+    const TrialSpec first = defined.defined_trial(seen->second);
+    const std::string file = trial.origin.substr(0, trial.origin.find(':'));
+    if (first.canonical_text() != trial.canonical_text())
+      throw ConfigError(file, 1, "", fmt::format("trial id collision between different trials ({})", trial.id));
+    const bool params_left_out = !trial.program && defined.sets_params(index);
+    if (params_left_out)
+      notes.push_back(
+          fmt::format("{} defines the same trial as {} once its [params] are left out, which memsweep's own "
+                      "trainer does not read; it runs once (id {}).",
+                      trial.origin, first.origin, trial.id));
+    else
+      notes.push_back(
+          fmt::format("{} defines the same trial as {}; it runs once (id {}). "
+                      "Use [sweep] repeats to run trials more than once.",
+                      trial.origin, first.origin, trial.id));
+  }
+  if (duplicates) defined.keep_only(std::move(kept));
+  defined.mark_walked();
+}
+
+// Too many trials to build each at once: every value of every section
+// checked with [defaults], and the first and last trials.
+void check_large(const DefinedTrials& defined) { (void)defined.every_value(); }
 
 }  // namespace
 
@@ -256,54 +336,21 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
   if (const TomlTable* table = section(top, "defaults", source_name, &defaults_place))
     defaults = table_draft(*table, defaults_place);
 
-  // Repeat 0 is built draft by draft, merged duplicates left out as they
-  // come; a trial's other repeats are copies of it. Nothing but the trials
-  // is held at once: 10^6 drafts, or a second list of trials, would double
-  // what a large sweep takes.
-  std::unordered_map<std::string, std::size_t> index_of_id;
-  const auto keep = [&](TrialSpec&& trial, bool params_left_out) {
-    const auto [seen, inserted] = index_of_id.emplace(trial.id, spec.trials.size());
-    if (inserted) {
-      trial.plan_index = static_cast<int>(spec.trials.size());
-      spec.trials.push_back(std::move(trial));
-      return;
-    }
-    const TrialSpec& first = spec.trials[seen->second];
-    if (first.canonical_text() != trial.canonical_text())
-      throw ConfigError(source_name, 1, "", fmt::format("trial id collision between different trials ({})", trial.id));
-    if (trial.repeat > 0) return;
-    if (params_left_out)
-      spec.notes.push_back(
-          fmt::format("{} defines the same trial as {} once its [params] are left out, which memsweep's own "
-                      "trainer does not read; it runs once (id {}).",
-                      trial.origin, first.origin, trial.id));
-    else
-      spec.notes.push_back(
-          fmt::format("{} defines the same trial as {}; it runs once (id {}). "
-                      "Use [sweep] repeats to run trials more than once.",
-                      trial.origin, first.origin, trial.id));
-  };
   const TrialSections sections = trial_sections(top, source_name);
-  const std::uint64_t runs = count_trials(sections, spec.repeats, source_name) * spec.repeats;
-  spec.trials.reserve(static_cast<std::size_t>(runs));  // at most kMaxSweepTrials: no copies as it grows
-  index_of_id.reserve(static_cast<std::size_t>(runs));
-  const TrialSpec defaults_applied = apply_defaults(defaults, spec.seed);
-  for_each_trial_draft(sections, source_name, spec.seed, [&](DraftWithOrigin&& trial) {
-    TrialSpec built = build_trial(defaults, defaults_applied, trial.draft, trial.origin, programs);
-    const bool params_left_out = !built.program && (has_params(defaults) || has_params(trial.draft));
-    keep(std::move(built), params_left_out);
-  });
-
-  // Repeat-major order: a sweep cut short has every trial once before any twice.
-  const std::size_t distinct = spec.trials.size();
-  for (int repeat = 1; repeat < spec.repeats; ++repeat) {
-    for (std::size_t index = 0; index < distinct; ++index) {
-      TrialSpec trial = spec.trials[index];
-      trial.repeat = repeat;
-      trial.id = trial_id(trial);
-      keep(std::move(trial), false);
-    }
+  count_trials(sections, spec.repeats, source_name);
+  auto defined = std::make_shared<DefinedTrials>(trial_section_list(sections, source_name, spec.seed),
+                                                 std::move(defaults), programs, spec.seed, spec.repeats);
+  for (const auto& section : defined->sections()) {
+    SectionSummary summary{section->name(), section->size(), {}};
+    for (const FieldSummary& field : section->fields()) summary.fields.emplace_back(field.field, field.values);
+    spec.sections.push_back(std::move(summary));
   }
+  if (defined->defined() <= kWalkedTrials)
+    walk(*defined, spec.notes);
+  else
+    check_large(*defined);
+  spec.trials = SweepTrials(defined);
+  spec.definition = definition_of(top, spec);
   reject_integers_beyond_64_bits(root);  // those no field read as a number
   return spec;
 }

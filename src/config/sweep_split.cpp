@@ -5,6 +5,7 @@
 #include <array>
 #include <map>
 #include <optional>
+#include <set>
 
 namespace memsweep {
 namespace {
@@ -70,22 +71,60 @@ std::string split_value(const TrialSpec& trial, std::string_view field) {
   return value_text(trial, parse_field(field));
 }
 
-std::vector<SweepPart> split_sweep(const SweepSpec& sweep, std::string_view field) {
-  const SplitField which = parse_field(field);
+namespace {
+
+SweepPart new_part(std::string_view field, std::string value) {
+  SweepPart part;
+  part.field = std::string(field);
+  part.label = label_of(field, value);
+  part.value = std::move(value);
+  return part;
+}
+
+// A field that takes its values in turn (a grid axis, the repeat): each
+// part is a stride of positions, found from one trial per value. nullopt
+// where two values print alike (one part would be two strides).
+std::optional<std::vector<SweepPart>> strided_parts(const SweepTrials& trials, std::string_view field,
+                                                    SplitField which) {
+  const std::optional<SweepTrials::Axis> axis = trials.axis(field);
+  if (!axis || axis->values == 0 || axis->inner == 0) return std::nullopt;
+  const std::size_t period = axis->values * axis->inner;
   std::vector<SweepPart> parts;
+  std::set<std::string> seen;
+  for (std::size_t value = 0; value < axis->values; ++value) {
+    std::string text = value_text(trials[value * axis->inner], which);
+    if (!seen.insert(text).second) return std::nullopt;
+    SweepPart part = new_part(field, std::move(text));
+    part.trials = trials.only(StridedPositions{value * axis->inner, axis->inner, period, trials.size() / period});
+    parts.push_back(std::move(part));
+  }
+  return parts;
+}
+
+// Any field: every trial made once, its position kept in its part.
+std::vector<SweepPart> walked_parts(const SweepTrials& trials, std::string_view field, SplitField which) {
+  std::vector<SweepPart> parts;
+  std::vector<std::vector<std::size_t>> positions;
   std::map<std::string, std::size_t> index_of_value;
-  for (const TrialSpec& trial : sweep.trials) {
-    std::string value = value_text(trial, which);
+  for (std::size_t position = 0; position < trials.size(); ++position) {
+    std::string value = value_text(trials[position], which);
     auto [found, added] = index_of_value.try_emplace(value, parts.size());
     if (added) {
-      SweepPart part;
-      part.field = std::string(field);
-      part.label = label_of(field, value);
-      part.value = std::move(value);
-      parts.push_back(std::move(part));
+      parts.push_back(new_part(field, std::move(value)));
+      positions.emplace_back();
     }
-    parts[found->second].trials.push_back(trial);
+    positions[found->second].push_back(position);
   }
+  for (std::size_t k = 0; k < parts.size(); ++k) parts[k].trials = trials.only(std::move(positions[k]));
+  return parts;
+}
+
+}  // namespace
+
+std::vector<SweepPart> split_sweep(const SweepSpec& sweep, std::string_view field) {
+  const SplitField which = parse_field(field);
+  std::optional<std::vector<SweepPart>> strided = strided_parts(sweep.trials, field, which);
+  std::vector<SweepPart> parts = strided ? std::move(*strided) : walked_parts(sweep.trials, field, which);
   // Values are names, numbers and widths, where only ':' and '+' (in
   // "synthetic:1x28x28", "1e+06") become '_': labels cannot collide. Checked
   // anyway, since two parts writing one file would mix their trials.
@@ -113,6 +152,7 @@ SelectedPart select_part(const SweepSpec& sweep, std::string_view field, int ind
   selected.count = count;
   selected.sweep = sweep;
   selected.sweep.trials = selected.part.trials;
+  selected.sweep.part = selected.part.name();
   return selected;
 }
 
@@ -126,6 +166,7 @@ SweepSpec select_named_part(const SweepSpec& sweep, std::string_view name) {
     if (part.value != value) continue;
     SweepSpec selected = sweep;
     selected.trials = part.trials;
+    selected.part = part.name();
     return selected;
   }
   throw InputError(fmt::format("part \"{}\": no trial of the sweep has {} {}", name, field, value));

@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 namespace memsweep {
@@ -51,56 +52,95 @@ TrialRecord lost_row(const TrialSpec& trial, const SeriesSummary& series, int ru
 
 }  // namespace
 
-ResumePlan plan_resume(const std::vector<TrialSpec>& trials, const std::vector<TrialRow>& rows,
+ResumePlan plan_resume(const SweepTrials& trials, const std::vector<TrialRow>& rows,
                        const std::vector<SeriesSummary>& series, const RetryPolicy& retry, int run, LostAttempts lost) {
-  std::unordered_map<std::string, std::size_t> index_of;
-  for (std::size_t i = 0; i < trials.size(); ++i) index_of.emplace(trials[i].id, i);
+  // Keyed by trial id, so that what is kept grows with what ran, not with
+  // the sweep: the sweep itself is walked once, a trial made at a time.
+  std::unordered_map<std::string, TrialHistory> history;
+  std::unordered_map<std::string, std::size_t> rows_of;
+  for (const TrialRow& row : rows) {
+    const std::string id = get_fixed(row.trial_id);
+    // An unreadable status is neither final nor killed: the trial runs again.
+    add_row(history[id], row.attempt, parse_status(get_fixed(row.status)));
+    ++rows_of[id];
+  }
+  // Attempts that streamed samples but never sent a row: their rank died,
+  // or rank 0 did. By attempt, so the rows appended follow the sweep's
+  // order, then the attempt's, whatever order the samples table holds them in.
+  std::unordered_map<std::string, std::map<std::int32_t, const SeriesSummary*>> orphans;
+  for (const SeriesSummary& summary : series) {
+    const auto found = history.find(summary.trial_id);
+    if (found != history.end() && found->second.attempts_with_row.contains(summary.attempt)) continue;
+    orphans[summary.trial_id].emplace(summary.attempt, &summary);
+  }
 
   ResumePlan plan;
-  std::vector<TrialHistory> history(trials.size());
-  for (const TrialRow& row : rows) {
-    const auto found = index_of.find(get_fixed(row.trial_id));
-    if (found == index_of.end()) {
-      ++plan.unknown_rows;
+  const std::size_t killed_limit = retry.killed < 0 ? 0 : static_cast<std::size_t>(retry.killed);
+  std::unordered_set<std::string> seen;  // ids the file knows, met in the walk
+  std::unordered_set<std::string> done;
+  std::unordered_map<std::string, std::int32_t> next_attempt;
+  std::size_t count = 0;
+  for (std::size_t position = 0; position < trials.size(); ++position) {
+    const TrialSpec trial = trials[position];
+    if (!history.contains(trial.id) && !orphans.contains(trial.id)) {
+      ++count;
       continue;
     }
-    // An unreadable status is neither final nor killed: the trial runs again.
-    add_row(history[found->second], row.attempt, parse_status(get_fixed(row.status)));
-  }
-
-  // Attempts that streamed samples but never sent a row: their rank died,
-  // or rank 0 did.
-  // Ordered by the sweep's order, then attempt, so the rows appended are the
-  // same whatever order the samples table holds them in.
-  std::map<std::pair<std::size_t, std::int32_t>, const SeriesSummary*> orphans;
-  for (const SeriesSummary& summary : series) {
-    const auto found = index_of.find(summary.trial_id);
-    if (found == index_of.end()) continue;  // another sweep's trial: nothing to build a row from
-    TrialHistory& trial = history[found->second];
-    trial.max_attempt = std::max(trial.max_attempt, summary.attempt);
-    if (!trial.attempts_with_row.contains(summary.attempt))
-      orphans.emplace(std::pair{found->second, summary.attempt}, &summary);
-  }
-  for (const auto& [key, summary] : orphans) {
-    plan.lost_rows.push_back(lost_row(trials[key.first], *summary, run, lost));
-    add_row(history[key.first], key.second, parse_status(get_fixed(plan.lost_rows.back().row.status)));
-  }
-
-  const std::size_t killed_limit = retry.killed < 0 ? 0 : static_cast<std::size_t>(retry.killed);
-  for (std::size_t i = 0; i < trials.size(); ++i) {
-    const TrialHistory& trial = history[i];
-    if (trial.last_status && retry.statuses.contains(*trial.last_status)) {
-      ++plan.retried[std::string(status_name(*trial.last_status))];
-      plan.pending.push_back(PendingTrial{i, trial.max_attempt + 1});
-    } else if (trial.has_final) {
-      ++plan.already_final;
-    } else if (trial.killed > killed_limit) {
-      ++plan.killed_not_retried;
-    } else {
-      plan.pending.push_back(PendingTrial{i, trial.max_attempt + 1});
+    if (!seen.insert(trial.id).second) continue;  // a duplicate of a large sweep: decided at its first place
+    TrialHistory& past = history[trial.id];
+    if (const auto lost_attempts = orphans.find(trial.id); lost_attempts != orphans.end()) {
+      for (const auto& [attempt, summary] : lost_attempts->second) {
+        past.max_attempt = std::max(past.max_attempt, attempt);
+        plan.lost_rows.push_back(lost_row(trial, *summary, run, lost));
+        add_row(past, attempt, parse_status(get_fixed(plan.lost_rows.back().row.status)));
+      }
     }
+    if (past.last_status && retry.statuses.contains(*past.last_status)) {
+      ++plan.retried[std::string(status_name(*past.last_status))];
+    } else if (past.has_final) {
+      ++plan.already_final;
+      done.insert(trial.id);
+      continue;
+    } else if (past.killed > killed_limit) {
+      ++plan.killed_not_retried;
+      done.insert(trial.id);
+      continue;
+    }
+    next_attempt.emplace(trial.id, past.max_attempt + 1);
+    ++count;
   }
+  for (const auto& [id, count_of_rows] : rows_of)
+    if (!seen.contains(id)) plan.unknown_rows += count_of_rows;
+  plan.pending = PendingTrials(std::move(done), std::move(next_attempt), count);
   return plan;
+}
+
+PendingTrials::PendingTrials(std::vector<PendingTrial> listed) : listed_(std::move(listed)) {}
+
+PendingTrials::PendingTrials(std::unordered_set<std::string> done,
+                             std::unordered_map<std::string, std::int32_t> next_attempt, std::size_t count)
+    : done_(std::move(done)), next_attempt_(std::move(next_attempt)), count_(count) {}
+
+std::int32_t PendingTrials::attempt(const std::string& id) const {
+  const auto found = next_attempt_.find(id);
+  return found == next_attempt_.end() ? 0 : found->second;
+}
+
+std::size_t PendingTrials::count(std::size_t sweep_trials) const {
+  if (listed_) return listed_->size();
+  return count_.value_or(sweep_trials);
+}
+
+std::vector<PendingTrial> PendingTrials::expand(const SweepTrials& trials) const {
+  if (listed_) return *listed_;
+  std::vector<PendingTrial> attempts;
+  std::unordered_set<std::string> handed;
+  for (std::size_t position = 0; position < trials.size(); ++position) {
+    const TrialSpec trial = trials[position];
+    if (!runs(trial.id) || !handed.insert(trial.id).second) continue;
+    attempts.push_back({position, attempt(trial.id)});
+  }
+  return attempts;
 }
 
 }  // namespace memsweep

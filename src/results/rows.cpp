@@ -192,7 +192,7 @@ std::optional<std::uint64_t> id_number(const std::string& id) {
 // The ids sorted, joined by commas. As numbers when they all are trial_id()'s:
 // every rank hashes 10^6 of them before a sweep starts, and sorting strings
 // took most of that.
-std::string sorted_ids_text(const std::vector<TrialSpec>& trials) {
+std::string sorted_ids_text(const SweepTrials& trials) {
   std::vector<std::uint64_t> numbers;
   numbers.reserve(trials.size());
   for (const TrialSpec& trial : trials) {
@@ -217,10 +217,17 @@ std::string sorted_ids_text(const std::vector<TrialSpec>& trials) {
 
 }  // namespace
 
-std::string sweep_hash(const SweepSpec& sweep) {
+std::string legacy_sweep_hash(const SweepSpec& sweep) {
   // Events keep their order: it is the samples table's column order.
   const std::string text = fmt::format("trials={}\ninterval_ms={}\nevents={}\n", sorted_ids_text(sweep.trials),
                                        sweep.sampler.interval_ms, fmt::join(sweep.sampler.events, ","));
+  return fmt::format("{:0{}x}", stable_hash(text), kSweepHashHexDigits);
+}
+
+std::string sweep_hash(const SweepSpec& sweep) {
+  if (sweep.definition.empty()) return legacy_sweep_hash(sweep);
+  const std::string text = fmt::format("definition={}\npart={}\ninterval_ms={}\nevents={}\n", sweep.definition,
+                                       sweep.part, sweep.sampler.interval_ms, fmt::join(sweep.sampler.events, ","));
   return fmt::format("{:0{}x}", stable_hash(text), kSweepHashHexDigits);
 }
 

@@ -19,6 +19,7 @@
 #include "common/duration_text.hpp"
 #include "sweep/protocol.hpp"
 #include "sweep/roles.hpp"
+#include "sweep/trial_cursor.hpp"
 
 #include <fmt/format.h>
 
@@ -52,10 +53,10 @@ struct AttemptWatch {
 
 class Coordinator {
  public:
-  Coordinator(Communicator& comm, std::span<const TrialSpec> trials, std::span<const PendingTrial> pending,
-              ResultSink& sink, const SweepOptions& options)
+  Coordinator(Communicator& comm, const SweepTrials& trials, const PendingTrials& pending, ResultSink& sink,
+              const SweepOptions& options)
       : comm_(comm),
-        trials_(trials),
+        cursor_(trials, pending),
         sink_(sink),
         options_(options),
         workers_(comm.size() - 1),
@@ -64,11 +65,9 @@ class Coordinator {
         silent_(static_cast<std::size_t>(comm.size()), false) {
     // Dynamic: one queue that every worker draws from. Static round-robin:
     // trial k goes to worker 1 + k mod workers, however busy that one is.
+    // The queues hold attempts given up and run again, and static dealing's
+    // trials dealt ahead; the rest are the cursor's, made when handed out.
     queues_.resize(options.dispatch == Dispatch::dynamic ? 1 : static_cast<std::size_t>(workers_));
-    for (std::size_t k = 0; k < pending.size(); ++k) {
-      check_pending_index(pending[k], trials.size());
-      queues_[k % queues_.size()].push_back(pending[k]);
-    }
   }
 
   SweepResult run() {
@@ -82,6 +81,7 @@ class Coordinator {
     }
     for (const int worker : waiting_) send_empty(comm_, worker, tag::kFinish);
     for (const auto& queue : queues_) result_.not_started += queue.size();
+    result_.not_started += cursor_.left();
     // Every worker has its FINISH: now the sink's failure can end rank 0.
     if (sink_failure_) throw SinkFailure(sink_failure_);
     return result_;
@@ -122,30 +122,66 @@ class Coordinator {
     }
   }
 
+  // The worker's next attempt: its queue's first, else the cursor's next
+  // (dealt round-robin until one is the worker's, when static).
+  std::optional<Job> take(int worker) {
+    std::deque<Job>& queue = queue_for(worker);
+    if (queue.empty() && queues_.size() == 1) {
+      std::optional<Job> job = cursor_.next();
+      report_skipped();
+      return job;
+    }
+    while (queue.empty()) {
+      std::optional<Job> job = cursor_.next();
+      report_skipped();
+      if (!job) return std::nullopt;
+      deal(std::move(*job));
+    }
+    Job job = std::move(queue.front());
+    queue.pop_front();
+    return job;
+  }
+
+  void deal(Job&& job) {
+    for (;;) {
+      const int worker = 1 + static_cast<int>(dealt_++ % queues_.size());
+      if (silent_[static_cast<std::size_t>(worker)]) continue;
+      queue_for(worker).push_back(std::move(job));
+      return;
+    }
+  }
+
+  void report_skipped() {
+    for (const std::string& note : cursor_.take_notes())
+      if (options_.progress != nullptr) {
+        options_.progress->note(note);
+        options_.progress->trial_skipped();
+      }
+  }
+
   void answer_request(int worker) {
-    std::deque<PendingTrial>& queue = queue_for(worker);
-    if (stopping_ || queue.empty()) {
+    std::optional<Job> job = stopping_ ? std::nullopt : take(worker);
+    if (!job) {
       waiting_.push_back(worker);
       return;
     }
-    const PendingTrial job = queue.front();
-    queue.pop_front();
-    busy_[static_cast<std::size_t>(worker)] = job;
-    AttemptWatch& watch = watches_[static_cast<std::size_t>(worker)];
+    const std::size_t slot = static_cast<std::size_t>(worker);
+    AttemptWatch& watch = watches_[slot];
     watch.assigned = watch.heard = Clock::now();
-    watch.series.emplace(trials_[job.index].id, job.attempt);
-    const Assignment assignment{.index = job.index, .attempt = job.attempt};
+    watch.series.emplace(job->trial.id, job->attempt.attempt);
+    const Assignment assignment{.index = job->attempt.index, .attempt = job->attempt.attempt};
     comm_.send(worker, tag::kAssign, payload_of(assignment));
-    if (options_.progress != nullptr) options_.progress->trial_started(trials_[job.index], job.attempt, worker);
+    if (options_.progress != nullptr) options_.progress->trial_started(job->trial, job->attempt.attempt, worker);
+    busy_[slot] = std::move(job);
   }
 
   void record(int worker, const TrialRecord& record) {
     const TrialRow& row = record.row;
-    std::optional<PendingTrial>& job = busy_[static_cast<std::size_t>(worker)];
-    if (!job || get_fixed(row.trial_id) != trials_[job->index].id) {
+    std::optional<Job>& job = busy_[static_cast<std::size_t>(worker)];
+    if (!job || get_fixed(row.trial_id) != job->trial.id) {
       throw std::runtime_error("sweep protocol: rank " + std::to_string(worker) + " sent a row for trial " +
                                get_fixed(row.trial_id) + ", but it was running " +
-                               (job ? "trial " + trials_[job->index].id : std::string("none")));
+                               (job ? "trial " + job->trial.id : std::string("none")));
     }
     job.reset();
     write([&] { sink_.trial(row, record.message); });
@@ -158,10 +194,10 @@ class Coordinator {
   // would (a silent worker's row is made from them).
   void follow_series(int worker) {
     std::optional<SeriesAccumulator>& series = watches_[static_cast<std::size_t>(worker)].series;
-    const std::optional<PendingTrial>& job = busy_[static_cast<std::size_t>(worker)];
+    const std::optional<Job>& job = busy_[static_cast<std::size_t>(worker)];
     if (!series || !job) return;
     for (const SampleRow& row : samples_)
-      if (row.attempt == job->attempt && get_fixed(row.trial_id) == trials_[job->index].id)
+      if (row.attempt == job->attempt.attempt && get_fixed(row.trial_id) == job->trial.id)
         series->add(row.rank, row.epoch, row.t, row.rss, row.sys_used);
   }
 
@@ -194,7 +230,7 @@ class Coordinator {
         give_up_idle(worker);
         continue;
       }
-      const auto limit = time_limit(trials_[busy_[slot]->index]).value_or(std::chrono::milliseconds(0));
+      const auto limit = time_limit(busy_[slot]->trial).value_or(std::chrono::milliseconds(0));
       if (now - watch.assigned > limit + grace) give_up(worker, now - watch.heard);
     }
   }
@@ -212,11 +248,11 @@ class Coordinator {
   // for the next worker that asks (or one that waits for FINISH).
   void give_up(int worker, Clock::duration silence) {
     const std::size_t slot = static_cast<std::size_t>(worker);
-    const PendingTrial job = *busy_[slot];
+    Job job = std::move(*busy_[slot]);
     busy_[slot].reset();
     silent_[slot] = true;
     result_.silent_ranks.push_back(worker);
-    const TrialSpec& trial = trials_[job.index];
+    const TrialSpec& trial = job.trial;
     SeriesSummary series = watches_[slot].series->summary();
     series.rank = worker;
     const TrialRecord record = row_from_series(
@@ -233,8 +269,9 @@ class Coordinator {
     if (options_.progress != nullptr)
       options_.progress->note(
           fmt::format("trial {} {}; the job will end once the sweep is done", trial.id, record.message));
-    std::deque<PendingTrial>& queue = queue_for(worker);
-    queue.push_front({.index = job.index, .attempt = job.attempt + 1});
+    std::deque<Job>& queue = queue_for(worker);
+    ++job.attempt.attempt;
+    queue.push_front(std::move(job));
     redistribute_queue_of(worker);
     // A worker already waiting for FINISH takes it at once.
     if (!stopping_ && !waiting_.empty()) {
@@ -244,7 +281,7 @@ class Coordinator {
     }
   }
 
-  std::deque<PendingTrial>& queue_for(int worker) {
+  std::deque<Job>& queue_for(int worker) {
     return queues_[queues_.size() == 1 ? 0 : static_cast<std::size_t>(worker - 1)];
   }
 
@@ -254,9 +291,9 @@ class Coordinator {
     if (queues_.size() == 1) return;
     for (int other = 1; other < comm_.size(); ++other) {
       if (silent_[static_cast<std::size_t>(other)]) continue;
-      std::deque<PendingTrial>& from = queue_for(worker);
-      std::deque<PendingTrial>& to = queue_for(other);
-      to.insert(to.begin(), from.begin(), from.end());
+      std::deque<Job>& from = queue_for(worker);
+      std::deque<Job>& to = queue_for(other);
+      to.insert(to.begin(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
       from.clear();
       return;
     }
@@ -300,14 +337,15 @@ class Coordinator {
   }
 
   Communicator& comm_;
-  std::span<const TrialSpec> trials_;
+  TrialCursor cursor_;
+  std::size_t dealt_ = 0;  // static dispatch: trials dealt so far
   ResultSink& sink_;
   const SweepOptions& options_;
   int workers_;
   std::vector<int> waiting_;  // workers that have asked and will get nothing more but FINISH
   bool stopping_ = false;
-  std::vector<std::deque<PendingTrial>> queues_;
-  std::vector<std::optional<PendingTrial>> busy_;  // by rank: the trial it runs
+  std::vector<std::deque<Job>> queues_;
+  std::vector<std::optional<Job>> busy_;  // by rank: the trial it runs
   std::vector<AttemptWatch> watches_;              // by rank: while busy
   std::vector<bool> silent_;                       // by rank: given up
   std::vector<SampleRow> samples_;                 // reused between messages
@@ -319,8 +357,8 @@ class Coordinator {
 
 }  // namespace
 
-SweepResult run_coordinator(Communicator& comm, std::span<const TrialSpec> trials,
-                            std::span<const PendingTrial> pending, ResultSink& sink, const SweepOptions& options) {
+SweepResult run_coordinator(Communicator& comm, const SweepTrials& trials, const PendingTrials& pending,
+                            ResultSink& sink, const SweepOptions& options) {
   return Coordinator(comm, trials, pending, sink, options).run();
 }
 

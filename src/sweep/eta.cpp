@@ -103,6 +103,32 @@ std::vector<TrialCost> pending_costs(std::span<const TrialSpec> trials, std::spa
   return costs;
 }
 
+WaitingCosts waiting_costs(const SweepTrials& trials, const PendingTrials& pending, ExampleLimits limits) {
+  WaitingCosts costs;
+  if (const auto& listed = pending.listed()) {
+    for (const PendingTrial& trial : *listed)
+      if (trial.index < trials.size()) costs.first.push_back(trial_cost(trials[trial.index], limits));
+    return costs;
+  }
+  // In dispatch order, as the scheduler will hand them out (a large sweep's
+  // duplicates counted: an upper bound, as the progress lines' total).
+  std::size_t position = 0;
+  for (; position < trials.size() && costs.first.size() < kCostedWaitingTrials; ++position) {
+    const TrialSpec trial = trials[position];
+    if (pending.runs(trial.id)) costs.first.push_back(trial_cost(trial, limits));
+  }
+  const std::size_t count = pending.count(trials.size());
+  if (position >= trials.size() || count <= costs.first.size()) return costs;
+  costs.beyond = count - costs.first.size();
+  const std::size_t rest = trials.size() - position;
+  const std::size_t step = std::max<std::size_t>(rest / kSampledWaitingTrials, 1);
+  for (std::size_t at = position; at < trials.size(); at += step) {
+    const TrialSpec trial = trials[at];
+    if (pending.runs(trial.id)) costs.beyond_sample.push_back(trial_cost(trial, limits));
+  }
+  return costs;
+}
+
 FinishedTrial finished_trial(TrialCost cost, const TrialRow& row) {
   FinishedTrial trial;
   trial.cost = std::move(cost);
@@ -122,8 +148,8 @@ std::optional<double> remaining_seconds(const EtaInputs& inputs) {
 }
 
 std::optional<double> remaining_seconds(std::span<const FinishedTrial> finished, std::span<const RunningTrial> running,
-                                        std::span<const TrialCost> waiting, int workers) {
-  if (running.empty() && waiting.empty()) return 0.0;
+                                        std::span<const TrialCost> waiting, int workers, WaitingTail tail) {
+  if (running.empty() && waiting.empty() && (tail.trials == 0 || tail.sample.empty())) return 0.0;
   const Fits fits(finished);
   if (fits.all.trials == 0) return std::nullopt;
 
@@ -143,16 +169,25 @@ std::optional<double> remaining_seconds(std::span<const FinishedTrial> finished,
   for (const RunningTrial& trial : running)
     assign(std::max(predicted_seconds(*fits.rate(trial.cost), trial.cost) - trial.elapsed_seconds, 0.0));
   for (const TrialCost& cost : waiting) assign(predicted_seconds(*fits.rate(cost), cost));
-  return last_end;
+  if (tail.trials == 0 || tail.sample.empty()) return last_end;
+  // So many trials that the workers end together: their busy time shared.
+  double sample_seconds = 0.0;
+  for (const TrialCost& cost : tail.sample) sample_seconds += predicted_seconds(*fits.rate(cost), cost);
+  double busy = sample_seconds / static_cast<double>(tail.sample.size()) * static_cast<double>(tail.trials);
+  while (!free_at.empty()) {
+    busy += free_at.top();
+    free_at.pop();
+  }
+  return std::max(last_end, busy / std::max(workers, 1));
 }
 
 std::optional<double> SweepEta::seconds_left(std::span<const FinishedTrial> finished,
                                              std::span<const RunningTrial> running, std::span<const TrialCost> waiting,
-                                             int workers, double now_seconds) {
+                                             int workers, double now_seconds, WaitingTail tail) {
   const double since_last = now_seconds - last_at_;
-  if (waiting.size() > kWaitingWorkedOutEachTime && last_ && since_last < kRefreshSeconds)
+  if (waiting.size() + tail.trials > kWaitingWorkedOutEachTime && last_ && since_last < kRefreshSeconds)
     return std::max(*last_ - since_last, 0.0);
-  const std::optional<double> seconds = remaining_seconds(finished, running, waiting, workers);
+  const std::optional<double> seconds = remaining_seconds(finished, running, waiting, workers, tail);
   if (seconds) {
     last_ = seconds;
     last_at_ = now_seconds;

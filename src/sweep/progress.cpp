@@ -32,15 +32,28 @@ ProgressReporter::ProgressReporter(std::ostream& out, Verbosity verbosity, std::
       workers_(std::max(workers, 1)),
       waiting_(std::move(pending)) {}
 
+ProgressReporter::ProgressReporter(std::ostream& out, Verbosity verbosity, WaitingCosts pending, int workers,
+                                   ExampleLimits limits)
+    : ProgressReporter(out, verbosity, std::move(pending.first), workers) {
+  beyond_ = pending.beyond;
+  beyond_sample_ = std::move(pending.beyond_sample);
+  total_ += beyond_;
+  limits_ = limits;
+}
+
 ProgressReporter::ProgressReporter(std::ostream& out, Verbosity verbosity, std::size_t total_trials, int workers)
     : ProgressReporter(out, verbosity, std::vector<TrialCost>(total_trials, alike_trial()), workers) {}
 
-TrialCost ProgressReporter::take_waiting(const std::string& id) {
+TrialCost ProgressReporter::take_waiting(const TrialSpec* trial, const std::string& id) {
   // Its own cost, or one of the anonymous ones of a reporter made without costs.
   const auto first = waiting_.begin() + static_cast<std::ptrdiff_t>(waiting_front_);
   auto waiting = std::find_if(first, waiting_.end(), [&](const TrialCost& c) { return c.trial_id == id; });
   if (waiting == waiting_.end())
     waiting = std::find_if(first, waiting_.end(), [](const TrialCost& c) { return c.trial_id.empty(); });
+  if (waiting == waiting_.end() && beyond_ > 0 && trial != nullptr) {
+    --beyond_;
+    return trial_cost(*trial, limits_);
+  }
   if (waiting == waiting_.end()) {
     TrialCost unplanned;  // no work known: not fitted
     unplanned.trial_id = id;
@@ -56,7 +69,7 @@ TrialCost ProgressReporter::take_waiting(const std::string& id) {
 }
 
 void ProgressReporter::trial_started(const TrialSpec& trial, int attempt, int rank) {
-  running_[trial.id] = Running{take_waiting(trial.id), Clock::now()};
+  running_[trial.id] = Running{take_waiting(&trial, trial.id), Clock::now()};
   if (verbosity_ != Verbosity::verbose) return;
   out_ << fmt::format("start {} attempt {} on rank {}: {}\n", trial.id, attempt, rank, trial.summary_text())
        << std::flush;
@@ -69,7 +82,7 @@ void ProgressReporter::trial_finished(const TrialRow& row) {
     finished_trials_.push_back(finished_trial(std::move(running->second.cost), row));
     running_.erase(running);
   } else {
-    finished_trials_.push_back(finished_trial(take_waiting(id), row));
+    finished_trials_.push_back(finished_trial(take_waiting(nullptr, id), row));
   }
   const std::string status = get_fixed(row.status);
   // Every other status (failed, diverged, over_budget, timeout, interrupted,
@@ -95,6 +108,11 @@ void ProgressReporter::trial_finished(const TrialRow& row) {
   out_ << line << '\n' << std::flush;
 }
 
+void ProgressReporter::trial_skipped() {
+  if (total_ > finished_) --total_;
+  if (beyond_ > 0) --beyond_;
+}
+
 void ProgressReporter::note(const std::string& text) {
   if (verbosity_ == Verbosity::quiet) return;
   out_ << text << '\n' << std::flush;
@@ -107,7 +125,8 @@ std::optional<std::chrono::seconds> ProgressReporter::eta() const {
     running.push_back({trial.cost, std::chrono::duration<double>(now - trial.start).count()});
   const std::optional<double> seconds =
       eta_.seconds_left(finished_trials_, running, std::span<const TrialCost>(waiting_).subspan(waiting_front_),
-                        workers_, std::chrono::duration<double>(now.time_since_epoch()).count());
+                        workers_, std::chrono::duration<double>(now.time_since_epoch()).count(),
+                        WaitingTail{beyond_, beyond_sample_});
   if (!seconds || std::isnan(*seconds)) return std::nullopt;
   // llround past 2^63 has no answer; an ETA past ten years is only "long".
   return std::chrono::seconds(std::llround(std::clamp(*seconds, 0.0, kMaxDurationSeconds)));

@@ -12,25 +12,17 @@
 
 namespace memsweep::detail {
 
-SweepResult run_alone(Communicator& comm, std::span<const TrialSpec> trials, std::span<const PendingTrial> pending,
-                      TrialRunner& runner, ResultSink& sink, const SweepOptions& options);
+SweepResult run_alone(Communicator& comm, const SweepTrials& trials, const PendingTrials& pending, TrialRunner& runner,
+                      ResultSink& sink, const SweepOptions& options);
 
-SweepResult run_coordinator(Communicator& comm, std::span<const TrialSpec> trials,
-                            std::span<const PendingTrial> pending, ResultSink& sink, const SweepOptions& options);
+SweepResult run_coordinator(Communicator& comm, const SweepTrials& trials, const PendingTrials& pending,
+                            ResultSink& sink, const SweepOptions& options);
 
-SweepResult run_worker(Communicator& comm, std::span<const TrialSpec> trials, TrialRunner& runner,
+SweepResult run_worker(Communicator& comm, const SweepTrials& trials, TrialRunner& runner,
                        const SweepOptions& options);
 
 // Shared bookkeeping.
 inline bool stop_requested(const SweepOptions& options) { return options.stop != nullptr && options.stop->load(); }
-
-// Throws std::out_of_range when `job` names no trial of `trials`: rank 0's
-// pending list comes from its caller, so a bad index is the caller's bug.
-inline void check_pending_index(const PendingTrial& job, std::size_t trials) {
-  if (job.index < trials) return;
-  throw std::out_of_range("run_sweep: pending trial index " + std::to_string(job.index) + " is past the " +
-                          std::to_string(trials) + " trials");
-}
 
 // What a trial's row says about where and when it ran: attempt `attempt` on
 // this rank of `host`, in this run, under this run's memory budget.

@@ -4,14 +4,15 @@
 
 #include "sweep/roles.hpp"
 #include "sweep/streamed_trial.hpp"
+#include "sweep/trial_cursor.hpp"
 
 #include <stdexcept>
 #include <string>
 
 namespace memsweep::detail {
 
-SweepResult run_alone(Communicator& comm, std::span<const TrialSpec> trials, std::span<const PendingTrial> pending,
-                      TrialRunner& runner, ResultSink& sink, const SweepOptions& options) {
+SweepResult run_alone(Communicator& comm, const SweepTrials& trials, const PendingTrials& pending, TrialRunner& runner,
+                      ResultSink& sink, const SweepOptions& options) {
   SweepResult result;
   const std::string host = comm.host_name();
   bool stop_seen = false;
@@ -40,21 +41,27 @@ SweepResult run_alone(Communicator& comm, std::span<const TrialSpec> trials, std
   };
 
   TrialThread trial_thread;
-  std::size_t next = 0;
-  for (; next < pending.size(); ++next) {
+  TrialCursor cursor(trials, pending);
+  for (;;) {
     see_stop();
     if (stop_seen) break;
-    const PendingTrial& job = pending[next];
-    check_pending_index(job, trials.size());
-    const TrialSpec& trial = trials[job.index];
-    if (options.progress != nullptr) options.progress->trial_started(trial, job.attempt, comm.rank());
-    const TrialRecord record = run_streamed_trial(
-        trial_thread, runner, trial, trial_context(comm, host, job.attempt, options), options.flush_interval, hooks);
+    const std::optional<Job> job = cursor.next();
+    for (const std::string& note : cursor.take_notes())
+      if (options.progress != nullptr) {
+        options.progress->note(note);
+        options.progress->trial_skipped();
+      }
+    if (!job) break;
+    const std::int32_t attempt = job->attempt.attempt;
+    if (options.progress != nullptr) options.progress->trial_started(job->trial, attempt, comm.rank());
+    const TrialRecord record = run_streamed_trial(trial_thread, runner, job->trial,
+                                                  trial_context(comm, host, attempt, options), options.flush_interval,
+                                                  hooks);
     sink.trial(record.row, record.message);
     count_row(result, record.row);
     if (options.progress != nullptr) options.progress->trial_finished(record.row);
   }
-  result.not_started = pending.size() - next;
+  result.not_started = cursor.left();
   result.stopped = stop_seen;
   return result;
 }

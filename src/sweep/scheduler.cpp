@@ -32,8 +32,8 @@ std::string message_of(const std::exception_ptr& cause) {
 
 SinkFailure::SinkFailure(std::exception_ptr cause) : std::runtime_error(message_of(cause)), cause_(std::move(cause)) {}
 
-SweepResult run_sweep(Communicator& comm, std::span<const TrialSpec> trials, std::span<const PendingTrial> pending,
-                      TrialRunner* runner, ResultSink* sink, const SweepOptions& options) {
+SweepResult run_sweep(Communicator& comm, const SweepTrials& trials, const PendingTrials& pending, TrialRunner* runner,
+                      ResultSink* sink, const SweepOptions& options) {
   const bool alone = comm.size() == 1;
   const bool writes = comm.rank() == 0;
   const bool trains = alone || comm.rank() != 0;

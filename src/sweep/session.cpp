@@ -191,8 +191,10 @@ class Session {
   SweepResult sweep(TrialRunner* runner, std::int32_t run_index, const std::atomic<bool>& stop) {
     const ExampleLimits limits{static_cast<std::size_t>(run_.max_train_examples),
                                static_cast<std::size_t>(run_.max_test_examples)};
+    // Only rank 0 reports; the others would cost trials for nothing.
     ProgressReporter progress(std::cerr, steps_.verbosity(),
-                              pending_costs(steps_.sweep().trials, opened_.pending, limits), workers());
+                              root_ ? waiting_costs(steps_.sweep().trials, opened_.pending, limits) : WaitingCosts{},
+                              workers(), limits);
     try {
       return run_sweep(comm_, steps_.sweep().trials, opened_.pending, runner, opened_.sink,
                        sweep_options(run_index, stop, progress));

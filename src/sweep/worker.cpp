@@ -45,7 +45,7 @@ void send_rows(Communicator& comm, StreamedRows& rows) {
 
 }  // namespace
 
-SweepResult run_worker(Communicator& comm, std::span<const TrialSpec> trials, TrialRunner& runner,
+SweepResult run_worker(Communicator& comm, const SweepTrials& trials, TrialRunner& runner,
                        const SweepOptions& options) {
   SweepResult result;
   const std::string host = comm.host_name();
@@ -90,9 +90,11 @@ SweepResult run_worker(Communicator& comm, std::span<const TrialSpec> trials, Tr
       throw std::runtime_error("sweep protocol: rank 0 assigned trial " + std::to_string(job.index) + " of " +
                                std::to_string(trials.size()));
     }
-    const TrialRecord record =
-        run_streamed_trial(trial_thread, runner, trials[job.index], trial_context(comm, host, job.attempt, options),
-                           options.flush_interval, hooks);
+    // Made here from its position: no rank holds the sweep's list.
+    const TrialSpec trial = trials[job.index];
+    const TrialRecord record = run_streamed_trial(trial_thread, runner, trial,
+                                                  trial_context(comm, host, job.attempt, options),
+                                                  options.flush_interval, hooks);
     comm.send(0, tag::kRecord, record_payload(record));
     count_row(result, record.row);
   }

@@ -65,11 +65,13 @@ SweepFollower::SweepFollower(const std::filesystem::path& path, std::string foll
     : path_(path), follow_trial_(std::move(follow_trial)), reader_(path) {
   // The sweep's own trials, to name what runs and count what is left. A file
   // whose sweep text no longer parses (written by another memsweep) still
-  // shows its rows, with the planned count from the header.
+  // shows its rows, with the planned count from the header; so does a sweep
+  // too large to hold every trial of (docs/sweep.md, "Large sweeps").
   try {
     SweepSpec sweep = parse_sweep(header().sweep_text, header().sweep_file);
     if (!header().part.empty()) sweep = select_named_part(sweep, header().part);
-    for (TrialSpec& trial : sweep.trials) {
+    if (sweep.trials.size() > kWalkedTrials) return;
+    for (TrialSpec trial : sweep.trials) {
       planned_order_.push_back(trial.id);
       planned_.emplace(trial.id, std::move(trial));
     }

@@ -1,0 +1,98 @@
+#include "sweep/trial_cursor.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <utility>
+
+namespace memsweep::detail {
+namespace {
+
+// A trial id's 48 bits, or nullopt for an id that trial_id() did not make
+// (a test's); those are hashed here.
+std::uint64_t id_bits(const std::string& id) {
+  std::uint64_t number = 0;
+  for (const char c : id) {
+    if (c >= '0' && c <= '9')
+      number = number * 16 + static_cast<std::uint64_t>(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      number = number * 16 + static_cast<std::uint64_t>(c - 'a' + 10);
+    else
+      return std::hash<std::string>{}(id);
+  }
+  return number;
+}
+
+// Fibonacci hashing spreads ids that a test made alike (1, 2, 3…).
+constexpr std::uint64_t kSpread = 0x9E3779B97F4A7C15ULL;
+
+}  // namespace
+
+std::size_t TrialIdSet::slot_of(std::uint64_t id) const {
+  const std::size_t mask = slots_.size() - 1;
+  std::size_t slot = static_cast<std::size_t>((id * kSpread) >> 20) & mask;
+  while (slots_[slot] != 0 && slots_[slot] != id + 1) slot = (slot + 1) & mask;
+  return slot;
+}
+
+void TrialIdSet::grow() {
+  std::vector<std::uint64_t> old = std::move(slots_);
+  slots_.assign(old.empty() ? 1024 : old.size() * 2, 0);
+  for (const std::uint64_t stored : old)
+    if (stored != 0) slots_[slot_of(stored - 1)] = stored;
+}
+
+bool TrialIdSet::insert(std::uint64_t id) {
+  if ((size_ + 1) * 2 > slots_.size()) grow();  // at most half full: short probes
+  const std::size_t slot = slot_of(id);
+  if (slots_[slot] != 0) return false;
+  slots_[slot] = id + 1;
+  ++size_;
+  return true;
+}
+
+bool TrialIdSet::contains(std::uint64_t id) const { return !slots_.empty() && slots_[slot_of(id)] != 0; }
+
+TrialCursor::TrialCursor(const SweepTrials& trials, const PendingTrials& pending)
+    : trials_(trials),
+      pending_(pending),
+      left_(pending.count(trials.size())),
+      check_ids_(!pending.listed() && !trials.duplicates_known()) {}
+
+std::optional<Job> TrialCursor::next_listed() {
+  const std::vector<PendingTrial>& listed = *pending_.listed();
+  if (position_ >= listed.size()) return std::nullopt;
+  const PendingTrial attempt = listed[position_++];
+  // The list comes from run_sweep's caller: a bad index is the caller's bug.
+  if (attempt.index >= trials_.size())
+    throw std::out_of_range("run_sweep: pending trial index " + std::to_string(attempt.index) + " is past the " +
+                            std::to_string(trials_.size()) + " trials");
+  --left_;
+  return Job{attempt, trials_[attempt.index]};
+}
+
+std::optional<Job> TrialCursor::next() {
+  if (pending_.listed()) return next_listed();
+  while (position_ < trials_.size()) {
+    const std::size_t position = position_++;
+    TrialSpec trial = trials_[position];
+    if (!pending_.runs(trial.id)) continue;
+    if (check_ids_ && !handed_.insert(id_bits(trial.id))) {
+      notes_.push_back(fmt::format(
+          "{} has the id {} of a trial handed out before (the same trial defined twice, or, rarely, a different one "
+          "whose 48-bit id is the same); it does not run again",
+          trial.origin, trial.id));
+      if (left_ > 0) --left_;
+      continue;
+    }
+    if (left_ > 0) --left_;
+    const std::int32_t attempt = pending_.attempt(trial.id);
+    return Job{PendingTrial{position, attempt}, std::move(trial)};
+  }
+  left_ = 0;
+  return std::nullopt;
+}
+
+std::vector<std::string> TrialCursor::take_notes() { return std::exchange(notes_, {}); }
+
+}  // namespace memsweep::detail

@@ -1,0 +1,64 @@
+#pragma once
+// Rank 0's walk through the sweep: the next attempt to hand out, made from
+// its position when it is handed out. What it keeps grows with what has
+// been handed out, not with the sweep (docs/sweep.md, "Large sweeps").
+
+#include "memsweep/results.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memsweep::detail {
+
+// A set of trial ids (12 hex digits: 48 bits) in 16 bytes each at most:
+// open addressing on the id's own bits, which are already a hash.
+class TrialIdSet {
+ public:
+  // False when `id` was already in.
+  bool insert(std::uint64_t id);
+  bool contains(std::uint64_t id) const;
+  std::size_t size() const { return size_; }
+
+ private:
+  std::size_t slot_of(std::uint64_t id) const;
+  void grow();
+  std::vector<std::uint64_t> slots_;  // id + 1; 0 is empty
+  std::size_t size_ = 0;
+};
+
+struct Job {
+  PendingTrial attempt;
+  TrialSpec trial;
+};
+
+class TrialCursor {
+ public:
+  // Both are kept by reference: they outlive the sweep.
+  TrialCursor(const SweepTrials& trials, const PendingTrials& pending);
+
+  // The next attempt to run, or nullopt when there are no more. A trial of
+  // a large sweep whose id was handed out before is skipped, and noted:
+  // what another place of the sweep defines too, or, since ids are 48-bit
+  // hashes, another trial with the same id (docs/sweep.md, "Large sweeps").
+  std::optional<Job> next();
+  // Attempts not handed out yet; an upper bound where a large sweep's
+  // duplicates are not known.
+  std::size_t left() const { return left_; }
+  // Notes on skipped duplicates since the last call.
+  std::vector<std::string> take_notes();
+
+ private:
+  std::optional<Job> next_listed();
+
+  const SweepTrials& trials_;
+  const PendingTrials& pending_;
+  std::size_t position_ = 0;  // the next position of trials_, or of the pending list
+  std::size_t left_ = 0;
+  bool check_ids_ = false;  // the sweep's duplicates are not known
+  TrialIdSet handed_;
+  std::vector<std::string> notes_;
+};
+
+}  // namespace memsweep::detail
