@@ -8,8 +8,17 @@
 // Each layout runs several times (the order rotates every round); the table
 // shows medians, the file's size per row, and the rate at 10 ms sampling
 // divided into ranks.
+//
+// Then issue 29's comparison, "workers compress, rank 0 writes": with the
+// chunk a worker fills at 1 ms sampling and 2 s flushes (and at 10 ms), rank
+// 0 ingesting rows it compresses itself (today's path), chunks compressed
+// beforehand (by the "workers", timed apart: ResultStore::
+// append_compressed_samples only), and rows without compression; and the
+// cost of compressing on one core (compress_sample_chunk), as a worker pays it.
 // Run: memsweep_bench_store [rows per run] [runs] [folder for the files]
 
+#include "memsweep/flush_interval.hpp"
+#include "memsweep/sample_chunk.hpp"
 #include "memsweep/store.hpp"
 #include "sample_stream.hpp"
 #include "store/result_store_internals.hpp"
@@ -54,7 +63,7 @@ std::vector<Layout> layouts() {
     return layout;
   };
   // What the store chooses for this many workers at 10 ms (the header below).
-  const std::uint64_t chunk = store::samples_chunk_rows(bench_header());
+  const std::uint64_t chunk = store::samples_chunk_rows(bench_header(), memsweep::kDefaultFlushSeconds);
   const unsigned level = chosen.samples.deflate_level;
   return {
       {"no compression", with(0, false, chunk)},
@@ -91,6 +100,62 @@ RunResult run_once(const Layout& layout, const std::vector<memsweep::SampleRow>&
   const auto bytes = static_cast<double>(std::filesystem::file_size(file));
   std::filesystem::remove(file);
   return {seconds, bytes};
+}
+
+// Issue 29: one rank 0 path with /samples in chunks of `chunk_rows`.
+enum class Ingest { rank0_compresses, workers_compress, uncompressed };
+struct IngestCase {
+  std::string name;
+  Ingest ingest;
+  std::uint64_t chunk_rows;
+};
+
+// Each worker's rows of the pool in order, cut into whole chunks of one
+// attempt, compressed as a worker would.
+std::vector<memsweep::CompressedSampleChunk> worker_chunks(const std::vector<memsweep::SampleRow>& pool,
+                                                           const memsweep::SampleChunkFormat& format) {
+  std::vector<std::vector<memsweep::SampleRow>> by_worker(kWorkers);
+  for (const memsweep::SampleRow& row : pool) by_worker[static_cast<std::size_t>(row.rank - 1)].push_back(row);
+  std::vector<memsweep::CompressedSampleChunk> chunks;
+  for (std::size_t first = 0; first + format.chunk_rows <= by_worker[0].size(); first += format.chunk_rows)
+    for (const auto& rows : by_worker)
+      chunks.push_back(memsweep::compress_sample_chunk(std::span(rows).subspan(first, format.chunk_rows), format));
+  return chunks;
+}
+
+struct IngestResult {
+  double seconds = 0.0;
+  store::SampleWriteCounts counts;
+};
+
+IngestResult ingest_once(const IngestCase& c, const std::vector<memsweep::SampleRow>& pool,
+                         const std::vector<memsweep::CompressedSampleChunk>& chunks, std::size_t rows,
+                         const std::filesystem::path& file) {
+  std::filesystem::remove(file);
+  store::StoreLayout layout;
+  layout.samples = c.ingest == Ingest::uncompressed
+                       ? store::TableStorage{c.chunk_rows, 0, false}
+                       : store::TableStorage{c.chunk_rows, memsweep::kSamplesDeflateLevel, memsweep::kSamplesShuffle};
+  IngestResult result;
+  const auto start = Clock::now();
+  {
+    auto writer =
+        store::ResultStoreInternals::create(file, bench_header(), false, memsweep::StoreOptions{true}, layout);
+    if (c.ingest == Ingest::workers_compress) {
+      for (std::size_t written = 0, k = 0; written < rows; written += c.chunk_rows, ++k)
+        writer.append_compressed_samples(chunks[k % chunks.size()]);
+    } else {
+      for (std::size_t written = 0; written < rows; written += kRowsPerMessage) {
+        const std::size_t offset = written % pool.size();
+        writer.append_samples(std::span(pool).subspan(offset, std::min(kRowsPerMessage, rows - written)));
+      }
+    }
+    result.counts = store::ResultStoreInternals::sample_write_counts(writer);
+    writer.close();
+  }
+  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::filesystem::remove(file);
+  return result;
 }
 
 double median(std::vector<double> values) {
@@ -144,5 +209,63 @@ int main(int argc, char** argv) {
   fmt::print(
       "\nMB/s counts uncompressed row bytes (10^6 bytes); bytes/row is the final file's size over its rows; "
       "ranks @ 10 ms = rows/s / 100, the ranks whose samples one process could store, and nothing else.\n");
+
+  // ---- issue 29: workers compress, rank 0 writes --------------------------------
+  const auto flush = std::chrono::milliseconds(static_cast<int>(memsweep::kDefaultFlushSeconds * 1000));
+  const std::uint64_t chunk_1ms = memsweep::worker_sample_chunk_rows(1, flush);
+  const std::uint64_t chunk_10ms = memsweep::worker_sample_chunk_rows(10, flush);
+  const std::vector<IngestCase> cases{
+      {fmt::format("rank 0 compresses, chunk {}", chunk_1ms), Ingest::rank0_compresses, chunk_1ms},
+      {fmt::format("workers compress, chunk {}", chunk_1ms), Ingest::workers_compress, chunk_1ms},
+      {fmt::format("uncompressed, chunk {}", chunk_1ms), Ingest::uncompressed, chunk_1ms},
+      {fmt::format("rank 0 compresses, chunk {}", chunk_10ms), Ingest::rank0_compresses, chunk_10ms},
+      {fmt::format("workers compress, chunk {}", chunk_10ms), Ingest::workers_compress, chunk_10ms},
+  };
+  std::vector<std::vector<memsweep::CompressedSampleChunk>> chunk_pools;
+  std::vector<double> compress_rates;  // rows/s of one core, per chunk size
+  for (const std::uint64_t chunk_rows : {chunk_1ms, chunk_10ms}) {
+    const memsweep::SampleChunkFormat format = memsweep::worker_sample_chunk_format(kCounters.size(), 1, flush);
+    memsweep::SampleChunkFormat sized = format;
+    sized.chunk_rows = chunk_rows;
+    std::vector<double> rates;
+    for (int run = 0; run < runs; ++run) {
+      const auto start = Clock::now();
+      std::vector<memsweep::CompressedSampleChunk> chunks = worker_chunks(pool, sized);
+      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      rates.push_back(static_cast<double>(chunks.size() * chunk_rows) / seconds);
+      if (run == 0) chunk_pools.push_back(std::move(chunks));
+    }
+    compress_rates.push_back(median(rates));
+  }
+  std::vector<std::vector<double>> ingest_seconds(cases.size());
+  std::vector<store::SampleWriteCounts> counts(cases.size());
+  for (int run = 0; run < runs; ++run) {
+    for (std::size_t j = 0; j < cases.size(); ++j) {
+      const std::size_t i = (j + static_cast<std::size_t>(run)) % cases.size();
+      const auto& chunks = chunk_pools[cases[i].chunk_rows == chunk_1ms ? 0 : 1];
+      const IngestResult result = ingest_once(cases[i], pool, chunks, rows, file);
+      ingest_seconds[i].push_back(result.seconds);
+      counts[i] = result.counts;
+    }
+  }
+  fmt::print(
+      "\nIssue 29, workers compress, rank 0 writes: rank 0's ingest of {} rows per run, {} runs (medians); "
+      "chunks of what one worker samples in 3/4 of a {} ms flush interval at 1 ms ({} rows) and 10 ms ({} rows)\n\n",
+      rows, runs, flush.count(), chunk_1ms, chunk_10ms);
+  fmt::print("{:<34} {:>11} {:>13} {:>12} {:>12} {:>15}\n", "rank 0 path", "rows/s", "min..max s", "rows direct",
+             "rows by r0", "x rank 0 comp.");
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const double rate = static_cast<double>(rows) / median(ingest_seconds[i]);
+    const std::size_t base = cases[i].chunk_rows == chunk_1ms ? 0 : 3;
+    const double base_rate = static_cast<double>(rows) / median(ingest_seconds[base]);
+    const auto [low, high] = std::minmax_element(ingest_seconds[i].begin(), ingest_seconds[i].end());
+    fmt::print("{:<34} {:>11.0f} {:>6.2f}..{:<6.2f} {:>12} {:>12} {:>15.2f}\n", cases[i].name, rate, *low, *high,
+               counts[i].rows_direct, counts[i].rows_written, rate / base_rate);
+  }
+  fmt::print("\nA worker's cost of compressing (compress_sample_chunk on one core, medians of {} runs):\n", runs);
+  const std::uint64_t sizes[] = {chunk_1ms, chunk_10ms};
+  for (std::size_t k = 0; k < 2; ++k)
+    fmt::print("  chunk {:>5}: {:>10.0f} rows/s; a core's share at 1 ms sampling {:.3f} %, at 10 ms {:.4f} %\n",
+               sizes[k], compress_rates[k], 100.0 * 1000.0 / compress_rates[k], 100.0 * 100.0 / compress_rates[k]);
   return 0;
 }

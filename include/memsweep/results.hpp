@@ -327,10 +327,13 @@ struct SeriesSummary {
 // An attempt's SeriesSummary, its samples added one at a time in the order
 // they were taken: the store's scan of /samples, and rank 0 for the attempt
 // of a worker that went silent.
+struct SampleChunkSeries;  // sample_chunk.hpp
 class SeriesAccumulator {
  public:
   SeriesAccumulator(std::string trial_id, std::int32_t attempt);
   void add(std::int32_t rank, std::int32_t epoch, double t, std::int64_t rss, std::int64_t sys_used);
+  // A compressed chunk's rows, the next of the attempt's samples.
+  void add(const SampleChunkSeries& chunk);
   SeriesSummary summary() const;
 
  private:

@@ -12,6 +12,7 @@
 #include "memsweep/error.hpp"
 #include "memsweep/flush_interval.hpp"
 #include "memsweep/results.hpp"
+#include "memsweep/sample_chunk.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -161,6 +162,16 @@ class ResultStore {
   // A row whose message is its own message column.
   void append_trial(const TrialRow& row);
   void append_samples(std::span<const SampleRow> rows);
+  // One attempt's rows, compressed by a worker (sample_chunk.hpp): stored as
+  // they are (HDF5's direct chunk write, nothing compressed here) when the
+  // chunk fits sample_chunk_format() and /samples ends at a chunk boundary
+  // with no earlier row of the attempt waiting; otherwise inflated and
+  // appended as append_samples() would (docs/results-file.md, "Workers
+  // compress, rank 0 writes").
+  void append_compressed_samples(const CompressedSampleChunk& chunk);
+  // /samples' counter columns, filters and chunk rows: what a chunk must be
+  // made with to be stored as it is.
+  SampleChunkFormat sample_chunk_format() const;
   // Writes the sample rows that have waited samples_max_age, and flushes
   // what was written once the last flush is a second old: for a writer that
   // has nothing else to do, so that its rows do not wait for the next call.

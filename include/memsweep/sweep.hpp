@@ -16,6 +16,7 @@
 #include "memsweep/eta.hpp"
 #include "memsweep/flush_interval.hpp"
 #include "memsweep/results.hpp"
+#include "memsweep/sample_chunk.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -107,6 +108,10 @@ class ResultSink {
  public:
   virtual ~ResultSink() = default;
   virtual void samples(std::span<const SampleRow> rows) = 0;
+  // A worker's whole chunk of one attempt's samples, compressed in the
+  // file's format (sample_chunk.hpp). The results file stores it as it is;
+  // any other sink takes its rows.
+  virtual void compressed_samples(const CompressedSampleChunk& chunk) { samples(inflate_sample_chunk(chunk)); }
   virtual void epoch(const EpochRow& row) = 0;
   // The trial's row and its whole message (the row's message column holds
   // its first bytes). Durable (flushed) when it returns, together with
@@ -188,6 +193,9 @@ inline constexpr std::chrono::milliseconds kDefaultWorkerSilence{30000};
 struct SweepOptions {
   std::int32_t run = 0;
   std::optional<std::uint64_t> mem_budget_bytes;
+  // Workers compress whole chunks of samples in this format and send the
+  // rest as rows; nullopt: rows only (sample_chunk.hpp).
+  std::optional<SampleChunkFormat> sample_chunks;
   // A worker sends what its trial streamed at least this often.
   std::chrono::milliseconds flush_interval =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(kDefaultFlushSeconds));

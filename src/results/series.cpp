@@ -3,6 +3,7 @@
 
 #include "memsweep/byte_size.hpp"
 #include "memsweep/results.hpp"
+#include "memsweep/sample_chunk.hpp"
 
 #include <fmt/format.h>
 
@@ -35,6 +36,24 @@ void SeriesAccumulator::add(std::int32_t rank, std::int32_t epoch, double t, std
   }
   summary_.last_t = std::max(summary_.last_t, t);
   summary_.last_epoch = std::max(summary_.last_epoch, epoch);
+}
+
+void SeriesAccumulator::add(const SampleChunkSeries& chunk) {
+  if (chunk.samples == 0) return;
+  if (summary_.samples == 0) {
+    summary_.rank = chunk.rank;
+    summary_.first_rss = chunk.first_rss;
+    summary_.last_t = chunk.last_t;
+    summary_.last_epoch = chunk.last_epoch;
+  }
+  summary_.samples += chunk.samples;
+  summary_.peak_rss = std::max(summary_.peak_rss, chunk.peak_rss);
+  rss_sum_ += chunk.rss_sum;
+  rss_count_ += chunk.rss_count;
+  sys_used_sum_ += chunk.sys_used_sum;
+  sys_used_count_ += chunk.sys_used_count;
+  summary_.last_t = std::max(summary_.last_t, chunk.last_t);
+  summary_.last_epoch = std::max(summary_.last_epoch, chunk.last_epoch);
 }
 
 SeriesSummary SeriesAccumulator::summary() const {

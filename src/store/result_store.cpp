@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -25,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <system_error>
 #include <vector>
 
@@ -64,9 +66,9 @@ RunRow first_run(const FileHeader& header) {
   return run;
 }
 
-store::TableStorage samples_storage(const store::StoreLayout& layout, const FileHeader& header) {
+store::TableStorage samples_storage(const store::StoreLayout& layout, const FileHeader& header, double flush_seconds) {
   store::TableStorage storage = layout.samples;
-  if (storage.chunk_rows == 0) storage.chunk_rows = store::samples_chunk_rows(header);
+  if (storage.chunk_rows == 0) storage.chunk_rows = store::samples_chunk_rows(header, flush_seconds);
   return storage;
 }
 
@@ -142,6 +144,7 @@ struct ResultStore::Impl {
 
   void open_tables();
   void close_tables();
+  void note_chunk_format();
   void append_run(RunRow run);
   // With SWMR: tables closed, SWMR writing started, tables reopened. Then a
   // flush, so that the file on disk is whole before anyone sees it.
@@ -151,6 +154,10 @@ struct ResultStore::Impl {
   // the oldest is samples_max_age old; with `all`, all of them.
   void write_samples(bool all);
   void write_unwritten(std::size_t count);
+  // Whether a row of this attempt waits in unwritten_ (it must be written
+  // before the attempt's next chunk).
+  bool waits(const CompressedChunkInfo& info) const;
+  void append_compressed(const CompressedSampleChunk& chunk);
 
   std::filesystem::path path_;
   store::Hdf5Errors errors_;
@@ -165,6 +172,10 @@ struct ResultStore::Impl {
   std::chrono::steady_clock::time_point last_flush_{};
   std::vector<SampleRow> unwritten_;
   std::chrono::steady_clock::time_point oldest_unwritten_{};
+  // What chunks /samples takes as they are (after open_tables()).
+  SampleChunkFormat chunk_format_;
+  bool chunks_accepted_ = false;  // false: a filter this build does not make
+  store::SampleWriteCounts counts_;
   bool written_since_flush_ = false;
   // Set by a failed flush: close() then writes no more rows, since a size
   // it grew could again reach the file without the rows.
@@ -218,7 +229,7 @@ std::unique_ptr<ResultStore::Impl> ResultStore::Impl::create(const std::filesyst
     writer->tables_.emplace(Tables{
         store::Table::create(file, store::trials_schema(), layout.trials, errors),
         store::Table::create(file, store::samples_schema(header.counter_columns, errors),
-                             samples_storage(layout, header), errors),
+                             samples_storage(layout, header, run ? run->flush_interval : kDefaultFlushSeconds), errors),
         store::Table::create(file, store::epochs_schema(), layout.epochs, errors),
         store::Table::create(file, store::runs_schema(), layout.runs, errors),
         store::Table::create(file, store::messages_schema(), layout.messages, errors),
@@ -280,9 +291,20 @@ void ResultStore::Impl::open_tables() {
       store::Table::open(file, store::runs_schema(), kSchemaVersion, errors_),
       store::Table::open(file, store::messages_schema(), kSchemaVersion, errors_),
   });
+  note_chunk_format();
 }
 
 void ResultStore::Impl::close_tables() { tables_.reset(); }
+
+void ResultStore::Impl::note_chunk_format() {
+  bool other_filters = false;
+  const store::TableStorage storage = tables_->samples.storage(&other_filters);
+  chunk_format_ = SampleChunkFormat{static_cast<std::uint32_t>(header_.counter_columns.size()), storage.deflate_level,
+                                    storage.shuffle, storage.chunk_rows};
+  // The codec makes deflate chunks, shuffled or not; an uncompressed table
+  // (a benchmark's) or one with other filters takes rows only.
+  chunks_accepted_ = !other_filters && storage.deflate_level > 0 && chunk_format_.chunk_rows <= kMaxWorkerChunkRows;
+}
 
 void ResultStore::Impl::append_run(RunRow run) {
   // The file decides the run's number: its row in /runs.
@@ -332,6 +354,7 @@ void ResultStore::Impl::write_samples(bool all) {
 
 void ResultStore::Impl::write_unwritten(std::size_t count) {
   tables_->samples.append(unwritten_.data(), count);
+  counts_.rows_written += count;
   unwritten_.erase(unwritten_.begin(), unwritten_.begin() + static_cast<std::ptrdiff_t>(count));
   // The rows left are younger than the ones written; counting their age from
   // now delays their partial write by samples_max_age at most, where keeping
@@ -339,6 +362,33 @@ void ResultStore::Impl::write_unwritten(std::size_t count) {
   // every append.
   if (!unwritten_.empty()) oldest_unwritten_ = std::chrono::steady_clock::now();
   written_since_flush_ = true;
+}
+
+bool ResultStore::Impl::waits(const CompressedChunkInfo& info) const {
+  return std::any_of(unwritten_.begin(), unwritten_.end(), [&](const SampleRow& row) {
+    return row.attempt == info.attempt && row.trial_id == info.trial_id;
+  });
+}
+
+void ResultStore::Impl::append_compressed(const CompressedSampleChunk& chunk) {
+  store::Table& samples = tables_->samples;
+  // Stored as it is only at a chunk boundary, and behind every earlier row
+  // of its attempt: an attempt's rows stay in time order in the file.
+  if (chunks_accepted_ && chunk.fits(chunk_format_) && samples.rows() % samples.chunk_rows() == 0 &&
+      !waits(chunk.info)) {
+    samples.append_chunk(chunk.bytes, chunk.info.filter_mask, chunk.info.rows);
+    counts_.chunks_direct += 1;
+    counts_.rows_direct += chunk.info.rows;
+    written_since_flush_ = true;
+    return;
+  }
+  // Otherwise its rows join the others: the table's last chunk is partial
+  // (a trial's tail, rows written for their age, a resumed file), or the
+  // chunk is not of this file's format. Rank 0 compresses them.
+  const std::vector<SampleRow> rows = inflate_sample_chunk(chunk);
+  counts_.rows_inflated += rows.size();
+  if (unwritten_.empty()) oldest_unwritten_ = std::chrono::steady_clock::now();
+  unwritten_.insert(unwritten_.end(), rows.begin(), rows.end());
 }
 
 void ResultStore::Impl::flush() {
@@ -443,6 +493,23 @@ void ResultStore::append_samples(std::span<const SampleRow> rows) {
   write_waiting_samples();
 }
 
+SampleChunkFormat ResultStore::sample_chunk_format() const {
+  impl_->check_open();
+  return impl_->chunk_format_;
+}
+
+void ResultStore::append_compressed_samples(const CompressedSampleChunk& chunk) {
+  store::silence_hdf5_errors();
+  impl_->check_open();
+  try {
+    impl_->append_compressed(chunk);
+  } catch (const std::runtime_error& error) {
+    if (dynamic_cast<const StoreError*>(&error) != nullptr) throw;
+    impl_->errors_.fail_plain(fmt::format("cannot store a chunk of samples: {}", error.what()));
+  }
+  write_waiting_samples();
+}
+
 void ResultStore::write_waiting_samples() {
   store::silence_hdf5_errors();
   impl_->check_open();
@@ -493,6 +560,9 @@ ResultStore store::ResultStoreInternals::create(const std::filesystem::path& pat
 }
 std::size_t store::ResultStoreInternals::unwritten_samples(const ResultStore& store) {
   return store.impl_->unwritten_.size();
+}
+store::SampleWriteCounts store::ResultStoreInternals::sample_write_counts(const ResultStore& store) {
+  return store.impl_->counts_;
 }
 std::uint64_t store::ResultStoreInternals::samples_chunk_rows(const ResultStore& store) {
   return store.impl_->tables_ ? store.impl_->tables_->samples.chunk_rows() : 0;

@@ -21,6 +21,16 @@ namespace memsweep::store {
 // gives a reader.
 inline constexpr std::chrono::milliseconds kSampleFlushInterval{1000};
 
+// How /samples rows reached the file (issue 29): rank 0's share of the
+// compression is rows_written (it compressed them: rows given as rows, and
+// rows_inflated of the chunks) against rows_direct.
+struct SampleWriteCounts {
+  std::uint64_t rows_written = 0;  // through the filters, by this process
+  std::uint64_t rows_direct = 0;   // in chunks stored as they came
+  std::uint64_t chunks_direct = 0;
+  std::uint64_t rows_inflated = 0;  // of chunks that could not be stored as they came
+};
+
 struct ResultStoreInternals {
   // ResultStore::create with `layout` instead of the chosen one.
   static ResultStore create(const std::filesystem::path& path, const FileHeader& header, bool replace,
@@ -28,6 +38,7 @@ struct ResultStoreInternals {
                             const std::optional<RunRow>& run = std::nullopt);
   static std::size_t unwritten_samples(const ResultStore& store);
   static std::uint64_t samples_chunk_rows(const ResultStore& store);
+  static SampleWriteCounts sample_write_counts(const ResultStore& store);
 };
 
 }  // namespace memsweep::store

@@ -1,5 +1,8 @@
 #include "store/schema.hpp"
 
+#include "common/duration_text.hpp"
+#include "memsweep/sample_chunk.hpp"
+
 #include "memsweep/store.hpp"
 
 #include <fmt/format.h>
@@ -264,14 +267,9 @@ TableSchema series_schema() {
   };
 }
 
-std::uint64_t samples_chunk_rows(const FileHeader& header) {
-  constexpr double kSecondsPerChunk = 2.0;
-  const int workers = header.ranks > 1 ? header.ranks - 1 : 1;
-  const int interval_ms = header.sampler_interval_ms > 0 ? header.sampler_interval_ms : kDefaultSamplerIntervalMs;
-  const double rows = kSecondsPerChunk * 1000.0 / interval_ms * workers;
-  std::uint64_t chunk = kMinSampleChunkRows;
-  while (chunk < kMaxSampleChunkRows && static_cast<double>(chunk) < rows) chunk *= 2;
-  return chunk;
+std::uint64_t samples_chunk_rows(const FileHeader& header, double flush_seconds) {
+  // As the workers' own flush interval (session.cpp's flush_interval_of).
+  return worker_sample_chunk_rows(header.sampler_interval_ms, limit_milliseconds(flush_seconds));
 }
 
 TableSchema trial_id_schema(const std::string& table) {

@@ -6,6 +6,7 @@
 // docs/results-file.md documents the same tables for readers.
 
 #include "memsweep/results.hpp"
+#include "memsweep/sample_chunk.hpp"
 #include "memsweep/store.hpp"
 #include "store/hdf5_handles.hpp"
 
@@ -112,8 +113,9 @@ struct TableStorage {
 //   chunk is written too when a trial's row is (its series must be in the
 //   file with it), and once its first row is samples_max_age old, so that
 //   a live reader, and a resume after rank 0's death, lose little. Chunks
-//   hold about two seconds of the sweep's samples, so that few partial
-//   chunks are written, and so leaked;
+//   hold what one worker samples in 3/4 of its flush interval, so that the
+//   workers compress whole chunks and rank 0 writes them as they are
+//   (ResultStore::append_compressed_samples);
 // - /epochs: rows come one at a time and must be as durable as the trial's
 //   row, so the table is not compressed: an uncompressed chunk keeps its
 //   size and place however often it is rewritten (epochs are a small part of
@@ -123,19 +125,20 @@ struct StoreLayout {
   // Deflate 1 after the shuffle filter stores a 112-byte row in about 26
   // bytes; levels 4 and 6 save 2% more at 0.75 and 0.68 times the rate;
   // without the shuffle the row takes 45 bytes, and more time. 0 rows:
-  // samples_chunk_rows(header).
-  TableStorage samples{0, 1, true};
+  // samples_chunk_rows(header, the run's flush interval).
+  TableStorage samples{0, kSamplesDeflateLevel, kSamplesShuffle};
   TableStorage epochs{1024, 0, false};
   TableStorage runs{1, 1, false};
   TableStorage messages{1, 1, false};
   std::chrono::milliseconds samples_max_age{1000};
 };
 
-inline constexpr std::uint64_t kMinSampleChunkRows = 256;
-inline constexpr std::uint64_t kMaxSampleChunkRows = 4096;
-// The rows the sweep's workers sample in two seconds (ranks - 1 workers, or
-// the one rank), as a power of two in [256, 4096]: 256 for one rank at
-// 10 ms, 4096 from 11 ranks on.
-std::uint64_t samples_chunk_rows(const FileHeader& header);
+// The rows one worker samples in 3/4 of its flush interval (a worker sends
+// whole chunks compressed, and only its trials' tails as rows:
+// worker_sample_chunk_rows(), sample_chunk.hpp), in [64, 16384]: 150 at
+// 10 ms and 2 s, 1500 at 1 ms and 2 s. Files before issue 29 have chunks of
+// two seconds of all workers' rows (256 to 4096); they are still written,
+// their chunks inflated and appended by rank 0 when the sizes differ.
+std::uint64_t samples_chunk_rows(const FileHeader& header, double flush_seconds);
 
 }  // namespace memsweep::store

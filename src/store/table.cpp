@@ -143,6 +143,49 @@ void Table::append(const void* rows, std::size_t count) {
   rows_ = new_rows;
 }
 
+void Table::append_chunk(std::span<const std::byte> bytes, std::uint32_t filter_mask, std::uint64_t rows) {
+  if (!dataset_.valid()) errors_.fail_plain(fmt::format("cannot append to table /{}: the file is closed", name_));
+  if (rows != chunk_rows_ || rows_ % chunk_rows_ != 0 || !absent_.empty())
+    errors_.fail_plain(fmt::format("cannot write a chunk of {} rows to table /{} at row {} (chunks of {} rows)", rows,
+                                   name_, rows_, chunk_rows_));
+  const std::string attempted = fmt::format("write a chunk of {} rows to table /{}", rows, name_);
+  const hsize_t start = rows_;
+  const hsize_t new_rows = rows_ + rows;
+  errors_.check(H5Dset_extent(dataset_.get(), &new_rows), attempted);
+  if (H5Dwrite_chunk(dataset_.get(), H5P_DEFAULT, filter_mask, &start, bytes.size(), bytes.data()) < 0) {
+    const std::string cause = innermost_hdf5_error();
+    // As append(): rows that were not written must not appear as zeros.
+    H5Dset_extent(dataset_.get(), &start);
+    errors_.fail_plain(fmt::format("cannot {}: {}", attempted, cause));
+  }
+  rows_ = new_rows;
+}
+
+TableStorage Table::storage(bool* other_filters) const {
+  TableStorage storage{chunk_rows_, 0, false};
+  bool other = false;
+  const PropertyHandle dcpl(
+      errors_.check(H5Dget_create_plist(dataset_.get()), fmt::format("read the filters of table /{}", name_)));
+  const int filters = H5Pget_nfilters(dcpl.get());
+  for (int i = 0; i < filters; ++i) {
+    unsigned flags = 0;
+    std::size_t values = 1;
+    unsigned value = 0;
+    const H5Z_filter_t filter =
+        H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &values, &value, 0, nullptr, nullptr);
+    if (filter == H5Z_FILTER_SHUFFLE && i == 0) {
+      storage.shuffle = true;
+    } else if (filter == H5Z_FILTER_DEFLATE && i == filters - 1 && values >= 1) {
+      storage.deflate_level = value;
+    } else {
+      other = true;
+    }
+  }
+  if (other) storage = TableStorage{chunk_rows_, 0, false};
+  if (other_filters != nullptr) *other_filters = other;
+  return storage;
+}
+
 void Table::overwrite(std::uint64_t index, const void* row) {
   if (!dataset_.valid()) errors_.fail_plain(fmt::format("cannot write to table /{}: the file is closed", name_));
   if (index >= rows_)

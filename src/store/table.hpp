@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,14 @@ class Table {
   // `rows` points at `count` row structs of the schema's layout. Only to a
   // table with every column of the schema.
   void append(const void* rows, std::size_t count);
+  // Appends one whole chunk of `rows` rows (== chunk_rows()) as `bytes`,
+  // already through the table's filters (HDF5's direct chunk write), at the
+  // chunk-aligned end: only when rows() % chunk_rows() == 0.
+  void append_chunk(std::span<const std::byte> bytes, std::uint32_t filter_mask, std::uint64_t rows);
+  // The dataset's chunk size and filters, as stored in the file (a filter
+  // other than shuffle and deflate reads as deflate_level 0, shuffle false,
+  // and `other_filters`).
+  TableStorage storage(bool* other_filters = nullptr) const;
   // Rewrites row `index` (< rows()) in place: a run's row when it ends.
   void overwrite(std::uint64_t index, const void* row);
   // Rows [first, first + count) into `out`, in the schema's layout, or in

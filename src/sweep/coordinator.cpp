@@ -102,6 +102,12 @@ class Coordinator {
         follow_series(worker);
         write([&] { sink_.samples(samples_); });
         break;
+      case tag::kCompressedSamples: {
+        const CompressedSampleChunk chunk = compressed_chunk_from_payload(message);
+        follow_series(worker, chunk.info);
+        write([&] { sink_.compressed_samples(chunk); });
+        break;
+      }
       case tag::kEpochs:
         payload_rows(message, epochs_);
         write([&] {
@@ -199,6 +205,13 @@ class Coordinator {
     for (const SampleRow& row : samples_)
       if (row.attempt == job->attempt.attempt && get_fixed(row.trial_id) == job->trial.id)
         series->add(row.rank, row.epoch, row.t, row.rss, row.sys_used);
+  }
+
+  void follow_series(int worker, const CompressedChunkInfo& chunk) {
+    std::optional<SeriesAccumulator>& series = watches_[static_cast<std::size_t>(worker)].series;
+    const std::optional<PendingTrial>& job = busy_[static_cast<std::size_t>(worker)];
+    if (series && job && chunk.attempt == job->attempt && get_fixed(chunk.trial_id) == trials_[job->index].id)
+      series->add(chunk.series);
   }
 
   std::optional<std::chrono::milliseconds> time_limit(const TrialSpec& trial) const {

@@ -12,6 +12,7 @@ std::string tag_name(int message_tag) {
     case tag::kRecord: return "RECORD";
     case tag::kLeaving: return "LEAVING";
     case tag::kAlive: return "ALIVE";
+    case tag::kCompressedSamples: return "COMPRESSED_SAMPLES";
     case tag::kAssign: return "ASSIGN";
     case tag::kStop: return "STOP";
     case tag::kFinish: return "FINISH";
@@ -40,6 +41,23 @@ TrialRecord record_from_payload(const Message& message) {
   const auto* text = reinterpret_cast<const char*>(message.bytes.data() + sizeof(TrialRow));
   record.message.assign(text, message.bytes.size() - sizeof(TrialRow));
   return record;
+}
+
+std::vector<std::byte> compressed_chunk_payload(const CompressedSampleChunk& chunk) {
+  const std::span<const std::byte> head = payload_of(chunk.info);
+  std::vector<std::byte> bytes;
+  bytes.reserve(head.size() + chunk.bytes.size());
+  bytes.insert(bytes.end(), head.begin(), head.end());
+  bytes.insert(bytes.end(), chunk.bytes.begin(), chunk.bytes.end());
+  return bytes;
+}
+
+CompressedSampleChunk compressed_chunk_from_payload(const Message& message) {
+  if (message.bytes.size() < sizeof(CompressedChunkInfo)) throw_bad_payload(message, sizeof(CompressedChunkInfo));
+  CompressedSampleChunk chunk;
+  std::memcpy(&chunk.info, message.bytes.data(), sizeof(CompressedChunkInfo));
+  chunk.bytes.assign(message.bytes.begin() + sizeof(CompressedChunkInfo), message.bytes.end());
+  return chunk;
 }
 
 namespace {

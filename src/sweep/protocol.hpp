@@ -29,6 +29,9 @@ inline constexpr int kEpochs = 3;   // EpochRow[]: a running trial's finished ep
 inline constexpr int kRecord = 4;   // TrialRecord: the final row, then the whole message; the worker is free again
 inline constexpr int kLeaving = 5;  // empty: the worker saw the stop signal and takes no more trials
 inline constexpr int kAlive = 6;    // empty: a trial runs and had nothing to send for kAliveInterval
+// CompressedChunkInfo, then the chunk's bytes: a whole /samples chunk of a
+// running trial's samples, compressed by the worker (sample_chunk.hpp)
+inline constexpr int kCompressedSamples = 7;
 // rank 0 -> worker
 inline constexpr int kAssign = 11;  // Assignment
 inline constexpr int kStop = 12;    // empty: interrupt the running trial
@@ -87,6 +90,11 @@ void payload_rows(const Message& message, std::vector<T>& rows) {
 std::vector<std::byte> record_payload(const TrialRecord& record);
 // Throws (a protocol error) for a payload shorter than a TrialRow.
 TrialRecord record_from_payload(const Message& message);
+
+// COMPRESSED_SAMPLES' payload: the chunk's head, then its bytes. Throws (a
+// protocol error) for a payload shorter than the head.
+std::vector<std::byte> compressed_chunk_payload(const CompressedSampleChunk& chunk);
+CompressedSampleChunk compressed_chunk_from_payload(const Message& message);
 
 inline void send_empty(Communicator& comm, int destination, int message_tag) {
   comm.send(destination, message_tag, std::span<const std::byte>());

@@ -165,6 +165,7 @@ class Session {
     comm_.broadcast(bytes);
     SetupMessage setup = detail::decode_setup_message(bytes);
     end_unless_ok(setup.outcome);
+    counter_columns_ = setup.counter_columns.size();
     return setup;
   }
 
@@ -181,6 +182,10 @@ class Session {
     options.run = run_index;
     if (run_.mem_budget >= 0) options.mem_budget_bytes = static_cast<std::uint64_t>(run_.mem_budget);
     options.flush_interval = flush_interval_of(run_);
+    // Workers compress whole chunks of samples; a rank alone writes rows.
+    if (comm_.size() > 1)
+      options.sample_chunks =
+          worker_sample_chunk_format(counter_columns_, steps_.sweep().sampler.interval_ms, options.flush_interval);
     options.worker_silence = steps_.worker_silence();
     if (run_.trial_timeout > 0) options.trial_timeout = limit_milliseconds(run_.trial_timeout);
     options.stop = &stop;
@@ -265,7 +270,8 @@ class Session {
   const bool root_;
   std::vector<std::string> hosts_;
   RunRow run_;
-  OpenedResults opened_;  // rank 0's
+  OpenedResults opened_;             // rank 0's
+  std::size_t counter_columns_ = 0;  // of /samples: what workers compress
 };
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include "sweep/protocol.hpp"
 
+#include "memsweep/sample_chunk.hpp"
+
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -21,11 +23,14 @@ double unix_seconds() {
 // calling thread takes from it at the same time.
 class StreamQueue final : public TrialSink {
  public:
+  // `full_rows`: the samples that make a delivery (a message, or a chunk).
+  explicit StreamQueue(std::size_t full_rows) : full_rows_(full_rows) {}
+
   void samples(std::span<const SampleRow> rows) override {
     const std::lock_guard lock(mutex_);
     if (dropping_) return;
     queued_.samples.insert(queued_.samples.end(), rows.begin(), rows.end());
-    if (queued_.samples.size() >= kRowsPerMessage) ready_.notify_one();
+    if (queued_.samples.size() >= full_rows_) ready_.notify_one();
   }
 
   void epoch(const EpochRow& row) override {
@@ -43,13 +48,13 @@ class StreamQueue final : public TrialSink {
   // samples; returns whether it has ended (every row is queued by then).
   bool wait(std::chrono::milliseconds timeout) {
     std::unique_lock lock(mutex_);
-    ready_.wait_for(lock, timeout, [&] { return ended_ || queued_.samples.size() >= kRowsPerMessage; });
+    ready_.wait_for(lock, timeout, [&] { return ended_ || queued_.samples.size() >= full_rows_; });
     return ended_;
   }
 
   bool full() {
     const std::lock_guard lock(mutex_);
-    return queued_.samples.size() >= kRowsPerMessage;
+    return queued_.samples.size() >= full_rows_;
   }
 
   StreamedRows take() {
@@ -59,6 +64,14 @@ class StreamQueue final : public TrialSink {
     return taken;
   }
 
+  // Samples taken but not sent yet go back in front of the queue.
+  void put_back(std::vector<SampleRow>& rows) {
+    if (rows.empty()) return;
+    const std::lock_guard lock(mutex_);
+    if (dropping_) return;
+    queued_.samples.insert(queued_.samples.begin(), rows.begin(), rows.end());
+  }
+
   void drop_from_now_on() {
     const std::lock_guard lock(mutex_);
     dropping_ = true;
@@ -66,6 +79,7 @@ class StreamQueue final : public TrialSink {
   }
 
  private:
+  std::size_t full_rows_;
   std::mutex mutex_;
   std::condition_variable ready_;
   StreamedRows queued_;
@@ -85,6 +99,16 @@ TrialRecord run_guarded(TrialRunner& runner, const TrialSpec& trial, const Trial
     return failed_row(trial, context.attempt, "the trial runner threw an exception that is not a std::exception", start,
                       unix_seconds());
   }
+}
+
+// The whole chunks at the front of `rows.samples`, compressed into
+// rows.chunks; the rest stay in rows.samples.
+void compress_whole_chunks(StreamedRows& rows, const SampleChunkFormat& format) {
+  const std::size_t chunk = format.chunk_rows;
+  std::size_t first = 0;
+  for (; rows.samples.size() - first >= chunk; first += chunk)
+    rows.chunks.push_back(compress_sample_chunk(std::span(rows.samples).subspan(first, chunk), format));
+  rows.samples.erase(rows.samples.begin(), rows.samples.begin() + static_cast<std::ptrdiff_t>(first));
 }
 
 }  // namespace
@@ -144,7 +168,7 @@ TrialRecord run_streamed_trial(TrialThread& thread, TrialRunner& runner, const T
                                std::chrono::milliseconds flush_interval, const StreamHooks& hooks) {
   std::atomic<bool> stop{false};
   context.stop = &stop;
-  StreamQueue queue;
+  StreamQueue queue(hooks.chunks ? hooks.chunks->chunk_rows : kRowsPerMessage);
   TrialRecord record;
   thread.run([&] {
     record = run_guarded(runner, trial, context, queue);
@@ -159,8 +183,17 @@ TrialRecord run_streamed_trial(TrialThread& thread, TrialRunner& runner, const T
       const bool ended = queue.wait(kWakeInterval);
       if (!stop.load() && hooks.should_stop()) stop.store(true);
       const auto now = std::chrono::steady_clock::now();
-      if (ended || queue.full() || now - last_delivery >= flush_interval) {
+      const bool due = ended || now - last_delivery >= flush_interval;
+      if (due || queue.full()) {
         StreamedRows rows = queue.take();
+        if (hooks.chunks) {
+          compress_whole_chunks(rows, *hooks.chunks);
+          // Short of a chunk: the rows wait for more, until they are due.
+          if (!due) {
+            queue.put_back(rows.samples);
+            rows.samples.clear();
+          }
+        }
         if (!rows.empty()) {
           hooks.deliver(rows);
           last_sent = now;

@@ -12,16 +12,19 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 namespace memsweep::detail {
 
 // What a trial streamed since the last delivery.
+// With chunks: whole chunks of samples, compressed, older than `samples`.
 struct StreamedRows {
+  std::vector<CompressedSampleChunk> chunks;
   std::vector<SampleRow> samples;
   std::vector<EpochRow> epochs;
-  bool empty() const { return samples.empty() && epochs.empty(); }
+  bool empty() const { return chunks.empty() && samples.empty() && epochs.empty(); }
 };
 
 struct StreamHooks {
@@ -36,6 +39,10 @@ struct StreamHooks {
   // runs (may be empty): a worker tells rank 0 it still lives, so that rank
   // 0 can tell a quiet trial from a stopped or hung rank.
   std::function<void()> alive;
+  // Set: samples go as whole chunks of this format, compressed on the
+  // calling thread as soon as a chunk's rows are queued; the rows short of
+  // a chunk go as rows at the flush interval and at the trial's end.
+  std::optional<SampleChunkFormat> chunks;
 };
 
 inline constexpr std::chrono::milliseconds kAliveInterval{1000};

@@ -35,6 +35,8 @@ Message wait_for_answer(Communicator& comm) {
 }
 
 void send_rows(Communicator& comm, StreamedRows& rows) {
+  for (const CompressedSampleChunk& chunk : rows.chunks)  // older than rows.samples
+    comm.send(0, tag::kCompressedSamples, compressed_chunk_payload(chunk));
   const std::span<const SampleRow> samples(rows.samples);
   for (std::size_t first = 0; first < samples.size(); first += kRowsPerMessage) {
     const std::size_t count = std::min(kRowsPerMessage, samples.size() - first);
@@ -65,6 +67,7 @@ SweepResult run_worker(Communicator& comm, const SweepTrials& trials, TrialRunne
             return told_to_stop || signalled;
           },
       .alive = [&] { send_empty(comm, 0, tag::kAlive); },
+      .chunks = options.sample_chunks,
   };
 
   TrialThread trial_thread;

@@ -6,6 +6,7 @@
 
 #include "memsweep/store.hpp"
 #include "store/hdf5_handles.hpp"
+#include "store/result_store_internals.hpp"
 #include "store/store_fixtures.hpp"
 #include "support/child_process.hpp"
 #include "support/temp_dir.hpp"
@@ -134,7 +135,10 @@ TEST_P(KilledWriter, ReopensWithEveryFlushedRow) {
   constexpr std::size_t kSamples = 512;  // 4 x 512 + 1024: whole chunks of /samples (512 rows here)
   {
     ChildProcess writer([&](const ChildProcess::Channel& parent) {
-      ResultStore store = ResultStore::create(path, example_header(), false, StoreOptions{swmr});
+      store::StoreLayout layout;
+      layout.samples.chunk_rows = 512;
+      ResultStore store =
+          store::ResultStoreInternals::create(path, example_header(), false, StoreOptions{swmr}, layout);
       for (int i = 0; i < kTrials; ++i) {
         store.append_samples(example_samples(testing::example_id(i), 0, kSamples));
         store.append_epoch(example_epoch(i));

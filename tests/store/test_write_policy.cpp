@@ -41,40 +41,42 @@ void expect_numbered(const std::filesystem::path& path, std::size_t count) {
 struct ChunkCase {
   int ranks;
   int interval_ms;
+  double flush_seconds;
   std::uint64_t chunk_rows;
 };
 
 void PrintTo(const ChunkCase& chunk_case, std::ostream* out) {
-  *out << chunk_case.ranks << " ranks at " << chunk_case.interval_ms << " ms";
+  *out << chunk_case.ranks << " ranks at " << chunk_case.interval_ms << " ms, flushing every "
+       << chunk_case.flush_seconds << " s";
 }
 
 class SampleChunks : public ::testing::TestWithParam<ChunkCase> {};
 
-TEST_P(SampleChunks, HoldAboutTwoSecondsOfTheSweepsSamples) {
+// Issue 29: a chunk is what one worker samples in 3/4 of its flush interval,
+// whatever the number of ranks, so that workers fill whole chunks.
+TEST_P(SampleChunks, HoldWhatOneWorkerSamplesInThreeQuartersOfItsFlushInterval) {
   FileHeader header;
   header.ranks = GetParam().ranks;
   header.sampler_interval_ms = GetParam().interval_ms;
-  EXPECT_EQ(store::samples_chunk_rows(header), GetParam().chunk_rows);
+  EXPECT_EQ(store::samples_chunk_rows(header, GetParam().flush_seconds), GetParam().chunk_rows);
 }
 
 INSTANTIATE_TEST_SUITE_P(RanksAndIntervals, SampleChunks,
-                         ::testing::Values(ChunkCase{1, 10, 256},      // one rank trains: 200 rows in 2 s
-                                           ChunkCase{2, 10, 256},      // one worker
-                                           ChunkCase{3, 10, 512},      // two: 400
-                                           ChunkCase{5, 10, 1024},     // four: 800
-                                           ChunkCase{11, 10, 2048},    // ten: 2000
-                                           ChunkCase{12, 10, 4096},    // eleven: 2200
-                                           ChunkCase{1000, 10, 4096},  // the largest
-                                           ChunkCase{2, 1, 2048},      // one worker at 1 ms
-                                           ChunkCase{1, 1000, 256},    // the smallest
-                                           ChunkCase{0, 0, 256}));     // nonsense: defaults
+                         ::testing::Values(ChunkCase{1, 10, 2.0, 150},     // 200 rows in 2 s
+                                           ChunkCase{1000, 10, 2.0, 150},  // the ranks do not matter
+                                           ChunkCase{2, 1, 2.0, 1500},     // 2000 rows in 2 s
+                                           ChunkCase{2, 10, 1.0, 75},      // a shorter flush interval
+                                           ChunkCase{2, 1, 60.0, 16384},   // the largest
+                                           ChunkCase{1, 1000, 2.0, 64},    // the smallest
+                                           ChunkCase{0, 0, 2.0, 150}));    // nonsense: the default interval
 
 TEST(WritePolicy, SampleRowsWaitForAWholeChunkAndCloseWritesTheRest) {
   const testing::TempDir dir;
   const auto path = dir.path() / "results.h5";
   auto writer = store::ResultStoreInternals::create(path, example_header(), false, {}, {});
   const std::size_t chunk = store::ResultStoreInternals::samples_chunk_rows(writer);
-  ASSERT_EQ(chunk, 512u);  // example_header(): 2 workers at 10 ms
+  ASSERT_EQ(chunk, store::samples_chunk_rows(example_header(), kDefaultFlushSeconds));
+  ASSERT_GT(chunk, 100u);
   writer.append_samples(numbered(0, 100));
   EXPECT_EQ(store::ResultStoreInternals::unwritten_samples(writer), 100u);
   ASSERT_EQ(writer.scan_series().size(), 1u);
@@ -186,13 +188,14 @@ TEST(WritePolicy, AResumeCompletesThePartialLastChunk) {
   const auto path = dir.path() / "results.h5";
   {
     ResultStore store = ResultStore::create(path, example_header(), false, {});
-    store.append_samples(numbered(0, 1500));  // closes with a partial last chunk of 476 rows
+    ASSERT_NE(1537 % store::ResultStoreInternals::samples_chunk_rows(store), 0u);
+    store.append_samples(numbered(0, 1537));  // closes with a partial last chunk
   }
-  for (std::size_t first = 1500; first < 4000; first += 500) {
+  for (std::size_t first = 1537; first < 4000; first += 500) {
     ResultStore store = ResultStore::open_for_resume(path, example_run("resume"), {});
     store.append_samples(numbered(first, 500));
   }
-  expect_numbered(path, 4000);
+  expect_numbered(path, 4037);
 }
 
 }  // namespace
