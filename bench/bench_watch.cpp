@@ -186,7 +186,7 @@ struct RunResult {
 RunResult run_once(const BenchSweep& sweep, const std::vector<memsweep::SampleRow>& pool, std::size_t rows,
                    int watcher_count, const std::string& memsweep, double interval, const std::filesystem::path& file) {
   std::filesystem::remove(file);
-  const std::vector<memsweep::TrialSpec>& trials = sweep.spec.trials;
+  const std::vector<memsweep::TrialSpec> trials = sweep.spec.trials.list();
   std::vector<std::size_t> trial_of_worker(kWorkers);
   std::vector<std::size_t> samples_of_worker(kWorkers, 0);
   for (std::size_t w = 0; w < kWorkers; ++w) trial_of_worker[w] = w;

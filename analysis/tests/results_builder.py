@@ -41,6 +41,7 @@ rely on either).
 """
 
 import json
+import math
 
 import h5py
 import numpy as np
@@ -227,7 +228,7 @@ DESCRIPTIONS = {
 }
 
 # (chunk rows, compression, shuffle) as docs/results-file.md "Storage" says;
-# /samples' chunk depends on the root attributes (samples_chunk_rows below).
+# /samples' chunk depends on the sampler interval and the first run's flush interval (samples_chunk_rows below).
 STORAGE = {
     "trials": (1, 1, False),
     "samples": (None, 1, True),
@@ -237,14 +238,12 @@ STORAGE = {
 }
 
 
-def samples_chunk_rows(ranks, interval_ms):
-    """store::samples_chunk_rows: the workers' rows in 2 s, as a power of two from 256 to 4096."""
-    workers = ranks - 1 if ranks > 1 else 1
-    rows = 2.0 * 1000.0 / (interval_ms if interval_ms > 0 else 10) * workers
-    chunk = 256
-    while chunk < 4096 and chunk < rows:
-        chunk *= 2
-    return chunk
+def samples_chunk_rows(interval_ms, flush_seconds):
+    """store::samples_chunk_rows (issue 29): the rows one worker samples in 3/4 of its flush interval (whole
+    milliseconds, rounded up), from 64 to 16384: workers compress whole chunks of that size."""
+    flush_ms = max(1, math.ceil(flush_seconds * 1000.0)) if flush_seconds > 0 else 1
+    rows = flush_ms * 3 // 4 // (interval_ms if interval_ms > 0 else 10)
+    return min(max(rows, 64), 16384)
 
 SYNTHETIC_DEFAULT = {"shape": (1, 28, 28), "classes": 10, "train_size": 6000, "test_size": 1000, "noise": 0.5,
                      "seed": 1}
@@ -473,7 +472,8 @@ def write_results_file(path, trials, samples=(), epochs=(), attrs=None, counter_
             _write_attribute(file, name, value)
         stored = [{name: value for name, value in row.items() if name not in later} for row in trial_rows]
         _write_table(file, "trials", trial_columns, _records(stored, trial_columns, {}))
-        chunk = samples_chunk_rows(int(root["ranks"] or 1), int(root["sampler_interval_ms"] or 10))
+        chunk = samples_chunk_rows(int(root["sampler_interval_ms"] or 10),
+                                   float(runs[0].get("flush_interval", RUN_DEFAULTS["flush_interval"])))
         _write_table(file, "samples", sample_columns, _records(list(samples), sample_columns, sample_defaults),
                      chunk)
         _write_table(file, "epochs", EPOCH_COLUMNS, _records(list(epochs), EPOCH_COLUMNS, epoch_defaults))

@@ -87,7 +87,10 @@ def test_the_builder_writes_the_real_schema(real, tmp_path):
         counters = [str(c) for c in source.attrs["counter_columns"]]
         same = {name: source.attrs[name] for name in ("ranks", "sampler_interval_ms")}  # they set a chunk size
         # the binary's schema version: a binary built before the builder's current version is still checked
-        write_results_file(built, [{}], samples=[{}], epochs=[{}], counter_columns=counters, attrs=same,
+        # and the first run's flush interval sets the workers' chunk of /samples
+        run = {"run": 0, "start_time": 1.7e9, "ranks": int(source.attrs["ranks"]), "hosts": "", "command_line": "",
+               "memsweep_version": "", "flush_interval": float(source["runs"][0]["flush_interval"])}
+        write_results_file(built, [{}], samples=[{}], epochs=[{}], counter_columns=counters, attrs=same, runs=[run],
                            schema_version=int(source.attrs["schema_version"]))
         with h5py.File(built, "r") as mine:
             assert sorted(mine.attrs) == sorted(source.attrs)

@@ -206,6 +206,8 @@ class SweepTrials {
   // sweep, each section's values with the first trial's others, and the
   // first and last trials; of a larger part, an even sample of its trials.
   std::vector<TrialSpec> every_value() const;
+  // Every trial, made: for tests and for sweeps known to be small.
+  std::vector<TrialSpec> list() const { return {begin(), end()}; }
 
   // Only these positions of this list (sorted, each < size()), in their order.
   SweepTrials only(std::vector<std::size_t> positions) const;

@@ -53,7 +53,7 @@ std::vector<TrialCost> pending_costs(std::span<const TrialSpec> trials, std::spa
 // sample spread over them (costing 10^7 trials would take a minute).
 struct WaitingCosts {
   std::vector<TrialCost> first;
-  std::size_t beyond = 0;             // trials after `first`
+  std::size_t beyond = 0;                // trials after `first`
   std::vector<TrialCost> beyond_sample;  // a sample of them, spread evenly
 };
 

@@ -366,7 +366,7 @@ struct PendingTrial {
 // the attempts listed (tests, benchmarks).
 class PendingTrials {
  public:
-  PendingTrials() = default;  // every trial, attempt 0
+  PendingTrials() = default;                        // every trial, attempt 0
   PendingTrials(std::vector<PendingTrial> listed);  // NOLINT(google-explicit-constructor): exactly these
   // A resume's: trials whose id is in `done` are skipped, the others run
   // at next_attempt[id], 0 when absent; `count` of them.

@@ -148,9 +148,9 @@ class ProgressReporter {
   void trial_started(const TrialSpec& trial, int attempt, int rank);
   void trial_finished(const TrialRow& row);
   void note(const std::string& text);  // shown unless quiet
-  // A trial of a large sweep that will not run after all (its id was
-  // handed out before): one fewer to wait for.
-  void trial_skipped();
+  // Trials of a large sweep that will not run after all (their ids were
+  // handed out before): fewer to wait for.
+  void trials_skipped(std::size_t count);
   // SweepEta's (eta.hpp) of this run's finished, running and waiting
   // trials; nullopt until a finished trial did some work.
   std::optional<std::chrono::seconds> eta() const;

@@ -23,7 +23,7 @@ struct SweepPart {
   // (learning_rate, 6 significant digits), "32". Trials whose value prints
   // the same are one part.
   std::string value;
-  std::string label;              // "<field>-<value>" with only [A-Za-z0-9._-] (others become _): "dataset-mnist"
+  std::string label;   // "<field>-<value>" with only [A-Za-z0-9._-] (others become _): "dataset-mnist"
   SweepTrials trials;  // in the sweep's order
 
   // "dataset=mnist": how a results file records the part (its `part` attribute).

@@ -141,10 +141,10 @@ int run_estimate_command(const EstimateOptions& options) {
     if (options.trial_id.empty()) {
       // A repeat trains the same shapes: its estimate is its first run's.
       if (sweep.trials.size() / static_cast<std::size_t>(sweep.repeats) > kMaxEstimatedTrials)
-        throw InputError(fmt::format("{}: {} trials, more than the {} that estimate lists; give --trial ID (memsweep "
-                                     "plan lists the ids) or split the sweep",
-                                     options.sweep_file, sweep.trials.size() / static_cast<std::size_t>(sweep.repeats),
-                                     kMaxEstimatedTrials));
+        throw InputError(fmt::format(
+            "{}: {} trials, more than the {} that estimate lists; give --trial ID (memsweep "
+            "plan lists the ids) or split the sweep",
+            options.sweep_file, sweep.trials.size() / static_cast<std::size_t>(sweep.repeats), kMaxEstimatedTrials));
       for (const TrialSpec& trial : sweep.trials)
         if (trial.repeat == 0) trials.push_back(trial);
     } else {

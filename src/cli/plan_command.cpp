@@ -235,6 +235,11 @@ void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<Planne
   fmt::print(out, "sweep \"{}\" ({}): {} ({} distinct x {}), seed {}, sampling every {} ms\n", sweep.name,
              sweep.source_name, counted(sweep.trials.size(), "trial"), distinct,
              counted(static_cast<std::size_t>(sweep.repeats), "repeat"), sweep.seed, sweep.sampler.interval_ms);
+  if (!sweep.trials.duplicates_known())
+    fmt::print(out,
+               "more than {} trials per repeat: a trial defined twice is not looked for here (memsweep run hands each "
+               "id out once, and says which it skipped)\n",
+               kWalkedTrials);
   if (split) fmt::print(out, "{}\n", format_parts(parts));
   if (positions.size() < sweep.trials.size()) fmt::print(out, "{}", format_sections(sweep));
   table.write(out);

@@ -372,8 +372,7 @@ class GridSection final : public TrialSection {
         axes_.push_back(grid_axis(entry.name, *entry.value, grid_place));
     if (grid.count(std::string(kDepth)) > 0) axes_.push_back(depth_width_axis(grid, grid_place));
     // The file's order: the first axis written varies slowest, as nested loops would.
-    std::stable_sort(axes_.begin(), axes_.end(),
-                     [](const GridAxis& a, const GridAxis& b) { return a.line < b.line; });
+    std::stable_sort(axes_.begin(), axes_.end(), [](const GridAxis& a, const GridAxis& b) { return a.line < b.line; });
   }
   std::uint64_t size() const override { return size_; }
   DraftWithOrigin draft(std::uint64_t index) const override {

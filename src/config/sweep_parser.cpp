@@ -199,8 +199,43 @@ void append_canonical(const TomlValue& value, std::string& text, bool trial_fiel
   }
 }
 
+std::string canonical(const TomlValue& value, bool trial_fields) {
+  std::string text;
+  append_canonical(value, text, trial_fields);
+  return text;
+}
+
+// A list whose order does not change which trials there are ([[trial]]
+// tables, a grid axis's values): its items sorted.
+std::string canonical_set(const TomlArray& items, bool trial_fields) {
+  std::vector<std::string> texts;
+  for (const TomlValue& item : items) texts.push_back(canonical(item, trial_fields));
+  std::sort(texts.begin(), texts.end());
+  return fmt::format("[{}]", fmt::join(texts, ","));
+}
+
+// [grid]: each axis's values as a set; env and params hold axes too.
+std::string canonical_grid(const TomlTable& grid) {
+  std::string text = "{";
+  for (const auto& [key, value] : grid) {
+    if (is_limit_key(key)) continue;
+    fmt::format_to(std::back_inserter(text), "{:?}=", key);
+    if (value.is_array()) {
+      text += canonical_set(value.as_array(), false);
+    } else if (value.is_table()) {
+      text += canonical_grid(value.as_table());
+    } else {
+      text += canonical(value, false);  // not an axis: parse_sweep refuses it
+    }
+    text += ';';
+  }
+  return text + "}";
+}
+
 // SweepSpec::definition: the sections that make trials, [defaults] and
-// [programs], [sweep]'s seed and repeats.
+// [programs], [sweep]'s seed and repeats. What only orders the same trials
+// differently (the order of [[trial]] tables, of a grid axis's values, of
+// the axes) leaves it alone: a resume finds trials by their ids.
 std::string definition_of(const TomlTable& top, const SweepSpec& spec) {
   constexpr std::string_view kExpansionRules = "memsweep sweep definition 1";
   std::string text = fmt::format("{}\nseed={}\nrepeats={}\n", kExpansionRules, spec.seed, spec.repeats);
@@ -208,7 +243,12 @@ std::string definition_of(const TomlTable& top, const SweepSpec& spec) {
     const auto it = top.find(std::string(section));
     if (it == top.end()) continue;
     fmt::format_to(std::back_inserter(text), "[{}]", section);
-    append_canonical(it->second, text, section != "programs");
+    if (section == "trial" && it->second.is_array())
+      text += canonical_set(it->second.as_array(), true);
+    else if (section == "grid" && it->second.is_table())
+      text += canonical_grid(it->second.as_table());
+    else
+      append_canonical(it->second, text, section != "programs");
     text += '\n';
   }
   return text;
@@ -255,7 +295,6 @@ std::size_t invalid_utf8_at(std::string_view text) {
   }
   return std::string_view::npos;
 }
-
 
 std::string stem_of(const std::string& file) {
   const std::string stem = std::filesystem::path(file).stem().string();

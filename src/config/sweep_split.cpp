@@ -88,6 +88,12 @@ std::optional<std::vector<SweepPart>> strided_parts(const SweepTrials& trials, s
                                                     SplitField which) {
   const std::optional<SweepTrials::Axis> axis = trials.axis(field);
   if (!axis || axis->values == 0 || axis->inner == 0) return std::nullopt;
+  // Values that also print another field: a synthetic dataset its shape, a
+  // CNN's channels only with model = cnn. Where that one varies too, a
+  // stride could hold two values.
+  if ((which == SplitField::dataset && trials.axis("synthetic")) ||
+      (which == SplitField::channels && trials.axis("model")))
+    return std::nullopt;
   const std::size_t period = axis->values * axis->inner;
   std::vector<SweepPart> parts;
   std::set<std::string> seen;

@@ -52,8 +52,7 @@ class StridedSubset final : public SweepTrials::Source {
 }  // namespace
 
 SweepTrials::SweepTrials() : SweepTrials(std::vector<TrialSpec>{}) {}
-SweepTrials::SweepTrials(std::vector<TrialSpec> listed)
-    : source_(std::make_shared<ListedTrials>(std::move(listed))) {}
+SweepTrials::SweepTrials(std::vector<TrialSpec> listed) : source_(std::make_shared<ListedTrials>(std::move(listed))) {}
 SweepTrials::SweepTrials(std::shared_ptr<const Source> source) : source_(std::move(source)) {}
 
 std::size_t SweepTrials::size() const { return source_->size(); }
@@ -130,7 +129,8 @@ std::size_t DefinedTrials::size() const {
 
 std::optional<SweepTrials::Axis> DefinedTrials::axis(std::string_view field) const {
   const std::uint64_t distinct = kept_ ? kept_->size() : defined_;
-  if (field == "repeat") return SweepTrials::Axis{static_cast<std::size_t>(repeats_), static_cast<std::size_t>(distinct)};
+  if (field == "repeat")
+    return SweepTrials::Axis{static_cast<std::size_t>(repeats_), static_cast<std::size_t>(distinct)};
   if (kept_ || sections_.size() != 1) return std::nullopt;
   const auto layout = sections_.front()->axis_layout(field);
   if (!layout) return std::nullopt;

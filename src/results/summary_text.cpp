@@ -76,10 +76,12 @@ std::string process_end_text(const TrialRow& row) {
 
 // The sweep's own order, from the sweep text kept in the file, with only
 // the trials of the file's part when it holds one (`with_part`); the file's
-// order when that text no longer parses (a newer memsweep wrote it).
+// order when that text no longer parses (a newer memsweep wrote it), or
+// when the sweep is too large to list (its rows come in its order anyway).
 std::optional<std::vector<std::string>> sweep_order(const FileHeader& header, bool with_part) {
   try {
     SweepSpec sweep = parse_sweep(header.sweep_text, header.sweep_file);
+    if (sweep.trials.size() > kWalkedTrials) return std::nullopt;
     if (with_part && !header.part.empty()) sweep = select_named_part(sweep, header.part);
     std::vector<std::string> ids;
     for (const TrialSpec& trial : sweep.trials) ids.push_back(trial.id);
@@ -262,6 +264,10 @@ FileTrials file_trials(const std::vector<SummaryInput>& files, std::size_t f, co
   if (const auto order = sweep_order(file.header, true)) {
     own_position = positions(*order);
     for (const std::string& id : *order) trials.without_record += standing.find(id) == nullptr ? 1 : 0;
+  } else if (file.header.planned_trials > static_cast<std::int64_t>(kWalkedTrials)) {
+    // A large sweep: its planned count, less the trials with rows.
+    const auto planned = static_cast<std::size_t>(file.header.planned_trials);
+    trials.without_record = planned - std::min(planned, standing.order().size());
   }
   for (const std::string& id : standing.order()) {
     const StandingRows::Trial& trial = *standing.find(id);

@@ -157,13 +157,7 @@ class Coordinator {
     }
   }
 
-  void report_skipped() {
-    for (const std::string& note : cursor_.take_notes())
-      if (options_.progress != nullptr) {
-        options_.progress->note(note);
-        options_.progress->trial_skipped();
-      }
-  }
+  void report_skipped() { detail::report_skipped(cursor_, options_.progress); }
 
   void answer_request(int worker) {
     std::optional<Job> job = stopping_ ? std::nullopt : take(worker);
@@ -209,8 +203,8 @@ class Coordinator {
 
   void follow_series(int worker, const CompressedChunkInfo& chunk) {
     std::optional<SeriesAccumulator>& series = watches_[static_cast<std::size_t>(worker)].series;
-    const std::optional<PendingTrial>& job = busy_[static_cast<std::size_t>(worker)];
-    if (series && job && chunk.attempt == job->attempt && get_fixed(chunk.trial_id) == trials_[job->index].id)
+    const std::optional<Job>& job = busy_[static_cast<std::size_t>(worker)];
+    if (series && job && chunk.attempt == job->attempt.attempt && get_fixed(chunk.trial_id) == job->trial.id)
       series->add(chunk.series);
   }
 
@@ -359,9 +353,9 @@ class Coordinator {
   bool stopping_ = false;
   std::vector<std::deque<Job>> queues_;
   std::vector<std::optional<Job>> busy_;  // by rank: the trial it runs
-  std::vector<AttemptWatch> watches_;              // by rank: while busy
-  std::vector<bool> silent_;                       // by rank: given up
-  std::vector<SampleRow> samples_;                 // reused between messages
+  std::vector<AttemptWatch> watches_;     // by rank: while busy
+  std::vector<bool> silent_;              // by rank: given up
+  std::vector<SampleRow> samples_;        // reused between messages
   std::vector<EpochRow> epochs_;
   std::exception_ptr sink_failure_;
   std::chrono::steady_clock::time_point last_tick_ = std::chrono::steady_clock::now();

@@ -108,9 +108,9 @@ void ProgressReporter::trial_finished(const TrialRow& row) {
   out_ << line << '\n' << std::flush;
 }
 
-void ProgressReporter::trial_skipped() {
-  if (total_ > finished_) --total_;
-  if (beyond_ > 0) --beyond_;
+void ProgressReporter::trials_skipped(std::size_t count) {
+  total_ -= std::min(count, total_ - std::min(total_, finished_));
+  beyond_ -= std::min(count, beyond_);
 }
 
 void ProgressReporter::note(const std::string& text) {
@@ -123,10 +123,9 @@ std::optional<std::chrono::seconds> ProgressReporter::eta() const {
   std::vector<RunningTrial> running;
   for (const auto& [id, trial] : running_)
     running.push_back({trial.cost, std::chrono::duration<double>(now - trial.start).count()});
-  const std::optional<double> seconds =
-      eta_.seconds_left(finished_trials_, running, std::span<const TrialCost>(waiting_).subspan(waiting_front_),
-                        workers_, std::chrono::duration<double>(now.time_since_epoch()).count(),
-                        WaitingTail{beyond_, beyond_sample_});
+  const std::optional<double> seconds = eta_.seconds_left(
+      finished_trials_, running, std::span<const TrialCost>(waiting_).subspan(waiting_front_), workers_,
+      std::chrono::duration<double>(now.time_since_epoch()).count(), WaitingTail{beyond_, beyond_sample_});
   if (!seconds || std::isnan(*seconds)) return std::nullopt;
   // llround past 2^63 has no answer; an ETA past ten years is only "long".
   return std::chrono::seconds(std::llround(std::clamp(*seconds, 0.0, kMaxDurationSeconds)));

@@ -18,8 +18,7 @@ SweepResult run_alone(Communicator& comm, const SweepTrials& trials, const Pendi
 SweepResult run_coordinator(Communicator& comm, const SweepTrials& trials, const PendingTrials& pending,
                             ResultSink& sink, const SweepOptions& options);
 
-SweepResult run_worker(Communicator& comm, const SweepTrials& trials, TrialRunner& runner,
-                       const SweepOptions& options);
+SweepResult run_worker(Communicator& comm, const SweepTrials& trials, TrialRunner& runner, const SweepOptions& options);
 
 // Shared bookkeeping.
 inline bool stop_requested(const SweepOptions& options) { return options.stop != nullptr && options.stop->load(); }

@@ -37,7 +37,8 @@ SweepResult run_alone(Communicator& comm, const SweepTrials& trials, const Pendi
             see_stop();
             return stop_seen;
           },
-      .alive = {},  // alone: nobody waits to hear from this rank
+      .alive = {},   // alone: nobody waits to hear from this rank
+      .chunks = {},  // and the rank writes its rows itself: nothing to compress for another
   };
 
   TrialThread trial_thread;
@@ -46,17 +47,12 @@ SweepResult run_alone(Communicator& comm, const SweepTrials& trials, const Pendi
     see_stop();
     if (stop_seen) break;
     const std::optional<Job> job = cursor.next();
-    for (const std::string& note : cursor.take_notes())
-      if (options.progress != nullptr) {
-        options.progress->note(note);
-        options.progress->trial_skipped();
-      }
+    report_skipped(cursor, options.progress);
     if (!job) break;
     const std::int32_t attempt = job->attempt.attempt;
     if (options.progress != nullptr) options.progress->trial_started(job->trial, attempt, comm.rank());
-    const TrialRecord record = run_streamed_trial(trial_thread, runner, job->trial,
-                                                  trial_context(comm, host, attempt, options), options.flush_interval,
-                                                  hooks);
+    const TrialRecord record = run_streamed_trial(
+        trial_thread, runner, job->trial, trial_context(comm, host, attempt, options), options.flush_interval, hooks);
     sink.trial(record.row, record.message);
     count_row(result, record.row);
     if (options.progress != nullptr) options.progress->trial_finished(record.row);

@@ -78,10 +78,12 @@ std::optional<Job> TrialCursor::next() {
     TrialSpec trial = trials_[position];
     if (!pending_.runs(trial.id)) continue;
     if (check_ids_ && !handed_.insert(id_bits(trial.id))) {
-      notes_.push_back(fmt::format(
-          "{} has the id {} of a trial handed out before (the same trial defined twice, or, rarely, a different one "
-          "whose 48-bit id is the same); it does not run again",
-          trial.origin, trial.id));
+      if (++skipped_total_ <= kNotedDuplicates)
+        skipped_.notes.push_back(fmt::format(
+            "{} has the id {} of a trial handed out before (the same trial defined twice, or, rarely, a different "
+            "one whose 48-bit id is the same); it does not run again{}",
+            trial.origin, trial.id, skipped_total_ == kNotedDuplicates ? "; further ones are counted, not named" : ""));
+      ++skipped_.count;
       if (left_ > 0) --left_;
       continue;
     }
@@ -93,6 +95,13 @@ std::optional<Job> TrialCursor::next() {
   return std::nullopt;
 }
 
-std::vector<std::string> TrialCursor::take_notes() { return std::exchange(notes_, {}); }
+void report_skipped(TrialCursor& cursor, ProgressReporter* progress) {
+  const TrialCursor::Skipped skipped = cursor.take_skipped();
+  if (progress == nullptr || skipped.count == 0) return;
+  for (const std::string& note : skipped.notes) progress->note(note);
+  progress->trials_skipped(skipped.count);
+}
+
+TrialCursor::Skipped TrialCursor::take_skipped() { return std::exchange(skipped_, {}); }
 
 }  // namespace memsweep::detail

@@ -4,6 +4,7 @@
 // been handed out, not with the sweep (docs/sweep.md, "Large sweeps").
 
 #include "memsweep/results.hpp"
+#include "memsweep/sweep.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -46,8 +47,14 @@ class TrialCursor {
   // Attempts not handed out yet; an upper bound where a large sweep's
   // duplicates are not known.
   std::size_t left() const { return left_; }
-  // Notes on skipped duplicates since the last call.
-  std::vector<std::string> take_notes();
+  // What was skipped since the last call: how many, and a note on each of
+  // the first kNotedDuplicates of the sweep (then one on how many more).
+  struct Skipped {
+    std::size_t count = 0;
+    std::vector<std::string> notes;
+  };
+  Skipped take_skipped();
+  static constexpr std::size_t kNotedDuplicates = 10;
 
  private:
   std::optional<Job> next_listed();
@@ -58,7 +65,11 @@ class TrialCursor {
   std::size_t left_ = 0;
   bool check_ids_ = false;  // the sweep's duplicates are not known
   TrialIdSet handed_;
-  std::vector<std::string> notes_;
+  Skipped skipped_;
+  std::size_t skipped_total_ = 0;
 };
+
+// The cursor's skipped trials onto the progress lines (when there are any).
+void report_skipped(TrialCursor& cursor, ProgressReporter* progress);
 
 }  // namespace memsweep::detail

@@ -95,9 +95,8 @@ SweepResult run_worker(Communicator& comm, const SweepTrials& trials, TrialRunne
     }
     // Made here from its position: no rank holds the sweep's list.
     const TrialSpec trial = trials[job.index];
-    const TrialRecord record = run_streamed_trial(trial_thread, runner, trial,
-                                                  trial_context(comm, host, job.attempt, options),
-                                                  options.flush_interval, hooks);
+    const TrialRecord record = run_streamed_trial(
+        trial_thread, runner, trial, trial_context(comm, host, job.attempt, options), options.flush_interval, hooks);
     comm.send(0, tag::kRecord, record_payload(record));
     count_row(result, record.row);
   }

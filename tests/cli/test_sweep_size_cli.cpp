@@ -52,26 +52,26 @@ TEST_P(OversizedSweep, PlanAndRunRefuseItWithItsSizeAndWriteNothing) {
   EXPECT_FALSE(std::filesystem::exists(results));
 }
 
-// 100 x 100 x 100 (x 10): 10^6 trials (10^7).
-std::string grid(bool ten_million) {
+// 100 x 100 x 100 (x 1000): 10^6 trials (10^9).
+std::string grid(bool a_billion) {
   std::string text = "[grid]\nlearning_rate = [" + numbers(100) + "]\nbatch_size = [" + numbers(100) + "]\nepochs = [" +
                      numbers(100) + "]\n";
-  if (ten_million) text += "seed = [" + numbers(10) + "]\n";
+  if (a_billion) text += "seed = [" + numbers(1000) + "]\n";
   return text;
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    TenMillion, OversizedSweep,
-    ::testing::Values(Oversized{"grid", grid(true),
-                                "big.toml:1: grid: the grid expands to 10000000 trials, more than 1000000"},
-                      Oversized{"random", "[random]\ncount = 10000000\nlearning_rate = { uniform = [0.1, 0.2] }\n",
-                                "big.toml:1: the sweep defines 10000000 trials, more than 1000000"},
-                      Oversized{"grid_with_repeats", "[sweep]\nrepeats = 10\n" + grid(false),
-                                "the sweep defines 1000000 trials x 10 repeats = 10000000 runs, more than 1000000"},
-                      Oversized{"grid_and_random_with_repeats",
-                                "[sweep]\nrepeats = 5\n" + grid(false) +
-                                    "[random]\ncount = 1000000\nseed = { int_uniform = [0, 9] }\n",
-                                "the sweep defines 2000000 trials x 5 repeats = 10000000 runs, more than 1000000"}),
+    ABillion, OversizedSweep,
+    ::testing::Values(
+        Oversized{"grid", grid(true), "big.toml:1: grid: the grid expands to 1000000000 trials, more than 100000000"},
+        Oversized{"random", "[random]\ncount = 1000000000\nlearning_rate = { uniform = [0.1, 0.2] }\n",
+                  "big.toml:1: the sweep defines 1000000000 trials, more than 100000000"},
+        Oversized{"grid_with_repeats", "[sweep]\nrepeats = 1000\n" + grid(false),
+                  "the sweep defines 1000000 trials x 1000 repeats = 1000000000 runs, more than 100000000"},
+        Oversized{
+            "grid_and_random_with_repeats",
+            "[sweep]\nrepeats = 51\n" + grid(false) + "[random]\ncount = 1000000\nseed = { int_uniform = [0, 9] }\n",
+            "the sweep defines 2000000 trials x 51 repeats = 102000000 runs, more than 100000000"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace

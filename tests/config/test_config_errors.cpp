@@ -123,7 +123,7 @@ const BadSweep kCases[] = {
     // random
     {"random_without_count", "[random]\nlearning_rate = { uniform = [0.1, 0.2] }\n", 1, "random",
      "missing key `count`"},
-    {"random_count_zero", "[random]\ncount = 0\n", 2, "random.count", "from 1 to 1000000, found 0"},
+    {"random_count_zero", "[random]\ncount = 0\n", 2, "random.count", "from 1 to 100000000, found 0"},
     {"random_uniform_for_whole", "[random]\ncount = 2\nepochs = { uniform = [1, 3] }\n", 3, "random.epochs",
      "`uniform` draws real numbers, and epochs takes whole numbers; use int_uniform or choice"},
     {"random_int_uniform_for_real", "[random]\ncount = 2\nlearning_rate = { int_uniform = [1, 3] }\n", 3,
@@ -150,7 +150,7 @@ const BadSweep kCases[] = {
     {"not_utf8", "[sweep]\nname = 'x'\nnote = '\xc3\x28'\n[[trial]]\n", 3, "",
      "not UTF-8 text: the character at column 9 (byte 0xC3) is not valid UTF-8"},
     {"too_many_runs", "[sweep]\nrepeats = 10000\n[random]\ncount = 1000000\n", 1, "",
-     "= 10000000000 runs, more than 1000000; split it into several sweeps"},
+     "= 10000000000 runs, more than 100000000; split it into several sweeps"},
     // syntax
     {"syntax_missing_value", "[sweep]\nname =\n", 2, "", "syntax error"},
     {"syntax_duplicate_key", "[sweep]\nname = 'a'\nname = 'b'\n", 3, "", "syntax error"},

@@ -16,7 +16,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::vector<std::string> ids_of(const std::vector<TrialSpec>& trials) {
+std::vector<std::string> ids_of(const SweepTrials& trials) {
   std::vector<std::string> ids;
   for (const TrialSpec& t : trials) ids.push_back(t.id);
   return ids;

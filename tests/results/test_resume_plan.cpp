@@ -21,7 +21,7 @@ name = "resume"
 batch_size = [8, 16, 32, 64]
 )",
                      "resume.toml")
-      .trials;
+      .trials.list();
 }
 
 struct RowSpec {
@@ -86,7 +86,8 @@ TEST_P(ResumePlans, PendingTrialsAndCounts) {
   for (const SeriesSpec& spec : c.series) series.push_back(series_of(id_for(trials, spec.trial), spec.attempt));
 
   const ResumePlan plan = plan_resume(trials, rows, series, c.retry_killed, 1, LostAttempts::rank_died);
-  EXPECT_EQ(plan.pending, c.pending);
+  EXPECT_EQ(plan.pending.expand(trials), c.pending);
+  EXPECT_EQ(plan.pending.count(trials.size()), c.pending.size());
   EXPECT_EQ(plan.already_final, c.already_final);
   EXPECT_EQ(plan.killed_not_retried, c.killed_not_retried);
   EXPECT_EQ(plan.lost_rows.size(), c.killed_rows);
@@ -192,7 +193,8 @@ TEST(ResumeKilledRow, CarriesTheSeriesFiguresAndTheTrialsHyperparameters) {
   EXPECT_EQ(get_fixed(row.status), "killed");
   EXPECT_EQ(get_fixed(row.end_cause), "rank_lost");
   // The attempt after the dead one.
-  EXPECT_EQ(plan_resume(trials, {}, {series}, 1, 7, LostAttempts::rank_died).pending[1], (PendingTrial{1, 3}));
+  EXPECT_EQ(plan_resume(trials, {}, {series}, 1, 7, LostAttempts::rank_died).pending.expand(trials)[1],
+            (PendingTrial{1, 3}));
 }
 
 // Rank 0 died (its run has no stop mark): the workers' trials were healthy,
@@ -212,7 +214,7 @@ TEST(ResumeLostRow, AttemptsLostWithRankZeroAreInterruptedAndRunAgain) {
     EXPECT_THAT(message, HasSubstr("interrupted: rank 0 died while rank 3 ran the trial"));
     EXPECT_EQ(row.rss_peak, 300 << 20) << "what the samples reached is kept";
   }
-  EXPECT_EQ(plan.pending, (std::vector<PendingTrial>{{0, 0}, {1, 1}, {3, 0}}))
+  EXPECT_EQ(plan.pending.expand(trials), (std::vector<PendingTrial>{{0, 0}, {1, 1}, {3, 0}}))
       << "trial 1 runs again; trial 2 stays out for its earlier kill only";
   EXPECT_EQ(plan.killed_not_retried, 1u);
 }
@@ -256,13 +258,13 @@ TEST(ResumeRetry, FailedTrialsRunOnceMore) {
       rows_with_statuses(trials, {{0, "ok"}, {1, "failed"}, {2, "diverged"}, {3, "failed"}, {3, "failed"}});
   const ResumePlan plan =
       plan_resume(trials, rows, {}, RetryPolicy(0, {TrialStatus::failed}), 1, LostAttempts::rank_died);
-  EXPECT_EQ(plan.pending, (std::vector<PendingTrial>{{1, 1}, {3, 2}}));
+  EXPECT_EQ(plan.pending.expand(trials), (std::vector<PendingTrial>{{1, 1}, {3, 2}}));
   EXPECT_EQ(plan.already_final, 2u);
   EXPECT_EQ(plan.retried.at("failed"), 2u);
 
   // Without the policy the failed trials are done, as before.
   const ResumePlan plain = plan_resume(trials, rows, {}, 0, 1, LostAttempts::rank_died);
-  EXPECT_TRUE(plain.pending.empty());
+  EXPECT_TRUE(plain.pending.expand(trials).empty());
   EXPECT_EQ(plain.already_final, 4u);
 }
 
@@ -274,7 +276,7 @@ TEST(ResumeRetry, ARetryThatSucceededIsDone) {
       rows_with_statuses(trials, {{0, "failed"}, {0, "ok"}, {1, "ok"}, {2, "ok"}, {3, "timeout"}});
   const ResumePlan plan = plan_resume(trials, rows, {}, RetryPolicy(0, {TrialStatus::failed, TrialStatus::timeout}), 2,
                                       LostAttempts::rank_died);
-  EXPECT_EQ(plan.pending, (std::vector<PendingTrial>{{3, 1}}));
+  EXPECT_EQ(plan.pending.expand(trials), (std::vector<PendingTrial>{{3, 1}}));
   EXPECT_EQ(plan.retried.count("failed"), 0u);
   EXPECT_EQ(plan.retried.at("timeout"), 1u);
 }
@@ -284,10 +286,10 @@ TEST(ResumeRetry, KilledPastTheLimit) {
   const std::vector<TrialSpec> trials = four_trials();
   const std::vector<TrialRow> rows =
       rows_with_statuses(trials, {{0, "ok"}, {1, "ok"}, {2, "ok"}, {3, "killed"}, {3, "killed"}});
-  EXPECT_TRUE(plan_resume(trials, rows, {}, 1, 1, LostAttempts::rank_died).pending.empty());
+  EXPECT_TRUE(plan_resume(trials, rows, {}, 1, 1, LostAttempts::rank_died).pending.expand(trials).empty());
   const ResumePlan plan =
       plan_resume(trials, rows, {}, RetryPolicy(1, {TrialStatus::killed}), 1, LostAttempts::rank_died);
-  EXPECT_EQ(plan.pending, (std::vector<PendingTrial>{{3, 2}}));
+  EXPECT_EQ(plan.pending.expand(trials), (std::vector<PendingTrial>{{3, 2}}));
 }
 
 TEST(ResumeRetry, StatusListParsing) {

@@ -270,6 +270,73 @@ TEST(KillRankZero, EveryFinishedTrialKeepsItsWholeSeries) {
   EXPECT_TRUE(processes_with_environment("MEMSWEEP_FAULT_TEST", out).empty()) << "a trial process survived";
 }
 
+// ---- rank 0 killed in a sweep of 10^6 trials -------------------------------------
+
+// Issue 29: no rank holds a large sweep's list; rank 0 hands out positions
+// and a resume walks the sweep once. Killed with kill -9 a few trials into
+// 10^6, then resumed and stopped a few trials later: no trial has two final
+// rows, and the trials that finished before the kill keep their rows.
+TEST(KillRankZero, AMillionTrialSweepResumesWithEachTrialOnce) {
+  const TempDir dir;
+  std::string text =
+      "[sweep]\nname = \"million\"\n[defaults]\ndataset = \"synthetic\"\n"
+      "synthetic = { shape = [1, 4, 4], classes = 2, train_size = 16, test_size = 8 }\nbatch_size = 8\n"
+      "hidden = [4]\n[grid]\nepochs = [";
+  for (int k = 1; k <= 100; ++k) text += fmt::format("{}{}", k == 1 ? "" : ", ", k);
+  text += "]\nlearning_rate = [";
+  for (int k = 1; k <= 100; ++k) text += fmt::format("{}{}", k == 1 ? "" : ", ", k / 1000.0);
+  text += "]\nseed = [";
+  for (int k = 1; k <= 100; ++k) text += fmt::format("{}{}", k == 1 ? "" : ", ", k);
+  text += "]\n";
+  const std::string sweep = dir.write("million.toml", text).string();
+  const std::string out = (dir.path() / "million.h5").string();
+  std::map<std::string, std::string> environment = kEnvironment;
+  environment["MEMSWEEP_FAULT_TEST"] = out;
+  const auto finals_at_least = [&](std::size_t count) {
+    return std::filesystem::exists(out) && final_rows(h5py_table(out, "trials", true)).size() >= count;
+  };
+
+  BackgroundProcess first(memsweep_on_ranks_argv(3, {"run", sweep, "-o", out, "-q", "--flush-interval", "0.2"}),
+                          dir.path(), environment);
+  ASSERT_TRUE(first.wait_for([&] { return finals_at_least(4); }, std::chrono::seconds(90))) << first.err();
+  const auto rank0 = child_processes_with_environment(first.pid(), "OMPI_COMM_WORLD_RANK", "0");
+  ASSERT_FALSE(rank0.empty());
+  ASSERT_EQ(::kill(rank0.front(), SIGKILL), 0);
+  EXPECT_NE(first.wait(), kOk);
+  // Opened as a SWMR reader: the writer died with the file open.
+  const auto before = final_rows(h5py_table(out, "trials", true));
+
+  BackgroundProcess resumed(memsweep_on_ranks_argv(3, {"run", sweep, "-o", out, "--resume", "--flush-interval", "0.2"}),
+                            dir.path(), environment);
+  ASSERT_TRUE(resumed.wait_for([&] { return finals_at_least(before.size() + 4); }, std::chrono::seconds(120)))
+      << resumed.err();
+  // SIGTERM to every rank, as a job's end would: a graceful stop.
+  for (int rank = 0; rank < 3; ++rank)
+    for (const pid_t pid :
+         child_processes_with_environment(resumed.pid(), "OMPI_COMM_WORLD_RANK", std::to_string(rank)))
+      ::kill(pid, SIGTERM);
+  EXPECT_THAT(resumed.wait(), ::testing::AnyOf(kStopped, kOk)) << resumed.err();
+  EXPECT_THAT(resumed.err(), HasSubstr(fmt::format("{} of 1000000 trials done", before.size())));
+
+  EXPECT_EQ(h5py_attributes(out).at("planned_trials"), "1000000");
+  const TsvTable trials = h5py_table(out, "trials");
+  std::map<std::string, std::size_t> finals;
+  std::set<int> positions;
+  for (std::size_t row = 0; row < trials.rows.size(); ++row) {
+    if (!is_final(trials.at(row, "status"))) continue;
+    ++finals[trials.at(row, "trial_id")];
+    positions.insert(std::stoi(trials.at(row, "plan_index")));
+  }
+  for (const auto& [id, count] : finals) EXPECT_EQ(count, 1U) << "trial " << id << " has " << count << " final rows";
+  EXPECT_EQ(lost_rows(before, final_rows(trials)), 0U);
+  EXPECT_GE(finals.size(), before.size() + 4);
+  // Handed out in the sweep's order: the finished trials are its first ones
+  // (bar those running when each run ended).
+  EXPECT_LT(*positions.rbegin(), static_cast<int>(finals.size()) + 8);
+  std::cout << fmt::format("10^6-trial sweep: {} final rows before the kill, {} after the resume\n", before.size(),
+                           finals.size());
+}
+
 // ---- a worker stopped with SIGSTOP ---------------------------------------------
 
 // The issue's case: a stopped worker hung the sweep for ever, its time limit

@@ -192,7 +192,7 @@ TEST_P(RoundTrip, ResumePlanFromWhatTheFileHolds) {
   const ResumePlan plan = plan_resume(sweep.trials, store.read_trials(), store.scan_series(), 1, store.run_index(),
                                       LostAttempts::rank_died);
   EXPECT_EQ(plan.already_final, 1u);
-  EXPECT_EQ(plan.pending, (std::vector<PendingTrial>{{1, 1}, {2, 0}}));
+  EXPECT_EQ(plan.pending.expand(sweep.trials), (std::vector<PendingTrial>{{1, 1}, {2, 0}}));
   ASSERT_EQ(plan.lost_rows.size(), 1u);
   const TrialRow& killed = plan.lost_rows[0].row;
   EXPECT_EQ(killed.rank, 2);
@@ -209,7 +209,7 @@ TEST_P(RoundTrip, ResumePlanFromWhatTheFileHolds) {
                                       LostAttempts::rank_died);
   EXPECT_TRUE(next.lost_rows.empty());
   EXPECT_EQ(next.killed_not_retried, 1u);
-  EXPECT_EQ(next.pending, (std::vector<PendingTrial>{{2, 0}}));
+  EXPECT_EQ(next.pending.expand(sweep.trials), (std::vector<PendingTrial>{{2, 0}}));
 }
 
 TEST_P(RoundTrip, NoCountersAndNoEventLists) {

@@ -54,8 +54,8 @@ class SweepOverMpi : public ::testing::Test {
   // The ranks that train.
   bool trains(int r) const { return size() == 1 || r != 0; }
 
-  SweepResult run(std::span<const TrialSpec> trials, std::span<const PendingTrial> pending, FakeRunner& runner,
-                  MemorySink& sink, const SweepOptions& options) {
+  SweepResult run(const SweepTrials& trials, const PendingTrials& pending, FakeRunner& runner, MemorySink& sink,
+                  const SweepOptions& options) {
     return run_sweep(*comm_, trials, pending, &runner, is_rank_zero() ? &sink : nullptr, options);
   }
 
@@ -115,7 +115,7 @@ TEST_F(SweepOverMpi, NothingPendingEndsAtOnce) {
   FakeRunner runner;
   MemorySink sink;
   const auto start = Clock::now();
-  const SweepResult result = run(trials, {}, runner, sink, {});
+  const SweepResult result = run(trials, std::vector<PendingTrial>{}, runner, sink, {});
   EXPECT_LT(seconds_since(start), scaled_seconds(1.0));
   EXPECT_EQ(result.finished, 0U);
   EXPECT_TRUE(runner.contexts().empty());
@@ -347,10 +347,10 @@ TEST_F(SweepOverMpi, ResumeCompletesAStoppedSweep) {
   std::size_t stopped_rows = 0;
   if (is_rank_zero()) {
     const ResumePlan plan = plan_resume(trials, sink.trials, {}, 0, 1, LostAttempts::rank_died);
-    left = plan.pending;
+    left = plan.pending.expand(trials);
     stopped_rows = sink.trials.size();
-    EXPECT_EQ(plan.already_final + plan.pending.size(), trials.size());
-    EXPECT_GT(plan.pending.size(), 0U);
+    EXPECT_EQ(plan.already_final + left.size(), trials.size());
+    EXPECT_GT(left.size(), 0U);
   }
   SweepOptions second;
   second.run = 1;

@@ -25,7 +25,9 @@ learning_rate = [0.1, 0.01]
 batch_size = [8, 16]
 )";
 
-inline std::vector<TrialSpec> follow_sweep_trials() { return parse_sweep(kFollowSweepText, "follow-test.toml").trials; }
+inline std::vector<TrialSpec> follow_sweep_trials() {
+  return parse_sweep(kFollowSweepText, "follow-test.toml").trials.list();
+}
 
 // Its header: 3 ranks on node-0..2.
 inline FileHeader follow_header() {
