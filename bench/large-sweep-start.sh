@@ -24,7 +24,14 @@ import sys
 head = ('[defaults]\ndataset = "synthetic"\nsynthetic = { shape = [1, 4, 4], classes = 2, train_size = 8, '
         'test_size = 4, noise = 0.5, seed = 1 }\nhidden = [4]\nbatch_size = 4\n')
 def nums(n): return ", ".join(str(k) for k in range(1, n + 1))
-for n in [100] + [int(s) for s in sys.argv[2:]]:
+# The base: 100 trials slow enough (a larger train split) to be running
+# still when its ranks are measured.
+with open(f"{sys.argv[1]}/grid-100.toml", "w") as f:
+    f.write(head.replace("train_size = 8", "train_size = 40000") + "[grid]\nseed = [" + nums(100) + "]\n")
+with open(f"{sys.argv[1]}/random-100.toml", "w") as f:
+    f.write(head.replace("train_size = 8", "train_size = 40000") +
+            "[random]\ncount = 100\nlearning_rate = { log_uniform = [1e-5, 1e-1] }\n")
+for n in [int(s) for s in sys.argv[2:]]:
     # learning_rate x seed x epochs (the last axis varies fastest)
     rates = min(n, 100); seeds = min(max(n // 100, 1), 100); epochs = max(n // 10000, 1)
     with open(f"{sys.argv[1]}/grid-{n}.toml", "w") as f:

@@ -202,9 +202,9 @@ class SweepTrials {
 
   // Trials that between them give each field every value it takes here,
   // for checks that need each value once (datasets' files, programs): every
-  // trial of a list of at most kWalkedTrials (repeats left out); of a larger
-  // sweep, each section's values with the first trial's others, and the
-  // first and last trials; of a larger part, an even sample of its trials.
+  // trial of a sweep of at most 10^4 trials (repeats left out); of a larger
+  // one, each section's values with the first trial's others, and the first
+  // and last trials; of a part of more than 10^4, an even sample of 10^4.
   std::vector<TrialSpec> every_value() const;
   // Every trial, made: for tests and for sweeps known to be small.
   std::vector<TrialSpec> list() const { return {begin(), end()}; }

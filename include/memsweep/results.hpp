@@ -303,6 +303,10 @@ SampleRow sample_row(const Sample& sample, std::span<const std::string> sampler_
 // digits.
 std::string sweep_hash(const SweepSpec& sweep);
 
+// An id as trial_id() writes it (12 lowercase hex digits) as a number, whose
+// order is the text's; nullopt for any other text.
+std::optional<std::uint64_t> trial_id_number(std::string_view id);
+
 // The hash results files written before issue 29 hold: the set of trial ids
 // (of the part), the interval and the events. Every trial is made: for the
 // sweeps of at most 10^6 trials that such files come from.

@@ -211,7 +211,7 @@ void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<Planne
   const std::vector<std::size_t> positions = listed_positions(sweep.trials.size(), all);
   for (std::size_t k = 0; k < positions.size(); ++k) {
     if (k > 0 && positions[k] != positions[k - 1] + 1) {
-      Row gap{"…", fmt::format("({} not shown)", positions[k] - positions[k - 1] - 1)};
+      Row gap{"…", fmt::format("{} more", positions[k] - positions[k - 1] - 1)};
       gap.resize(header.size(), "");
       table.add(gap);
     }
@@ -232,8 +232,8 @@ void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<Planne
     table.add(row);
   }
   const std::size_t distinct = sweep.trials.size() / static_cast<std::size_t>(sweep.repeats);
-  fmt::print(out, "sweep \"{}\" ({}): {} ({} distinct x {}), seed {}, sampling every {} ms\n", sweep.name,
-             sweep.source_name, counted(sweep.trials.size(), "trial"), distinct,
+  fmt::print(out, "sweep \"{}\" ({}): {} ({} {} x {}), seed {}, sampling every {} ms\n", sweep.name, sweep.source_name,
+             counted(sweep.trials.size(), "trial"), distinct, sweep.trials.duplicates_known() ? "distinct" : "defined",
              counted(static_cast<std::size_t>(sweep.repeats), "repeat"), sweep.seed, sweep.sampler.interval_ms);
   if (!sweep.trials.duplicates_known())
     fmt::print(out,

@@ -70,7 +70,7 @@ std::vector<TrialSpec> SweepTrials::every_value() const { return source_->every_
 std::vector<TrialSpec> SweepTrials::Source::every_value() const {
   constexpr std::size_t kSample = 10'000;
   std::vector<TrialSpec> trials;
-  const std::size_t step = size() <= kWalkedTrials ? 1 : size() / kSample;
+  const std::size_t step = size() <= kSample ? 1 : size() / kSample;
   for (std::size_t position = 0; position < size(); position += step) trials.push_back(at(position));
   if (size() > 0 && step > 1) trials.push_back(at(size() - 1));
   return trials;
@@ -138,9 +138,12 @@ std::optional<SweepTrials::Axis> DefinedTrials::axis(std::string_view field) con
 }
 
 std::vector<TrialSpec> DefinedTrials::every_value() const {
+  // Up to this many, every trial: a check per trial costs little next to
+  // the sweep. Beyond, each section's cover (every value, each once).
+  constexpr std::uint64_t kListedTrials = 10'000;
   std::vector<TrialSpec> trials;
-  if (walked_) {
-    const std::uint64_t distinct = kept_ ? kept_->size() : defined_;
+  const std::uint64_t distinct = kept_ ? kept_->size() : defined_;
+  if (walked_ && distinct <= kListedTrials) {
     for (std::uint64_t position = 0; position < distinct; ++position)
       trials.push_back(at(static_cast<std::size_t>(position)));
     return trials;

@@ -170,11 +170,7 @@ SampleRow sample_row(const Sample& sample, std::span<const std::string> sampler_
   return sample_row(sample, counter_slots(sampler_counters, columns));
 }
 
-namespace {
-
-// An id as trial_id() writes it (12 lowercase hex digits) as a number, whose
-// order is the text's; nullopt for any other text.
-std::optional<std::uint64_t> id_number(const std::string& id) {
+std::optional<std::uint64_t> trial_id_number(std::string_view id) {
   constexpr std::size_t kIdDigits = 12;
   if (id.size() != kIdDigits) return std::nullopt;
   std::uint64_t number = 0;
@@ -189,6 +185,8 @@ std::optional<std::uint64_t> id_number(const std::string& id) {
   return number;
 }
 
+namespace {
+
 // The ids sorted, joined by commas. As numbers when they all are trial_id()'s:
 // every rank hashes 10^6 of them before a sweep starts, and sorting strings
 // took most of that.
@@ -196,7 +194,7 @@ std::string sorted_ids_text(const SweepTrials& trials) {
   std::vector<std::uint64_t> numbers;
   numbers.reserve(trials.size());
   for (const TrialSpec& trial : trials) {
-    const std::optional<std::uint64_t> number = id_number(trial.id);
+    const std::optional<std::uint64_t> number = trial_id_number(trial.id);
     if (!number) {
       std::vector<std::string> ids;
       for (const TrialSpec& t : trials) ids.push_back(t.id);

@@ -8,20 +8,8 @@
 namespace memsweep::detail {
 namespace {
 
-// A trial id's 48 bits, or nullopt for an id that trial_id() did not make
-// (a test's); those are hashed here.
-std::uint64_t id_bits(const std::string& id) {
-  std::uint64_t number = 0;
-  for (const char c : id) {
-    if (c >= '0' && c <= '9')
-      number = number * 16 + static_cast<std::uint64_t>(c - '0');
-    else if (c >= 'a' && c <= 'f')
-      number = number * 16 + static_cast<std::uint64_t>(c - 'a' + 10);
-    else
-      return std::hash<std::string>{}(id);
-  }
-  return number;
-}
+// A trial id's 48 bits; an id trial_id() did not make (a test's) hashed.
+std::uint64_t id_bits(const std::string& id) { return trial_id_number(id).value_or(std::hash<std::string>{}(id)); }
 
 // Fibonacci hashing spreads ids that a test made alike (1, 2, 3…).
 constexpr std::uint64_t kSpread = 0x9E3779B97F4A7C15ULL;

@@ -28,19 +28,27 @@ std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
-// Table rows are the lines that start with a 12-digit trial id. The trial
-// number beside the id (the one summary and the report show) must count the
-// rows from 1; it is checked here and left out of what is returned.
-std::vector<std::vector<std::string>> table_rows(const std::string& out) {
+// Each trial's line as its cells, the trial number kept.
+std::vector<std::vector<std::string>> trial_lines(const std::string& out) {
   std::vector<std::vector<std::string>> rows;
   for (const std::string& line : lines_of(out)) {
     std::istringstream cells(line);
     std::vector<std::string> row;
     for (std::string cell; cells >> cell;) row.push_back(cell);
-    if (row.empty() || !std::regex_match(row[0], std::regex("[0-9a-f]{12}"))) continue;
-    EXPECT_GE(row.size(), 2u) << line;
+    if (!row.empty() && std::regex_match(row[0], std::regex("[0-9a-f]{12}"))) rows.push_back(row);
+  }
+  return rows;
+}
+
+// Table rows are the lines that start with a 12-digit trial id. The trial
+// number beside the id (the one summary and the report show) must count the
+// rows from 1; it is checked here and left out of what is returned.
+std::vector<std::vector<std::string>> table_rows(const std::string& out) {
+  std::vector<std::vector<std::string>> rows;
+  for (std::vector<std::string> row : trial_lines(out)) {
+    EXPECT_GE(row.size(), 2u) << row[0];
     if (row.size() < 2) continue;
-    EXPECT_EQ(row[1], std::to_string(rows.size() + 1)) << line;
+    EXPECT_EQ(row[1], std::to_string(rows.size() + 1)) << row[0];
     row.erase(row.begin() + 1);
     rows.push_back(row);
   }
@@ -118,6 +126,45 @@ TEST(PlanCommand, IdsDoNotDependOnTheWorkingDirectoryOrFileName) {
   EXPECT_EQ(a[0][0], b[0][0]);
   EXPECT_EQ(a[1][0], b[1][0]);
   EXPECT_NE(a[0][0], a[1][0]);
+}
+
+// Issue 29: a sweep of more than 1000 trials shows its first and last ten
+// and its sections' values, made from their positions (10^7 in a fraction
+// of a second); --all lists every one.
+TEST(PlanCommand, ALargeSweepShowsItsEndsAndItsSectionsAndAllListsEveryTrial) {
+  const TempDir dir;
+  std::string grid = "[grid]\nbatch_size = [";
+  for (int k = 1; k <= 1000; ++k) grid += fmt::format("{}{}", k == 1 ? "" : ", ", k);
+  grid += "]\nepochs = [";
+  for (int k = 1; k <= 10'000; ++k) grid += fmt::format("{}{}", k == 1 ? "" : ", ", k);
+  grid += "]\n";
+  const auto large = dir.write("large.toml", grid);
+  const CommandResult result = run_memsweep({"plan", large.string()});
+  ASSERT_EQ(result.exit_status, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("10000000 trials (10000000 defined x 1 repeat)"));
+  EXPECT_THAT(result.out, HasSubstr("[grid]: 10000000 trials\n  batch_size: 1000 values: 1, 2, 3 … 1000\n"
+                                    "  epochs: 10000 values: 1, 2, 3 … 10000\n"));
+  EXPECT_THAT(result.out, HasSubstr("9999980 more"));
+  const auto rows = trial_lines(result.out);
+  ASSERT_EQ(rows.size(), 20U);
+  EXPECT_EQ(rows.front()[1], "1");
+  EXPECT_EQ(rows[10][1], "9999991");
+  EXPECT_EQ(rows.back()[1], "10000000");
+  EXPECT_EQ(rows.back()[8], "1000") << "the last trial: the last batch size";
+  EXPECT_EQ(rows.back()[7], "10000") << "and the last epoch count";
+
+  const auto small = dir.write(
+      "small.toml", "[grid]\nbatch_size = [1, 2, 3, 4]\nepochs = [" + [] {
+        std::string epochs;
+        for (int k = 1; k <= 500; ++k) epochs += fmt::format("{}{}", k == 1 ? "" : ", ", k);
+        return epochs;
+      }() + "]\n");
+  EXPECT_EQ(trial_lines(run_memsweep({"plan", small.string()}).out).size(), 20U);
+  const auto all = table_rows(run_memsweep({"plan", "--all", small.string()}).out);
+  ASSERT_EQ(all.size(), 2000U);
+  std::set<std::string> ids;
+  for (const auto& row : all) ids.insert(row[0]);
+  EXPECT_EQ(ids.size(), 2000U);
 }
 
 TEST(PlanCommand, DuplicateTrialsAreNotedOnStderr) {
