@@ -303,7 +303,7 @@ std::string stem_of(const std::string& file) {
 
 // Every trial of repeat 0 built once: each checked, and one that another
 // already defines left out with a note.
-void walk(DefinedTrials& defined, std::vector<std::string>& notes) {
+void walk(DefinedTrials& defined, const std::string& file, std::vector<std::string>& notes) {
   std::unordered_map<std::string, std::uint64_t> index_of_id;
   std::vector<std::uint64_t> kept;
   bool duplicates = false;
@@ -317,7 +317,6 @@ void walk(DefinedTrials& defined, std::vector<std::string>& notes) {
     }
     duplicates = true;
     const TrialSpec first = defined.defined_trial(seen->second);
-    const std::string file = trial.origin.substr(0, trial.origin.find(':'));
     if (first.canonical_text() != trial.canonical_text())
       throw ConfigError(file, 1, "", fmt::format("trial id collision between different trials ({})", trial.id));
     const bool params_left_out = !trial.program && defined.sets_params(index);
@@ -385,7 +384,7 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
     spec.sections.push_back(std::move(summary));
   }
   if (defined->defined() <= kWalkedTrials)
-    walk(*defined, spec.notes);
+    walk(*defined, source_name, spec.notes);
   else
     check_large(*defined);
   spec.trials = SweepTrials(defined);
