@@ -184,6 +184,11 @@ class SweepTrials {
   bool empty() const { return size() == 0; }
   TrialSpec operator[](std::size_t position) const;  // position < size()
   TrialSpec at(std::size_t position) const;          // throws std::out_of_range
+  // Trial `position`, or nullopt where its values are wrong together (a
+  // large sweep's trials are not all made when it is read; making one
+  // throws its ConfigError): what a walk over the sweep skips, as the
+  // scheduler does (docs/sweep.md, "Large sweeps").
+  std::optional<TrialSpec> made(std::size_t position) const;
   TrialSpec front() const { return (*this)[0]; }
   TrialSpec back() const { return (*this)[size() - 1]; }
   Iterator begin() const { return Iterator(this, 0); }

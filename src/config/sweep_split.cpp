@@ -113,7 +113,9 @@ std::vector<SweepPart> walked_parts(const SweepTrials& trials, std::string_view 
   std::vector<std::vector<std::size_t>> positions;
   std::map<std::string, std::size_t> index_of_value;
   for (std::size_t position = 0; position < trials.size(); ++position) {
-    std::string value = value_text(trials[position], which);
+    const std::optional<TrialSpec> trial = trials.made(position);
+    if (!trial) continue;  // in no part: it never runs
+    std::string value = value_text(*trial, which);
     auto [found, added] = index_of_value.try_emplace(value, parts.size());
     if (added) {
       parts.push_back(new_part(field, std::move(value)));

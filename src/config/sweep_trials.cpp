@@ -62,6 +62,13 @@ TrialSpec SweepTrials::at(std::size_t position) const {
     throw std::out_of_range(fmt::format("SweepTrials::at: position {} of {} trials", position, size()));
   return source_->at(position);
 }
+std::optional<TrialSpec> SweepTrials::made(std::size_t position) const {
+  try {
+    return source_->at(position);
+  } catch (const ConfigError&) {
+    return std::nullopt;
+  }
+}
 bool SweepTrials::duplicates_known() const { return source_->duplicates_known(); }
 std::optional<SweepTrials::Axis> SweepTrials::axis(std::string_view field) const { return source_->axis(field); }
 

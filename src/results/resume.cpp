@@ -81,7 +81,9 @@ ResumePlan plan_resume(const SweepTrials& trials, const std::vector<TrialRow>& r
   std::unordered_map<std::string, std::int32_t> next_attempt;
   std::size_t count = 0;
   for (std::size_t position = 0; position < trials.size(); ++position) {
-    const TrialSpec trial = trials[position];
+    const std::optional<TrialSpec> made = trials.made(position);
+    if (!made) continue;  // the scheduler skips it, and says why
+    const TrialSpec& trial = *made;
     if (!history.contains(trial.id) && !orphans.contains(trial.id)) {
       ++count;
       continue;

@@ -114,8 +114,8 @@ WaitingCosts waiting_costs(const SweepTrials& trials, const PendingTrials& pendi
   // duplicates counted: an upper bound, as the progress lines' total).
   std::size_t position = 0;
   for (; position < trials.size() && costs.first.size() < kCostedWaitingTrials; ++position) {
-    const TrialSpec trial = trials[position];
-    if (pending.runs(trial.id)) costs.first.push_back(trial_cost(trial, limits));
+    const std::optional<TrialSpec> trial = trials.made(position);
+    if (trial && pending.runs(trial->id)) costs.first.push_back(trial_cost(*trial, limits));
   }
   const std::size_t count = pending.count(trials.size());
   if (position >= trials.size() || count <= costs.first.size()) return costs;
@@ -123,8 +123,8 @@ WaitingCosts waiting_costs(const SweepTrials& trials, const PendingTrials& pendi
   const std::size_t rest = trials.size() - position;
   const std::size_t step = std::max<std::size_t>(rest / kSampledWaitingTrials, 1);
   for (std::size_t at = position; at < trials.size(); at += step) {
-    const TrialSpec trial = trials[at];
-    if (pending.runs(trial.id)) costs.beyond_sample.push_back(trial_cost(trial, limits));
+    const std::optional<TrialSpec> trial = trials.made(at);
+    if (trial && pending.runs(trial->id)) costs.beyond_sample.push_back(trial_cost(*trial, limits));
   }
   return costs;
 }

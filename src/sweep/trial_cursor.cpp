@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -63,14 +64,16 @@ std::optional<Job> TrialCursor::next() {
   if (pending_.listed()) return next_listed();
   while (position_ < trials_.size()) {
     const std::size_t position = position_++;
-    TrialSpec trial = trials_[position];
+    std::optional<TrialSpec> made = made_trial(position);
+    if (!made) continue;
+    TrialSpec trial = std::move(*made);
     if (!pending_.runs(trial.id)) continue;
     if (check_ids_ && !handed_.insert(id_bits(trial.id))) {
-      if (++skipped_total_ <= kNotedDuplicates)
+      if (++noted_ <= kNotedDuplicates)
         skipped_.notes.push_back(fmt::format(
             "{} has the id {} of a trial handed out before (the same trial defined twice, or, rarely, a different "
             "one whose 48-bit id is the same); it does not run again{}",
-            trial.origin, trial.id, skipped_total_ == kNotedDuplicates ? "; further ones are counted, not named" : ""));
+            trial.origin, trial.id, noted_ == kNotedDuplicates ? "; further ones are counted, not named" : ""));
       ++skipped_.count;
       if (left_ > 0) --left_;
       continue;
@@ -88,6 +91,23 @@ void report_skipped(TrialCursor& cursor, ProgressReporter* progress) {
   if (progress == nullptr || skipped.count == 0) return;
   for (const std::string& note : skipped.notes) progress->note(note);
   progress->trials_skipped(skipped.count);
+}
+
+std::optional<TrialSpec> TrialCursor::made_trial(std::size_t position) {
+  try {
+    return trials_[position];
+  } catch (const ConfigError& error) {
+    // A sweep too large to make every trial when it was read: values wrong
+    // only together (an MLP's empty hidden list from two grid axes) are
+    // found here. That trial does not run; the sweep goes on.
+    if (++noted_ <= kNotedDuplicates)
+      skipped_.notes.push_back(fmt::format("trial {} of the sweep cannot be made, and does not run: {}{}", position + 1,
+                                           error.what(),
+                                           noted_ == kNotedDuplicates ? "; further ones are counted, not named" : ""));
+    ++skipped_.count;
+    if (left_ > 0) --left_;
+    return std::nullopt;
+  }
 }
 
 TrialCursor::Skipped TrialCursor::take_skipped() { return std::exchange(skipped_, {}); }

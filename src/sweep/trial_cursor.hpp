@@ -42,7 +42,8 @@ class TrialCursor {
   // The next attempt to run, or nullopt when there are no more. A trial of
   // a large sweep whose id was handed out before is skipped, and noted:
   // what another place of the sweep defines too, or, since ids are 48-bit
-  // hashes, another trial with the same id (docs/sweep.md, "Large sweeps").
+  // hashes, another trial with the same id (docs/sweep.md, "Large sweeps");
+  // so is one whose values are wrong only together (its sweep-file error).
   std::optional<Job> next();
   // Attempts not handed out yet; an upper bound where a large sweep's
   // duplicates are not known.
@@ -58,6 +59,8 @@ class TrialCursor {
 
  private:
   std::optional<Job> next_listed();
+  // Trial `position`, or nullopt (noted) when its values are wrong together.
+  std::optional<TrialSpec> made_trial(std::size_t position);
 
   const SweepTrials& trials_;
   const PendingTrials& pending_;
@@ -66,7 +69,7 @@ class TrialCursor {
   bool check_ids_ = false;  // the sweep's duplicates are not known
   TrialIdSet handed_;
   Skipped skipped_;
-  std::size_t skipped_total_ = 0;
+  std::size_t noted_ = 0;  // skipped trials named so far
 };
 
 // The cursor's skipped trials onto the progress lines (when there are any).

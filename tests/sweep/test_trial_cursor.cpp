@@ -87,6 +87,36 @@ TEST(TrialCursor, ALargeSweepsDuplicatesRunOnceWithANote) {
   EXPECT_THAT(skipped.notes.back(), HasSubstr("further ones are counted"));
 }
 
+// A large sweep is not made trial by trial when read: values wrong only
+// together (an MLP with no hidden layer, from two grid axes, neither at its
+// first or last value) are found when handed out. Those trials do not run and
+// are named; the others run (the user's sweep goes on, as for a crash).
+TEST(TrialCursor, ALargeSweepsTrialsWrongOnlyTogetherAreSkippedAndNamed) {
+  std::string text =
+      "[defaults]\nchannels = [4]\n[grid]\nmodel = [\"cnn\", \"mlp\"]\nhidden = [[8], [], [16]]\nbatch_size = [";
+  for (int k = 1; k <= 30'000; ++k) text += fmt::format("{}{}", k == 1 ? "" : ", ", k);
+  text += "]\n";
+  const SweepSpec sweep = parse_sweep(text, "together.toml");  // each value alone is fine
+  ASSERT_EQ(sweep.trials.size(), 180'000U);
+  ASSERT_FALSE(sweep.trials.made(120'000).has_value()) << "mlp, no hidden layer";
+  const PendingTrials pending;
+  TrialCursor cursor(sweep.trials, pending);
+  std::size_t jobs = 0;
+  while (std::optional<Job> job = cursor.next()) {
+    ++jobs;
+    EXPECT_FALSE(job->trial.model == ModelKind::mlp && job->trial.hidden.empty());
+  }
+  EXPECT_EQ(jobs, 150'000U);
+  const TrialCursor::Skipped skipped = cursor.take_skipped();
+  EXPECT_EQ(skipped.count, 30'000U);
+  ASSERT_EQ(skipped.notes.size(), TrialCursor::kNotedDuplicates);
+  EXPECT_THAT(skipped.notes.front(), HasSubstr("trial 120001 of the sweep cannot be made, and does not run"));
+  EXPECT_THAT(skipped.notes.front(), HasSubstr("an MLP needs at least one hidden layer"));
+  // A resume walks past them too.
+  const ResumePlan plan = plan_resume(sweep.trials, {}, {}, 0, 1, LostAttempts::rank_died);
+  EXPECT_EQ(plan.pending.count(sweep.trials.size()), 150'000U);
+}
+
 // A resume's PendingTrials: done trials skipped, the others at their next attempt.
 TEST(TrialCursor, AResumeSkipsDoneTrialsAndRunsTheOthersAtTheirNextAttempt) {
   const SweepSpec sweep = parse_sweep("[grid]\nbatch_size = [8, 16, 32, 64]\n", "c.toml");
