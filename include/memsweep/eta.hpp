@@ -43,11 +43,6 @@ struct TrialCost {
 // from the same fields (its placeholders), its ratio fitted apart.
 TrialCost trial_cost(const TrialSpec& trial, ExampleLimits limits);
 
-// The costs of `pending` (indices into `trials`), in the order the
-// scheduler hands them out.
-std::vector<TrialCost> pending_costs(std::span<const TrialSpec> trials, std::span<const PendingTrial> pending,
-                                     ExampleLimits limits);
-
 // The trials a run will hand out, as the ETA sees them: the first ones in
 // dispatch order, each costed; of a large sweep, the rest as a count and a
 // sample spread over them (costing 10^7 trials would take a minute).

@@ -138,7 +138,7 @@ enum class Verbosity { quiet, normal, verbose };
 class ProgressReporter {
  public:
   using Clock = std::chrono::steady_clock;
-  // `pending`: the trials to run, in dispatch order (pending_costs(), eta.hpp).
+  // `pending`: the trials to run, in dispatch order (waiting_costs().first, eta.hpp).
   ProgressReporter(std::ostream& out, Verbosity verbosity, std::vector<TrialCost> pending, int workers);
   // Of a sweep too large to cost each trial (waiting_costs()): a trial
   // beyond the costed ones is costed when it starts, on `limits`.

@@ -94,15 +94,6 @@ TrialCost trial_cost(const TrialSpec& trial, ExampleLimits limits) {
   return cost;
 }
 
-std::vector<TrialCost> pending_costs(std::span<const TrialSpec> trials, std::span<const PendingTrial> pending,
-                                     ExampleLimits limits) {
-  std::vector<TrialCost> costs;
-  costs.reserve(pending.size());
-  for (const PendingTrial& trial : pending)
-    if (trial.index < trials.size()) costs.push_back(trial_cost(trials[trial.index], limits));
-  return costs;
-}
-
 WaitingCosts waiting_costs(const SweepTrials& trials, const PendingTrials& pending, ExampleLimits limits) {
   WaitingCosts costs;
   if (const auto& listed = pending.listed()) {

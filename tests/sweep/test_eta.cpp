@@ -104,7 +104,7 @@ TEST(TrialCost, RealDatasetsUseTheirPublishedSizesAndProgramsTheirTrainer) {
 TEST(TrialCost, PendingCostsFollowTheDispatchOrder) {
   const std::vector<TrialSpec> trials = {synthetic_trial(1), synthetic_trial(3)};
   const std::vector<PendingTrial> pending = {{.index = 1, .attempt = 0}, {.index = 0, .attempt = 2}};
-  const std::vector<TrialCost> costs = pending_costs(trials, pending, {});
+  const std::vector<TrialCost> costs = waiting_costs(trials, pending, {}).first;
   ASSERT_EQ(costs.size(), 2u);
   EXPECT_EQ(costs[0].epochs, 3);
   EXPECT_EQ(costs[1].epochs, 1);

@@ -56,7 +56,7 @@ TEST(ProgressReporter, EtaFromThePlannedTrialsWork) {
   std::vector<TrialSpec> trials = make_trials(3);
   trials[2].hidden = {1600};
   trials[2].id = trial_id(trials[2]);
-  const std::vector<TrialCost> costs = pending_costs(trials, all_pending(3, 0), {});
+  const std::vector<TrialCost> costs = waiting_costs(trials, all_pending(3, 0), {}).first;
   std::ostringstream out;
   ProgressReporter progress(out, Verbosity::normal, costs, 1);
   progress.trial_started(trials[0], 0, 1);
