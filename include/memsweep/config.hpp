@@ -6,6 +6,7 @@
 #include "memsweep/dataset_spec.hpp"
 #include "memsweep/error.hpp"
 #include "memsweep/optimizer_spec.hpp"
+#include "memsweep/search_spec.hpp"
 #include "memsweep/training_spec.hpp"
 
 #include <cstdint>
@@ -63,6 +64,18 @@ inline constexpr std::size_t kMaxParamsJsonBytes = 512;
 // The trainer column's value for memsweep's own trainer.
 inline constexpr std::string_view kBuiltinTrainer = "memsweep";
 
+// A trial that is a probe of a search ([search], search_spec.hpp): which
+// search, its number in it, the axis value it trains and the limit it must
+// train within. The limit is part of the trial's id (the same values under
+// two limits are two trials); the rest is bookkeeping.
+struct SearchPoint {
+  std::int32_t search = 0;
+  std::int32_t probe = 0;
+  std::int64_t value = 0;
+  std::uint64_t limit_bytes = 0;
+  bool full = true;  // trains the configuration's own epochs
+};
+
 // One trial, fully resolved: every field has a value.
 struct TrialSpec {
   std::string id;  // stable: a hash of canonical_text(), see below
@@ -86,6 +99,7 @@ struct TrialSpec {
   std::string origin;                                      // where the file defines it, e.g. "sweep.toml:12 grid[3]"
   std::optional<ProgramSpec> program;                      // nullopt: memsweep's own trainer
   std::vector<std::pair<std::string, ParamValue>> params;  // sorted by name
+  std::optional<SearchPoint> search;                       // a search's probe
 
   // "memsweep", or the program's name.
   std::string_view trainer() const { return program ? std::string_view(program->name) : kBuiltinTrainer; }
@@ -261,6 +275,9 @@ struct SweepSpec {
   // (mem_budget, timeout) and the sweep's name; with the expansion rules'
   // version. Empty for a sweep not read from a file.
   std::string definition;
+  // [search]: the trials above are its configurations (the axis at the
+  // range's low end), each searched at each limit (docs/search.md).
+  std::optional<SearchSpec> search;
   // The part of a split sweep these trials are (SweepPart::name(),
   // "dataset=mnist"); empty for the whole sweep.
   std::string part;
@@ -291,6 +308,12 @@ SweepSpec load_sweep_file(const std::filesystem::path& path);
 
 // The same, from text; `source_name` is used in messages.
 SweepSpec parse_sweep(std::string_view text, const std::string& source_name);
+
+// Configuration `configuration`'s probe: the axis at `point.value`, the
+// limit as its memory budget (the trial's own, if smaller, stays), the
+// epochs of a probe (probe_epochs) unless `point.full`, and the id made
+// again. Throws ConfigError when the value makes no valid trial.
+TrialSpec search_trial(const TrialSpec& configuration, const SearchSpec& search, const SearchPoint& point);
 
 // One field of a trial described outside a sweep file, by its [[trial]]
 // key ("dataset", "hidden", "batch_size", ...), with a text, a whole number

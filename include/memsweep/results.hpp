@@ -29,7 +29,7 @@
 
 namespace memsweep {
 
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 // The oldest version readers still read (columns added later read as their
 // "not measured" value); only the current one is written or resumed.
 inline constexpr int kOldestReadableSchemaVersion = 1;
@@ -126,7 +126,71 @@ struct TrialRow {
   std::int64_t rss_peak_hwm_sum = -1;  // the sum of each process's own peak (VmHWM): the tree's peak at most
   std::int64_t process_peak_max = -1;  // the largest single process's peak (VmHWM, wait4's ru_maxrss)
   std::int32_t bad_event_lines = 0;    // a program's events lines that were not understood
+  // The search the trial is a probe of (schema 6; rows of older files and
+  // of trials outside searches read the defaults): SearchRow::search, the
+  // probe's number in it from 0, the axis value, the limit in bytes, and
+  // whether it trained the configuration's own epochs (1: a verification,
+  // or a probe as long as the trial) or probe_epochs (0).
+  std::int32_t search = -1;
+  std::int32_t probe = -1;
+  std::int64_t axis_value = -1;
+  std::int64_t search_limit = -1;
+  std::int32_t full_run = -1;
+  // 1: the program said it ran out of memory (an events line
+  // {"out_of_memory": ...}, a GPU's included); 0: not (schema 6).
+  std::int32_t reported_oom = 0;
 };
+
+// One row of /searches (schema 6): one configuration's search at one limit,
+// written when the search ends. Sizes in bytes; -1 where there is none.
+inline constexpr std::size_t kAxisChars = 64;
+struct SearchRow {
+  std::int32_t search = 0;         // configuration × limits + limit index
+  std::int32_t configuration = 0;  // the configuration's position (`memsweep plan`'s, from 0)
+  std::int32_t limit_index = 0;    // into [search] limit
+  std::int32_t run = 0;            // the run that ended it
+  // The configuration: trial_row_for() of it, with the axis at the range's low end.
+  FixedString<kTrialIdChars> configuration_id{};
+  FixedString<kNameChars> trainer{};
+  FixedString<kNameChars> dataset{};
+  FixedString<kNameChars> model{};
+  FixedString<kNameChars> optimizer{};
+  double learning_rate = 0.0;
+  std::int32_t epochs = 0;
+  std::int32_t batch_size = 0;
+  std::int32_t depth = 0;
+  std::array<std::int32_t, kMaxHiddenLayers> hidden{};
+  std::array<std::int32_t, kMaxConvBlocks> channels{};
+  std::int32_t repeat = 0;
+  FixedString<kParamsChars> params{};
+  FixedString<kDefinitionChars> definition{};  // the configuration's canonical text
+  FixedString<kAxisChars> axis{};
+  std::int64_t range_low = 0;
+  std::int64_t range_high = 0;
+  std::int64_t limit = 0;                // bytes
+  FixedString<kNameChars> enforced_by{};  // cgroup2, cgroup1 or budget: how the limit held the trials
+  FixedString<kNameChars> strategy{};
+  FixedString<kNameChars> status{};  // a search_status name
+  std::int64_t fits = -1;            // the answer: the largest value that trained within the limit
+  std::int32_t fits_verified = 0;    // 1: `fits` trained to the end (its own epochs)
+  std::int64_t does_not_fit = -1;    // the smallest value seen not to fit
+  double fit_a_mib = -1.0;           // peak = a + b × value, fitted on the probes that fit; -1: no fit
+  double fit_b_mib = -1.0;           // MiB per unit of the axis
+  std::int64_t predicted = -1;       // the estimate's answer, built-in trials only
+  std::int32_t trials = 0;           // trials the search used
+  double seconds = 0.0;              // its trials' wall time, summed
+  FixedString<kMessageChars> message{};
+};
+static_assert(std::is_trivially_copyable_v<SearchRow>);
+
+// SearchRow::status.
+namespace search_status {
+inline constexpr std::string_view kFound = "found";              // fits and does_not_fit within the resolution
+inline constexpr std::string_view kBelowRange = "below_range";   // even the range's low end does not fit
+inline constexpr std::string_view kAboveRange = "above_range";   // the range's high end fits
+inline constexpr std::string_view kStopped = "stopped";          // max_trials reached first
+inline constexpr std::string_view kFailed = "failed";            // a trial failed for another reason than memory
+}  // namespace search_status
 
 // TrialRow::end_cause: why the trial's process ended.
 namespace end_cause {

@@ -177,6 +177,8 @@ class ResultStore {
   // has nothing else to do, so that its rows do not wait for the next call.
   void write_waiting_samples();
   void append_epoch(const EpochRow& row);
+  // A search's row of /searches (schema 6), flushed: durable when it returns.
+  void append_search(const SearchRow& row);
   void flush();
   // Rewrites this run's row of /runs with `end_state` and the time now, and
   // flushes: durable when it returns.
@@ -186,6 +188,7 @@ class ResultStore {
   // For resume: what is already there.
   std::vector<TrialRow> read_trials() const;
   std::vector<RunRow> read_runs() const;
+  std::vector<SearchRow> read_searches() const;
   std::vector<SeriesSummary> scan_series() const;  // one per (trial id, attempt) present in /samples
 
  private:
@@ -212,6 +215,8 @@ class ResultReader {
   // Rows [first, first + count) of /trials (clamped to the end).
   std::vector<TrialRow> trials(std::uint64_t first, std::uint64_t count) const;
   std::vector<EpochRow> epochs() const;
+  // /searches; empty for a file before schema 6.
+  std::vector<SearchRow> searches() const;
   // The whole messages of /messages; empty for a file before schema 5.
   // whole_message(row, messages()) gives a row's.
   TrialMessages messages() const;

@@ -118,6 +118,8 @@ class ResultSink {
   // every sample row given before it: a row never stands in the file
   // without its series.
   virtual void trial(const TrialRow& row, const std::string& message) = 0;
+  // A search's row (/searches), when it ends: durable when it returns.
+  virtual void search(const SearchRow& row) { (void)row; }
   // Called by rank 0 about every 100 ms, whether or not messages arrive:
   // rows that have waited long enough in memory go to the file, so that
   // killing rank 0 loses seconds of samples at most.
