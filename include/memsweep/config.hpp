@@ -312,7 +312,7 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name);
 // Configuration `configuration`'s probe: the axis at `point.value`, the
 // limit as its memory budget (the trial's own, if smaller, stays), the
 // epochs of a probe (probe_epochs) unless `point.full`, and the id made
-// again. Throws ConfigError when the value makes no valid trial.
+// again. The value is within the axis's range ([search] checked it).
 TrialSpec search_trial(const TrialSpec& configuration, const SearchSpec& search, const SearchPoint& point);
 
 // One field of a trial described outside a sweep file, by its [[trial]]

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -111,6 +112,17 @@ MemoryEstimate estimate_from_trainer_memory(const TrainerMemory& memory);
 // This is the prediction of the trial's peak − baseline; the dataset is not in it.
 // When the floor alone exceeds kEstimateLimitBytes, the floor (at_least set).
 MemoryEstimate estimate_trial(const TrialSpec& trial, ExampleCounts counts);
+
+// The estimate along a [search]'s axis for a built-in trial: footprint ≈
+// intercept + slope × value, through the estimates at the range's low end
+// and a value above it. nullopt for a program's trial (memsweep cannot
+// build its network) or where the estimate is only a floor.
+struct AxisEstimate {
+  double intercept = 0.0;  // bytes
+  double slope = 0.0;      // bytes per unit of the axis
+};
+std::optional<AxisEstimate> estimate_along_axis(const TrialSpec& configuration, const SearchSpec& search,
+                                                ExampleCounts counts);
 
 // estimate_trial for many trials, computed once per distinct shape (layers,
 // batch sizes, optimizer kind): a sweep has many trials of one shape, and

@@ -12,8 +12,10 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace memsweep {
@@ -98,5 +100,20 @@ struct SearchStep {
 // search) asks for a k-section of the bracket.
 SearchStep next_probes(const SearchSettings& settings, std::span<const ProbeResult> finished,
                        std::span<const NextProbe> running, int wanted);
+
+// ---- resume ---------------------------------------------------------------
+
+// What a results file already holds of a sweep's searches: a search's
+// state is a function of its probes' rows, so a resume replays it.
+struct SearchHistory {
+  std::vector<TrialRow> rows;  // the file's rows of probes (search >= 0), in file order
+  // By trial id: one past the largest attempt of a probe in the rows or
+  // in /samples (an attempt lost with its rank), its next attempt's number.
+  std::unordered_map<std::string, std::int32_t> next_attempt;
+  std::set<std::int32_t> written;  // searches that have their row in /searches
+};
+
+SearchHistory search_history(const std::vector<TrialRow>& rows, const std::vector<SeriesSummary>& series,
+                             const std::vector<SearchRow>& searches);
 
 }  // namespace memsweep

@@ -27,6 +27,7 @@ struct OpenedResults {
   PendingTrials pending;
   std::vector<CounterRequest> counter_columns;  // each from the source that served it on rank 0
   std::int32_t run_index = 0;                   // this invocation's row of /runs
+  SearchHistory search_history;                 // what the file holds of a [search]'s probes (a resume)
 };
 
 // What a rank's trial runner needs from the session.

@@ -17,6 +17,7 @@
 #include "memsweep/flush_interval.hpp"
 #include "memsweep/results.hpp"
 #include "memsweep/sample_chunk.hpp"
+#include "memsweep/search.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -213,12 +214,18 @@ struct SweepOptions {
   // runs again on another worker (docs/sweep.md, "A silent worker").
   std::chrono::milliseconds worker_silence = kDefaultWorkerSilence;
   std::optional<std::chrono::milliseconds> trial_timeout;
+  // [search] (docs/search.md): `trials` are its configurations, and rank 0
+  // makes each probe as results come in; every rank passes the same spec.
+  // Rank 0 also passes what the results file holds of the searches (a
+  // resume replays them); null: nothing yet.
+  const SearchSpec* search = nullptr;
+  const SearchHistory* search_history = nullptr;
 };
 
 struct SweepResult {
   std::size_t finished = 0;  // trial rows written in this run
   std::map<std::string, std::size_t> by_status;
-  std::size_t not_started = 0;  // pending trials left when the sweep stopped
+  std::size_t not_started = 0;  // pending trials left when the sweep stopped (of a search sweep: searches not ended)
   bool stopped = false;         // by a signal (on any rank)
   // Workers rank 0 gave up on (SweepOptions::worker_silence), in the order
   // it did; they are no longer in the sweep, so the job cannot end with the

@@ -302,7 +302,8 @@ class RunSteps final : public SessionSteps {
     return {.sink = &*sink_,
             .pending = std::move(opened.pending),
             .counter_columns = std::move(opened.counter_columns),
-            .run_index = store_->run_index()};
+            .run_index = store_->run_index(),
+            .search_history = std::move(opened.search_history)};
   }
 
   std::unique_ptr<TrialRunner> make_runner(const RunRow& run, const RunnerSetup& setup) override {

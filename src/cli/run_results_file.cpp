@@ -232,15 +232,27 @@ OpenedStore resume_results_file(const RunInput& input, const RunRow& run, Progre
   };
   ResultStore store =
       ResultStore::open_for_resume(input.settings.output, run, StoreOptions{.swmr = run.no_swmr == 0}, same_sweep);
-  const ResumePlan plan = plan_resume(input.sweep.trials, store.read_trials(), store.scan_series(),
-                                      input.settings.retry, store.run_index(), lost_attempts(store));
+  const std::vector<TrialRow> rows = store.read_trials();
+  const std::vector<SeriesSummary> series = store.scan_series();
+  const ResumePlan plan =
+      plan_resume(input.sweep.trials, rows, series, input.settings.retry, store.run_index(), lost_attempts(store));
   for (const TrialRecord& lost : plan.lost_rows) {
     store.append_trial(lost.row, lost.message);
     notes.note(fmt::format("trial {} attempt {}: {}", get_fixed(lost.row.trial_id), lost.row.attempt,
                            one_line_message(lost.message, kMessageChars)));
   }
-  notes.note(resume_note(input, plan, store.run_index()));
   OpenedStore opened;
+  if (input.sweep.search) {
+    // A search's probes are not the sweep's trials (its configurations):
+    // the searches replay them instead (docs/search.md, "Resume").
+    opened.search_history = search_history(rows, series, store.read_searches());
+    notes.note(fmt::format("resuming {} (run {}): {} probe rows of {} searches, {} of them ended",
+                           input.settings.output.string(), store.run_index(), opened.search_history.rows.size(),
+                           input.sweep.trials.size() * input.sweep.search->limits.size(),
+                           opened.search_history.written.size()));
+  } else {
+    notes.note(resume_note(input, plan, store.run_index()));
+  }
   opened.pending = plan.pending;
   opened.counter_columns = counter_requests(store.header());
   opened.store.emplace(std::move(store));

@@ -52,6 +52,7 @@ struct OpenedStore {
   std::optional<ResultStore> store;
   PendingTrials pending;
   std::vector<CounterRequest> counter_columns;  // each from the source that served it on rank 0
+  SearchHistory search_history;                 // a resume's, of a sweep with [search]
 };
 
 // Rank 0 before the sweep: the results file created (with `run`, the row

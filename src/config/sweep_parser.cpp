@@ -5,6 +5,7 @@
 #include "config/expand.hpp"
 #include "config/nesting.hpp"
 #include "config/program_fields.hpp"
+#include "config/search_section.hpp"
 #include "config/sweep_file_reader.hpp"
 #include "config/toml_access.hpp"
 
@@ -26,7 +27,8 @@ constexpr std::string_view kHdf5Signature{"\x89HDF\r\n\x1a\n", 8};
 
 using namespace config_detail;
 
-const std::vector<std::string_view> kSections{"sweep", "sampler", "programs", "defaults", "trial", "grid", "random"};
+const std::vector<std::string_view> kSections{"sweep", "sampler", "programs", "defaults",
+                                              "trial", "grid",    "random",   "search"};
 const std::vector<std::string_view> kSweepKeys{"name", "seed", "repeats"};
 const std::vector<std::string_view> kSamplerKeys{"interval_ms", "events", "counter_source"};
 
@@ -239,7 +241,7 @@ std::string canonical_grid(const TomlTable& grid) {
 std::string definition_of(const TomlTable& top, const SweepSpec& spec) {
   constexpr std::string_view kExpansionRules = "memsweep sweep definition 1";
   std::string text = fmt::format("{}\nseed={}\nrepeats={}\n", kExpansionRules, spec.seed, spec.repeats);
-  for (const std::string_view section : {"defaults", "trial", "grid", "random", "programs"}) {
+  for (const std::string_view section : {"defaults", "trial", "grid", "random", "programs", "search"}) {
     const auto it = top.find(std::string(section));
     if (it == top.end()) continue;
     fmt::format_to(std::back_inserter(text), "[{}]", section);
@@ -373,6 +375,11 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
   Place defaults_place;
   if (const TomlTable* table = section(top, "defaults", source_name, &defaults_place))
     defaults = table_draft(*table, defaults_place);
+  spec.search = read_search_section(top, source_name);
+  if (spec.search) {
+    reject_axis_in_sections(top, *spec.search, source_name);
+    give_axis_its_low_end(defaults, *spec.search);
+  }
 
   const TrialSections sections = trial_sections(top, source_name);
   count_trials(sections, spec.repeats, source_name);

@@ -102,6 +102,8 @@ std::string TrialSpec::canonical_text() const {
   // id, is what it was before programs existed.
   if (program) text += program_canonical_text(*this);
   if (!params.empty()) text += ";params=" + params_json();
+  // A search's probe: the same values under another limit are another trial.
+  if (search) fmt::format_to(out, FMT_COMPILE(";search_limit={}"), search->limit_bytes);
   return text;
 }
 

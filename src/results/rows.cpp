@@ -133,6 +133,13 @@ TrialRow trial_row_for(const TrialSpec& trial, int attempt) {
   set_fixed(row.definition, trial.canonical_text());
   set_fixed(row.trainer, trial.trainer());
   set_fixed(row.params, trial.params_json());
+  if (trial.search) {
+    row.search = trial.search->search;
+    row.probe = trial.search->probe;
+    row.axis_value = trial.search->value;
+    row.search_limit = static_cast<std::int64_t>(trial.search->limit_bytes);
+    row.full_run = trial.search->full ? 1 : 0;
+  }
   return row;
 }
 

@@ -31,6 +31,12 @@ std::optional<ProgramEvent> parse_event_line(std::string_view line) {
     const auto it = object.find(key);
     return it == object.end() ? nullptr : &*it;
   };
+  if (const auto* what = member("out_of_memory")) {
+    if (!what->is_string()) return std::nullopt;
+    event.kind = ProgramEvent::Kind::out_of_memory;
+    event.what = what->get<std::string>();
+    return event;
+  }
   if (const auto* parameters = member("parameters")) {
     const auto count = whole(*parameters);
     if (!count || *count < 0) return std::nullopt;
@@ -138,6 +144,7 @@ void EventLineReader::take_line(std::string_view line) {
       return;
     }
     case ProgramEvent::Kind::model_size: progress_.model_size = event; return;
+    case ProgramEvent::Kind::out_of_memory: progress_.out_of_memory = event->what; return;
   }
 }
 

@@ -21,18 +21,21 @@ inline constexpr int kEventsFd = 3;
 
 // One understood line.
 struct ProgramEvent {
-  enum class Kind { train, eval, epoch_end, model_size };
+  enum class Kind { train, eval, epoch_end, model_size, out_of_memory };
   Kind kind = Kind::train;
   std::int32_t epoch = 0;                    // train, epoch_end
   double loss = 0.0;                         // epoch_end
   double accuracy = -1.0;                    // epoch_end; -1: not given
   std::int64_t parameters = 0;               // model_size
   std::int64_t activations_per_example = 0;  // model_size; 0: not given
+  std::string what;                          // out_of_memory: what ran out ("cuda", any text)
 };
 
 // Pure. {"epoch": E, "phase": "train"}, {"phase": "eval"}, {"epoch": E,
 // "loss": L, "accuracy": A} (accuracy optional, in [0, 1]), {"parameters":
-// N, "activations_per_example": M} (M optional). Other keys are ignored;
+// N, "activations_per_example": M} (M optional), {"out_of_memory": WHAT}
+// (a string: the program caught its own out-of-memory error, a GPU's
+// included, which a search counts as not fitting). Other keys are ignored;
 // nullopt for anything else (not JSON, not an object, a wrong type, an
 // epoch below 1, a negative count).
 std::optional<ProgramEvent> parse_event_line(std::string_view line);
@@ -43,6 +46,7 @@ struct ProgramProgress {
   double last_loss = -1.0;
   double last_accuracy = -1.0;
   std::optional<ProgramEvent> model_size;
+  std::optional<std::string> out_of_memory;  // what the program said ran out
   std::int32_t bad_lines = 0;
   std::string first_bad_line;  // cut, for the one report of them
 };

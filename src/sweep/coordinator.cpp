@@ -19,6 +19,7 @@
 #include "common/duration_text.hpp"
 #include "sweep/protocol.hpp"
 #include "sweep/roles.hpp"
+#include "sweep/search_board.hpp"
 #include "sweep/trial_cursor.hpp"
 
 #include <fmt/format.h>
@@ -28,6 +29,7 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace memsweep::detail {
 namespace {
@@ -56,7 +58,7 @@ class Coordinator {
   Coordinator(Communicator& comm, const SweepTrials& trials, const PendingTrials& pending, ResultSink& sink,
               const SweepOptions& options)
       : comm_(comm),
-        cursor_(trials, pending),
+        source_(make_job_source(trials, pending, options, comm.size() - 1)),
         sink_(sink),
         options_(options),
         workers_(comm.size() - 1),
@@ -71,6 +73,7 @@ class Coordinator {
   }
 
   SweepResult run() {
+    write_ended_searches();  // a resume's searches that its file's rows already end
     while (waiting_.size() + result_.silent_ranks.size() < static_cast<std::size_t>(workers_)) {
       if (!stopping_ && stop_requested(options_)) {
         result_.stopped = true;
@@ -81,7 +84,7 @@ class Coordinator {
     }
     for (const int worker : waiting_) send_empty(comm_, worker, tag::kFinish);
     for (const auto& queue : queues_) result_.not_started += queue.size();
-    result_.not_started += cursor_.left();
+    result_.not_started += source_->left();
     // Every worker has its FINISH: now the sink's failure can end rank 0.
     if (sink_failure_) throw SinkFailure(sink_failure_);
     return result_;
@@ -133,12 +136,12 @@ class Coordinator {
   std::optional<Job> take(int worker) {
     std::deque<Job>& queue = queue_for(worker);
     if (queue.empty() && queues_.size() == 1) {
-      std::optional<Job> job = cursor_.next();
+      std::optional<Job> job = source_->next();
       report_skipped();
       return job;
     }
     while (queue.empty()) {
-      std::optional<Job> job = cursor_.next();
+      std::optional<Job> job = source_->next();
       report_skipped();
       if (!job) return std::nullopt;
       deal(std::move(*job));
@@ -157,19 +160,24 @@ class Coordinator {
     }
   }
 
-  void report_skipped() { detail::report_skipped(cursor_, options_.progress); }
+  void report_skipped() { detail::report_skipped(*source_, options_.progress); }
 
   void answer_request(int worker) {
     std::optional<Job> job = stopping_ ? std::nullopt : take(worker);
     if (!job) {
-      waiting_.push_back(worker);
+      // A search waiting for its running probes may have work for this
+      // worker once one of them ends.
+      if (!stopping_ && source_->waits())
+        idle_.push_back(worker);
+      else
+        waiting_.push_back(worker);
       return;
     }
     const std::size_t slot = static_cast<std::size_t>(worker);
     AttemptWatch& watch = watches_[slot];
     watch.assigned = watch.heard = Clock::now();
     watch.series.emplace(job->trial.id, job->attempt.attempt);
-    const Assignment assignment{.index = job->attempt.index, .attempt = job->attempt.attempt};
+    const Assignment assignment = assignment_of(*job);
     comm_.send(worker, tag::kAssign, payload_of(assignment));
     if (options_.progress != nullptr) options_.progress->trial_started(job->trial, job->attempt.attempt, worker);
     busy_[slot] = std::move(job);
@@ -188,6 +196,23 @@ class Coordinator {
     if (sink_failure_) return;
     count_row(result_, row);
     if (options_.progress != nullptr) options_.progress->trial_finished(row);
+    source_->finished(row);
+    write_ended_searches();
+    serve_idle_workers();
+  }
+
+  void write_ended_searches() {
+    for (const SearchRow& row : source_->take_ended()) {
+      write([&] { sink_.search(row); });
+      if (options_.progress != nullptr) options_.progress->note(search_note(row));
+    }
+  }
+
+  // Workers that asked while every search waited: a result may have given
+  // them work, or ended the sweep.
+  void serve_idle_workers() {
+    std::vector<int> idle = std::exchange(idle_, {});
+    for (const int worker : idle) answer_request(worker);
   }
 
   // The busy worker's samples of its attempt, summed as the store's scan
@@ -229,7 +254,10 @@ class Coordinator {
     const auto grace = options_.worker_silence;
     for (int worker = 1; worker < comm_.size(); ++worker) {
       const std::size_t slot = static_cast<std::size_t>(worker);
-      if (silent_[slot] || std::find(waiting_.begin(), waiting_.end(), worker) != waiting_.end()) continue;
+      // A worker waiting for an answer sends nothing, and is not silent.
+      if (silent_[slot] || std::find(waiting_.begin(), waiting_.end(), worker) != waiting_.end() ||
+          std::find(idle_.begin(), idle_.end(), worker) != idle_.end())
+        continue;
       const AttemptWatch& watch = watches_[slot];
       if (now - watch.heard <= grace) continue;
       if (!busy_[slot]) {
@@ -280,8 +308,10 @@ class Coordinator {
     ++job.attempt.attempt;
     queue.push_front(std::move(job));
     redistribute_queue_of(worker);
-    // A worker already waiting for FINISH takes it at once.
-    if (!stopping_ && !waiting_.empty()) {
+    // A worker already waiting (for a search's result, or for FINISH) takes it at once.
+    if (!stopping_ && !idle_.empty()) {
+      serve_idle_workers();
+    } else if (!stopping_ && !waiting_.empty()) {
       const int idle = waiting_.back();
       waiting_.pop_back();
       answer_request(idle);
@@ -333,6 +363,8 @@ class Coordinator {
   void begin_stop() {
     if (stopping_) return;
     stopping_ = true;
+    waiting_.insert(waiting_.end(), idle_.begin(), idle_.end());
+    idle_.clear();
     // The mark first: under mpirun the signal may mean a rank died, and the
     // job may be killed a second later. A send to that dead rank can block
     // or end this one (Open MPI's errors are fatal), and without the mark a
@@ -344,12 +376,13 @@ class Coordinator {
   }
 
   Communicator& comm_;
-  TrialCursor cursor_;
+  std::unique_ptr<JobSource> source_;
   std::size_t dealt_ = 0;  // static dispatch: trials dealt so far
   ResultSink& sink_;
   const SweepOptions& options_;
   int workers_;
   std::vector<int> waiting_;  // workers that have asked and will get nothing more but FINISH
+  std::vector<int> idle_;     // workers that have asked while every search waited for results
   bool stopping_ = false;
   std::vector<std::deque<Job>> queues_;
   std::vector<std::optional<Job>> busy_;  // by rank: the trial it runs

@@ -1,4 +1,5 @@
 #include "sweep/protocol.hpp"
+#include "sweep/trial_cursor.hpp"
 
 #include <fmt/format.h>
 
@@ -196,6 +197,34 @@ SetupMessage decode_setup_message(std::string_view bytes) {
   }
   reader.expect_end();
   return message;
+}
+
+Assignment assignment_of(const Job& job) {
+  Assignment assignment{.index = job.attempt.index, .attempt = job.attempt.attempt};
+  if (const std::optional<SearchPoint>& point = job.trial.search) {
+    assignment.search = point->search;
+    assignment.value = point->value;
+    assignment.limit_bytes = point->limit_bytes;
+    assignment.probe = point->probe;
+    assignment.full = point->full ? 1 : 0;
+  }
+  return assignment;
+}
+
+TrialSpec assigned_trial(const Assignment& assignment, const SweepTrials& trials, const SearchSpec* search) {
+  if (assignment.index >= trials.size())
+    throw std::runtime_error("sweep protocol: rank 0 assigned trial " + std::to_string(assignment.index) + " of " +
+                             std::to_string(trials.size()));
+  // Made here from its position: no rank holds the sweep's list.
+  TrialSpec trial = trials[assignment.index];
+  if (assignment.search < 0) return trial;
+  if (search == nullptr) throw std::runtime_error("sweep protocol: rank 0 assigned a search's probe to a sweep without one");
+  return search_trial(trial, *search,
+                      SearchPoint{.search = assignment.search,
+                                  .probe = assignment.probe,
+                                  .value = assignment.value,
+                                  .limit_bytes = assignment.limit_bytes,
+                                  .full = assignment.full != 0});
 }
 
 }  // namespace memsweep::detail

@@ -41,11 +41,22 @@ inline constexpr int kFinish = 13;  // empty: no more trials, return (always the
 std::string tag_name(int tag);
 
 struct Assignment {
-  std::uint64_t index = 0;  // into the trials every rank holds
+  std::uint64_t index = 0;  // into the trials every rank holds (a search's: its configurations)
   std::int32_t attempt = 0;
-  std::int32_t reserved = 0;  // keeps the struct free of padding bytes
+  // A search's probe (SearchPoint): search -1 for none. The worker makes
+  // the probe from its configuration, as rank 0 did (search_trial()).
+  std::int32_t search = -1;
+  std::int64_t value = 0;
+  std::uint64_t limit_bytes = 0;
+  std::int32_t probe = 0;
+  std::int32_t full = 1;
 };
-static_assert(std::is_trivially_copyable_v<Assignment> && sizeof(Assignment) == 16);
+static_assert(std::is_trivially_copyable_v<Assignment> && sizeof(Assignment) == 40);
+
+struct Job;
+Assignment assignment_of(const Job& job);
+// The trial `assignment` names, made from `trials` (and `search`, for a probe).
+TrialSpec assigned_trial(const Assignment& assignment, const SweepTrials& trials, const SearchSpec* search);
 
 // Rows per SAMPLES message: large enough that a message's fixed cost is
 // small next to its rows, small enough to stay a modest buffer (224-byte

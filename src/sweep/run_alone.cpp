@@ -3,6 +3,7 @@
 // locking: the trial's rows reach it through run_streamed_trial's queue).
 
 #include "sweep/roles.hpp"
+#include "sweep/search_board.hpp"
 #include "sweep/streamed_trial.hpp"
 #include "sweep/trial_cursor.hpp"
 
@@ -41,13 +42,21 @@ SweepResult run_alone(Communicator& comm, const SweepTrials& trials, const Pendi
       .chunks = {},  // and the rank writes its rows itself: nothing to compress for another
   };
 
+  const std::unique_ptr<JobSource> source = make_job_source(trials, pending, options, 1);
+  const auto write_ended_searches = [&] {
+    for (const SearchRow& row : source->take_ended()) {
+      sink.search(row);
+      if (options.progress != nullptr) options.progress->note(search_note(row));
+    }
+  };
+  write_ended_searches();  // a resume's searches that its file's rows already end
+
   TrialThread trial_thread;
-  TrialCursor cursor(trials, pending);
   for (;;) {
     see_stop();
     if (stop_seen) break;
-    const std::optional<Job> job = cursor.next();
-    report_skipped(cursor, options.progress);
+    const std::optional<Job> job = source->next();
+    report_skipped(*source, options.progress);
     if (!job) break;
     const std::int32_t attempt = job->attempt.attempt;
     if (options.progress != nullptr) options.progress->trial_started(job->trial, attempt, comm.rank());
@@ -56,8 +65,10 @@ SweepResult run_alone(Communicator& comm, const SweepTrials& trials, const Pendi
     sink.trial(record.row, record.message);
     count_row(result, record.row);
     if (options.progress != nullptr) options.progress->trial_finished(record.row);
+    source->finished(record.row);
+    write_ended_searches();
   }
-  result.not_started = cursor.left();
+  result.not_started = source->left();
   result.stopped = stop_seen;
   return result;
 }

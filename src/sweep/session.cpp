@@ -190,16 +190,32 @@ class Session {
     if (run_.trial_timeout > 0) options.trial_timeout = limit_milliseconds(run_.trial_timeout);
     options.stop = &stop;
     options.progress = root_ ? &progress : nullptr;
+    if (steps_.sweep().search) {
+      options.search = &*steps_.sweep().search;
+      if (root_) options.search_history = &opened_.search_history;
+    }
     return options;
+  }
+
+  // Only rank 0 reports; the others would cost trials for nothing. A
+  // search's trials are made as it goes: its count is what the searches
+  // may use at most, and its ETA takes them as alike.
+  ProgressReporter progress_reporter(const ExampleLimits& limits) const {
+    const SweepSpec& sweep = steps_.sweep();
+    if (sweep.search)
+      return ProgressReporter(std::cerr, steps_.verbosity(),
+                              sweep.trials.size() * sweep.search->limits.size() *
+                                  static_cast<std::size_t>(sweep.search->max_trials),
+                              workers());
+    return ProgressReporter(std::cerr, steps_.verbosity(),
+                            root_ ? waiting_costs(sweep.trials, opened_.pending, limits) : WaitingCosts{}, workers(),
+                            limits);
   }
 
   SweepResult sweep(TrialRunner* runner, std::int32_t run_index, const std::atomic<bool>& stop) {
     const ExampleLimits limits{static_cast<std::size_t>(run_.max_train_examples),
                                static_cast<std::size_t>(run_.max_test_examples)};
-    // Only rank 0 reports; the others would cost trials for nothing.
-    ProgressReporter progress(std::cerr, steps_.verbosity(),
-                              root_ ? waiting_costs(steps_.sweep().trials, opened_.pending, limits) : WaitingCosts{},
-                              workers(), limits);
+    ProgressReporter progress = progress_reporter(limits);
     try {
       return run_sweep(comm_, steps_.sweep().trials, opened_.pending, runner, opened_.sink,
                        sweep_options(run_index, stop, progress));

@@ -86,8 +86,8 @@ std::optional<Job> TrialCursor::next() {
   return std::nullopt;
 }
 
-void report_skipped(TrialCursor& cursor, ProgressReporter* progress) {
-  const TrialCursor::Skipped skipped = cursor.take_skipped();
+void report_skipped(JobSource& source, ProgressReporter* progress) {
+  const JobSource::Skipped skipped = source.take_skipped();
   if (progress == nullptr || skipped.count == 0) return;
   for (const std::string& note : skipped.notes) progress->note(note);
   progress->trials_skipped(skipped.count);
@@ -110,6 +110,6 @@ std::optional<TrialSpec> TrialCursor::made_trial(std::size_t position) {
   }
 }
 
-TrialCursor::Skipped TrialCursor::take_skipped() { return std::exchange(skipped_, {}); }
+JobSource::Skipped TrialCursor::take_skipped() { return std::exchange(skipped_, {}); }
 
 }  // namespace memsweep::detail

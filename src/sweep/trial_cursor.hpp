@@ -7,6 +7,7 @@
 #include "memsweep/sweep.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,10 +32,36 @@ class TrialIdSet {
 
 struct Job {
   PendingTrial attempt;
-  TrialSpec trial;
+  TrialSpec trial;  // a search's probe has its SearchPoint
 };
 
-class TrialCursor {
+// Where rank 0 takes the attempts it hands out: the sweep's trials in
+// order (TrialCursor), or probes made as a search's results come in
+// (SearchBoard, search_board.hpp).
+class JobSource {
+ public:
+  virtual ~JobSource() = default;
+  // The next attempt to run; nullopt when there is none now.
+  virtual std::optional<Job> next() = 0;
+  // Whether an attempt may come later although next() has none now: a
+  // search waits for its running probes' results.
+  virtual bool waits() const { return false; }
+  // A handed-out attempt's row, as rank 0 records it.
+  virtual void finished(const TrialRow& row) { (void)row; }
+  // What is still to hand out (an upper bound): attempts, or searches not ended.
+  virtual std::size_t left() const = 0;
+  // What was skipped since the last call: how many, and a note on each of
+  // the first few.
+  struct Skipped {
+    std::size_t count = 0;
+    std::vector<std::string> notes;
+  };
+  virtual Skipped take_skipped() { return {}; }
+  // Searches that ended since the last call: their rows of /searches.
+  virtual std::vector<SearchRow> take_ended() { return {}; }
+};
+
+class TrialCursor final : public JobSource {
  public:
   // Both are kept by reference: they outlive the sweep.
   TrialCursor(const SweepTrials& trials, const PendingTrials& pending);
@@ -44,17 +71,13 @@ class TrialCursor {
   // what another place of the sweep defines too, or, since ids are 48-bit
   // hashes, another trial with the same id (docs/sweep.md, "Large sweeps");
   // so is one whose values are wrong only together (its sweep-file error).
-  std::optional<Job> next();
+  std::optional<Job> next() override;
   // Attempts not handed out yet; an upper bound where a large sweep's
   // duplicates are not known.
-  std::size_t left() const { return left_; }
-  // What was skipped since the last call: how many, and a note on each of
-  // the first kNotedDuplicates of the sweep (then one on how many more).
-  struct Skipped {
-    std::size_t count = 0;
-    std::vector<std::string> notes;
-  };
-  Skipped take_skipped();
+  std::size_t left() const override { return left_; }
+  // A note on each of the first kNotedDuplicates of the sweep (then one on
+  // how many more).
+  Skipped take_skipped() override;
   static constexpr std::size_t kNotedDuplicates = 10;
 
  private:
@@ -72,7 +95,12 @@ class TrialCursor {
   std::size_t noted_ = 0;  // skipped trials named so far
 };
 
-// The cursor's skipped trials onto the progress lines (when there are any).
-void report_skipped(TrialCursor& cursor, ProgressReporter* progress);
+// The source's skipped trials onto the progress lines (when there are any).
+void report_skipped(JobSource& source, ProgressReporter* progress);
+
+// The sweep's source of attempts: a SearchBoard for a [search]
+// (options.search), else a TrialCursor. `workers`: the ranks that train.
+std::unique_ptr<JobSource> make_job_source(const SweepTrials& trials, const PendingTrials& pending,
+                                           const SweepOptions& options, int workers);
 
 }  // namespace memsweep::detail

@@ -89,12 +89,7 @@ SweepResult run_worker(Communicator& comm, const SweepTrials& trials, TrialRunne
       return result;
     }
     const Assignment job = payload_as<Assignment>(answer);
-    if (job.index >= trials.size()) {
-      throw std::runtime_error("sweep protocol: rank 0 assigned trial " + std::to_string(job.index) + " of " +
-                               std::to_string(trials.size()));
-    }
-    // Made here from its position: no rank holds the sweep's list.
-    const TrialSpec trial = trials[job.index];
+    const TrialSpec trial = assigned_trial(job, trials, options.search);
     const TrialRecord record = run_streamed_trial(
         trial_thread, runner, trial, trial_context(comm, host, job.attempt, options), options.flush_interval, hooks);
     comm.send(0, tag::kRecord, record_payload(record));
