@@ -64,7 +64,8 @@ class Drawn:
     """A figure that was written: its path (the record is a path-like, so `open(drawn)` works), the factor its
     colours stand for and their levels, the factor its panels split by, each panel's x scale as (scale, base),
     the data colours found on the canvas before saving, whether an evaluation phase was shaded, the title and
-    the texts on it, and notes (warnings) the reader should see beside it."""
+    the texts on it, and notes (warnings) the reader should see beside it. `panels`: what each panel of a
+    search figure holds, read from its artists (search_capacity)."""
     path: str
     factor: str = None
     levels: list = field(default_factory=list)
@@ -75,6 +76,7 @@ class Drawn:
     notes: list = field(default_factory=list)
     title: str = ""
     texts: list = field(default_factory=list)
+    panels: list = field(default_factory=list)
 
     def __fspath__(self):
         return self.path
@@ -600,21 +602,21 @@ def search_capacity(searches, trials, out, setups=None):
             if kind == tables.DOES_NOT_FIT:
                 y = y.fillna(limit)  # killed before its peak was read: at least the limit
             y = y.dropna()
-            ax.scatter(values[y.index], y, marker=marker, color=colour, s=28, zorder=3,
+            ax.scatter(values[y.index], y, marker=marker, color=colour, s=28, zorder=3, gid=kind,
                        label=name if kind not in labelled else None)
             labelled.add(kind)
         xs = [float(v) for v in values[values >= 0]]
         xs += [float(search[c]) for c in ("fits", "does_not_fit") if search[c] >= 0]
         if search["fit_a_mib"] >= 0 and search["fit_b_mib"] >= 0 and xs:
             x = np.linspace(min(xs), max(xs), 50)
-            ax.plot(x, search["fit_a_mib"] + search["fit_b_mib"] * x, color="black", linewidth=1,
+            ax.plot(x, search["fit_a_mib"] + search["fit_b_mib"] * x, color="black", linewidth=1, gid="fit",
                     linestyle="-.", label="fit a + b·x" if "fit" not in labelled else None)
             labelled.add("fit")
-        ax.axhline(limit, color="grey", linestyle="--", linewidth=1,
+        ax.axhline(limit, color="grey", linestyle="--", linewidth=1, gid="limit",
                    label="limit" if "limit" not in labelled else None)
         labelled.add("limit")
         if search["fits"] >= 0:
-            ax.axvline(float(search["fits"]), color="tab:green", linestyle=":", linewidth=1.2,
+            ax.axvline(float(search["fits"]), color="tab:green", linestyle=":", linewidth=1.2, gid="answer",
                        label="answer" if "answer" not in labelled else None)
             labelled.add("answer")
         answer = f"{int(search['fits'])}{'' if int(search['fits_verified']) == 1 else ' (unverified)'}" \
@@ -643,4 +645,24 @@ def search_capacity(searches, trials, out, setups=None):
         notes.append(f"The figure shows the first {len(shown)} of {len(order)} searches (configurations × limits); "
                      f"the table lists them all.")
     figure.suptitle(f"Peak RSS against the searched value{more}", fontsize=10)
-    return _save(figure, out, facet="search", levels=[int(s) for s in shown["search"]], notes=notes)
+    panels = [_search_panel(axes[i // across][i % across], int(search)) for i, search in enumerate(shown["search"])]
+    return _save(figure, out, facet="search", levels=[int(s) for s in shown["search"]], notes=notes,
+                 panels=panels)
+
+
+def _search_panel(ax, search):
+    """What a search panel holds, read from its artists: {search, kind: [(x, y MiB)] for each kind of point,
+    fit: [(x, y)] of the fitted line's ends or None, limit: MiB, answer: x or None}."""
+    panel = {"search": search, "fit": None, "limit": None, "answer": None}
+    for kind in SEARCH_STYLES:
+        panel[kind] = sorted((float(x), float(y)) for c in ax.collections if c.get_gid() == kind
+                             for x, y in c.get_offsets())
+    for line in ax.lines:
+        xs, ys = line.get_xdata(), line.get_ydata()
+        if line.get_gid() == "fit":
+            panel["fit"] = [(float(xs[0]), float(ys[0])), (float(xs[-1]), float(ys[-1]))]
+        elif line.get_gid() == "limit":
+            panel["limit"] = float(ys[0])
+        elif line.get_gid() == "answer":
+            panel["answer"] = float(xs[0])
+    return panel
