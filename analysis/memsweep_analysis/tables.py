@@ -289,7 +289,7 @@ def capacity_table(searches):
         "configuration": order["configuration"].astype(int).to_numpy() + 1,
         "configuration_id": order["configuration_id"].to_numpy(),
         "setup": search_setups(order).to_numpy(),
-        "limit": order["limit"].astype(np.int64).to_numpy(),
+        "limit": order["limit"].fillna(-1).astype(np.int64).to_numpy(),
         "axis": order["axis"].to_numpy(),
         "answer": answer(order["fits"]),
         "verified": (order["fits_verified"].astype(int) == 1).to_numpy() & (order["fits"] >= 0).to_numpy(),
