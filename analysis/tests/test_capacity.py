@@ -73,8 +73,9 @@ def test_the_capacity_table_from_the_rows(searched):
 
 
 def test_the_setup_leaves_out_the_axis_field():
+    configurations = [("mnist", 8), ("cifar-10", 16)]
     searches = pd.DataFrame([dict(file="f", search=i, configuration=i, limit_index=0, axis="width", dataset=d,
-                                  model="mlp", hidden=[w]) for i, (d, w) in enumerate([("mnist", 8), ("cifar-10", 16)])])
+                                  model="mlp", hidden=[w]) for i, (d, w) in enumerate(configurations)])
     assert tables.search_setups(searches).tolist() == ["dataset mnist", "dataset cifar-10"]
 
 
