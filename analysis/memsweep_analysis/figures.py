@@ -28,6 +28,8 @@ from matplotlib.colors import to_hex  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import ScalarFormatter  # noqa: E402
 
+from . import tables  # noqa: E402
+
 WIDTH_IN, HEIGHT_IN, DPI = 8, 5, 100
 MIB = 2 ** 20
 
@@ -62,7 +64,8 @@ class Drawn:
     """A figure that was written: its path (the record is a path-like, so `open(drawn)` works), the factor its
     colours stand for and their levels, the factor its panels split by, each panel's x scale as (scale, base),
     the data colours found on the canvas before saving, whether an evaluation phase was shaded, the title and
-    the texts on it, and notes (warnings) the reader should see beside it."""
+    the texts on it, and notes (warnings) the reader should see beside it. `panels`: what each panel of a
+    search figure holds, read from its artists (search_capacity)."""
     path: str
     factor: str = None
     levels: list = field(default_factory=list)
@@ -73,6 +76,7 @@ class Drawn:
     notes: list = field(default_factory=list)
     title: str = ""
     texts: list = field(default_factory=list)
+    panels: list = field(default_factory=list)
 
     def __fspath__(self):
         return self.path
@@ -553,3 +557,112 @@ def _colours():
     # grey is left out: it is the colour of reference lines, not of a level
     return ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink",
             "tab:olive", "tab:cyan", "navy"] * 10
+
+
+# A search's figure: one panel per search (configuration × limit), at most this many (3 across, 2 down).
+MAX_SEARCH_PANELS = 6
+SEARCH_STYLES = {"fits": ("o", "tab:green", "fits"), "does not fit": ("X", "tab:red", "does not fit"),
+                 "other": ("s", "tab:purple", "failed otherwise")}
+
+
+def search_capacity(searches, trials, out, setups=None):
+    """Peak RSS against the axis value for each search (a row of load's `searches`), one panel per search in
+    the order of the files, configurations and limits (the first MAX_SEARCH_PANELS; the title and a note say
+    how many were left out): the search's trial rows (its `search` in its file) as points, those that fit
+    (tables.probe_outcomes: ok within the limit) and those that did not (over budget, OOM-killed, an
+    out-of-memory the program reported, ok past the limit) in markers of their own, and the rest (failed
+    otherwise) in a third; a row that did not fit and has no peak is drawn at the limit. Then the fitted line
+    a + b·x (fit_a_mib, fit_b_mib) where the search has one, the limit as a horizontal dashed line and the
+    answer (fits) as a vertical dotted one. The axis stays linear, so that the fitted line is straight. A reason
+    (no file) when there is no search.
+
+    `setups`: {search index in `searches`: text} for the panels' titles (tables.search_setups)."""
+    if searches.empty:
+        return "no search in the results files"
+    order = searches.assign(_file=pd.Categorical(searches["file"], categories=list(dict.fromkeys(searches["file"]))))
+    order = order.sort_values(["_file", "configuration", "limit_index", "search"], kind="stable")
+    shown = order.iloc[:MAX_SEARCH_PANELS]
+    left_out = len(order) - len(shown)
+    across = min(3, len(shown))
+    down = (len(shown) + across - 1) // across
+    figure, axes = _new_figure(down, across)
+    labelled = set()
+    for index, (key, search) in enumerate(shown.iterrows()):
+        ax = axes[index // across][index % across]
+        rows = tables.search_trials(trials, search)
+        limit = float(search["limit"]) / MIB
+        values = pd.to_numeric(rows["axis_value"], errors="coerce")
+        peaks = pd.to_numeric(rows["rss_peak"], errors="coerce") / MIB
+        outcome = tables.probe_outcomes(rows) if len(rows) else pd.Series(dtype=object)
+        for kind, (marker, colour, name) in SEARCH_STYLES.items():
+            mine = (outcome == kind) & (values >= 0)
+            if not mine.any():
+                continue
+            y = peaks[mine]
+            if kind == tables.DOES_NOT_FIT:
+                y = y.fillna(limit)  # killed before its peak was read: at least the limit
+            y = y.dropna()
+            ax.scatter(values[y.index], y, marker=marker, color=colour, s=28, zorder=3, gid=kind,
+                       label=name if kind not in labelled else None)
+            labelled.add(kind)
+        xs = [float(v) for v in values[values >= 0]]
+        xs += [float(search[c]) for c in ("fits", "does_not_fit") if search[c] >= 0]
+        if search["fit_a_mib"] >= 0 and search["fit_b_mib"] >= 0 and xs:
+            x = np.linspace(min(xs), max(xs), 50)
+            ax.plot(x, search["fit_a_mib"] + search["fit_b_mib"] * x, color="black", linewidth=1, gid="fit",
+                    linestyle="-.", label="fit a + b·x" if "fit" not in labelled else None)
+            labelled.add("fit")
+        ax.axhline(limit, color="grey", linestyle="--", linewidth=1, gid="limit",
+                   label="limit" if "limit" not in labelled else None)
+        labelled.add("limit")
+        if search["fits"] >= 0:
+            ax.axvline(float(search["fits"]), color="tab:green", linestyle=":", linewidth=1.2, gid="answer",
+                       label="answer" if "answer" not in labelled else None)
+            labelled.add("answer")
+        answer = f"{int(search['fits'])}{'' if int(search['fits_verified']) == 1 else ' (unverified)'}" \
+            if search["fits"] >= 0 else "none"
+        setup = (setups or {}).get(key, "")
+        ax.set_title(f"#{int(search['configuration']) + 1} {setup}\n≤ {tables.size_text(search['limit'])}: "
+                     f"{answer} ({search['status']})", fontsize=7)
+        ax.set_xlabel(str(search["axis"]), fontsize=7)
+        if index % across == 0:
+            ax.set_ylabel("peak RSS, MiB", fontsize=7)
+        ax.tick_params(labelsize=6)
+        ax.grid(True, alpha=0.3)
+    for index in range(len(shown), down * across):
+        axes[index // across][index % across].set_axis_off()
+    handles, names = [], []
+    for ax in figure.axes:
+        for handle, name in zip(*ax.get_legend_handles_labels()):
+            handles.append(handle)
+            names.append(name)
+    if handles:
+        axes[0][0].legend(handles, names, fontsize=6)
+    notes = []
+    more = ""
+    if left_out:
+        more = f" (first {len(shown)} of {len(order)} searches)"
+        notes.append(f"The figure shows the first {len(shown)} of {len(order)} searches (configurations × limits); "
+                     f"the table lists them all.")
+    figure.suptitle(f"Peak RSS against the searched value{more}", fontsize=10)
+    panels = [_search_panel(axes[i // across][i % across], int(search)) for i, search in enumerate(shown["search"])]
+    return _save(figure, out, facet="search", levels=[int(s) for s in shown["search"]], notes=notes,
+                 panels=panels)
+
+
+def _search_panel(ax, search):
+    """What a search panel holds, read from its artists: {search, kind: [(x, y MiB)] for each kind of point,
+    fit: [(x, y)] of the fitted line's ends or None, limit: MiB, answer: x or None}."""
+    panel = {"search": search, "fit": None, "limit": None, "answer": None}
+    for kind in SEARCH_STYLES:
+        panel[kind] = sorted((float(x), float(y)) for c in ax.collections if c.get_gid() == kind
+                             for x, y in c.get_offsets())
+    for line in ax.lines:
+        xs, ys = line.get_xdata(), line.get_ydata()
+        if line.get_gid() == "fit":
+            panel["fit"] = [(float(xs[0]), float(ys[0])), (float(xs[-1]), float(ys[-1]))]
+        elif line.get_gid() == "limit":
+            panel["limit"] = float(ys[0])
+        elif line.get_gid() == "answer":
+            panel["answer"] = float(xs[0])
+    return panel

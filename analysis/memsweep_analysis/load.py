@@ -1,7 +1,7 @@
-"""Read memsweep results files (docs/results-file.md, schemas 1 to 5) into pandas DataFrames.
+"""Read memsweep results files (docs/results-file.md, schemas 1 to 6) into pandas DataFrames.
 
 `load(*paths)` checks every file at once (an HDF5 file, `format` = "memsweep",
-`schema_version` 1 to 5, the four tables present, and /messages from schema 5) and reads only its root
+`schema_version` 1 to 6, the four tables present, and /messages from schema 5) and reads only its root
 attributes; each table is read from every file the first time its property
 is used, then kept. `load(big).trials` never touches /samples, and
 `samples_for(ids)` reads the samples of a few trials without converting the
@@ -14,9 +14,12 @@ not be measured") is NaN in the columns of unit bytes or events and in
 (presentation converts to MiB). /trials gains the columns of `trial_columns`,
 among them one per key of the trials' free parameters (`params`, schema 4).
 Columns a file's schema version does not have read as their "not measured"
-value (TRIAL_COLUMNS_OF_SCHEMA_3 and _4), so files of every version concatenate.
+value (TRIAL_COLUMNS_OF_SCHEMA_3, _4 and _6), so files of every version concatenate.
 /trials' `message` is the whole message: from /messages (schema 5), where
 /trials' own column holds only its first 256 bytes; older files have only that.
+
+`searches` is /searches (schema 6): one row per configuration and memory limit that a [search] searched
+(SearchRow's fields, search_columns); empty, with those columns, for files without the table.
 """
 
 import contextlib
@@ -40,12 +43,16 @@ import pandas as pd  # noqa: E402
 FORMAT = "memsweep"
 # Schema 2 added /samples' sys_total column, which nothing here needs (a schema 1 file's samples lack it);
 # schema 3 added the /trials columns of TRIAL_COLUMNS_OF_SCHEMA_3, schema 4 those of TRIAL_COLUMNS_OF_SCHEMA_4;
-# schema 5 the /messages table (messages whole).
-SCHEMA_VERSIONS = (1, 2, 3, 4, 5)
+# schema 5 the /messages table (messages whole); schema 6 the /searches table and the /trials columns of
+# TRIAL_COLUMNS_OF_SCHEMA_6.
+SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6)
 SCHEMA_VERSION = SCHEMA_VERSIONS[-1]
 TABLES = ("trials", "samples", "epochs", "runs")
 MESSAGES_TABLE = "messages"
 FIRST_SCHEMA_WITH_MESSAGES = 5
+# /searches (schema 6): one row per search (a configuration at one memory limit). Read where a file has it: a
+# file of an older schema has none, and the analysis has then no searches to show.
+SEARCHES_TABLE = "searches"
 MESSAGE_COLUMNS = ("trial_id", "attempt", "run", "piece", "text")
 
 # Statuses whose row is the trial's result; `interrupted` is the only one a
@@ -73,7 +80,12 @@ BUILTIN_TRAINER = "memsweep"
 NO_PARAMS = "{}"
 TRIAL_COLUMNS_OF_SCHEMA_4 = {"trainer": BUILTIN_TRAINER, "params": NO_PARAMS, "processes": -1,
                              "rss_peak_hwm_sum": math.nan, "process_peak_max": math.nan, "bad_event_lines": 0}
-ADDED_COLUMNS = {"trials": {**TRIAL_COLUMNS_OF_SCHEMA_3, **TRIAL_COLUMNS_OF_SCHEMA_4}}
+# The search a trial is a probe of (schema 6), as the rows of an older file read, and those of a trial outside
+# searches: no search (-1), no probe, no axis value, no limit (NaN, -1 bytes in a file), not known whether it ran
+# its full epochs (-1), no out-of-memory reported by its program (0).
+TRIAL_COLUMNS_OF_SCHEMA_6 = {"search": -1, "probe": -1, "axis_value": -1, "search_limit": math.nan,
+                             "full_run": -1, "reported_oom": 0}
+ADDED_COLUMNS = {"trials": {**TRIAL_COLUMNS_OF_SCHEMA_3, **TRIAL_COLUMNS_OF_SCHEMA_4, **TRIAL_COLUMNS_OF_SCHEMA_6}}
 
 # /trials' columns as the loader gives them (the file's, of schema 4, then the derived ones), before the
 # params columns: a params key named like one of them gets a column `param_<key>` (param_column_names).
@@ -83,7 +95,8 @@ FILE_TRIAL_COLUMNS = (
     "end_time", "wall_seconds", "rss_baseline", "rss_peak", "rss_mean", "rss_footprint", "sys_used_mean",
     "predicted_bytes", "epochs_done", "final_train_loss", "test_accuracy", "samples", "dropped_samples",
     "definition", "pid", "end_signal", "oom_killed", "end_cause", "isolation", "start_seconds", "cgroup_peak",
-    "trainer", "params", "processes", "rss_peak_hwm_sum", "process_peak_max", "bad_event_lines")
+    "trainer", "params", "processes", "rss_peak_hwm_sum", "process_peak_max", "bad_event_lines",
+    "search", "probe", "axis_value", "search_limit", "full_run", "reported_oom")
 DERIVED_TRIAL_COLUMNS = ("total_units", "max_width", "parameters", "final", "config", "run_command_line",
                          "channels_text", "shape", "trial_number")
 # The fields a trial's configuration is made of that are names, not numbers: categorical columns, their
@@ -96,8 +109,20 @@ KNOWN_TRIAL_COLUMNS = ("file", "sweep") + FILE_TRIAL_COLUMNS + DERIVED_TRIAL_COL
 PARAM_PREFIX = "param_"
 
 
+# /searches' columns (SearchRow, include/memsweep/results.hpp), as the loader gives them: text decoded, hidden
+# and channels as lists (padding dropped), `limit` in bytes; fits, does_not_fit and predicted are axis values
+# with -1 for none, fit_a_mib and fit_b_mib -1 for no fit, as the file holds them. Then `file` and `sweep`.
+SEARCH_COLUMNS = (
+    "search", "configuration", "limit_index", "run", "configuration_id", "trainer", "dataset", "model", "optimizer",
+    "learning_rate", "epochs", "batch_size", "depth", "hidden", "channels", "repeat", "params", "definition", "axis",
+    "range_low", "range_high", "limit", "enforced_by", "strategy", "status", "fits", "fits_verified", "does_not_fit",
+    "fit_a_mib", "fit_b_mib", "predicted", "trials", "seconds", "message")
+# SearchRow::status names (search_status).
+SEARCH_STATUSES = ("found", "below_range", "above_range", "stopped", "failed")
+
+
 class MemsweepFileError(ValueError):
-    """A file that is not a readable memsweep results file (schema 1 to 5); the message names it."""
+    """A file that is not a readable memsweep results file (schema 1 to 6); the message names it."""
 
 
 # What h5py raises when a file's bytes are not what HDF5 expects (a flipped byte, a cut file): OSError (data it
@@ -258,6 +283,7 @@ def _file_row(path, file):
         row[name] = list(row.get(name) or [])
     for table in TABLES:
         row[f"{table}_rows"] = int(file[table].shape[0])
+    row[f"{SEARCHES_TABLE}_rows"] = int(file[SEARCHES_TABLE].shape[0]) if SEARCHES_TABLE in file else 0
     return row
 
 
@@ -266,6 +292,7 @@ class Results:
 
     `files`: one row per file (its root attributes, `path`, row counts).
     `trials`, `samples`, `epochs`, `runs`: the tables of every file, concatenated.
+    `searches`: /searches of the files that have it (schema 6), concatenated; empty when none has.
     """
 
     def __init__(self, paths):
@@ -310,6 +337,18 @@ class Results:
         if "runs" not in self._cache:
             self._cache["runs"] = self._read("runs")
         return self._cache["runs"]
+
+    @property
+    def searches(self):
+        if "searches" not in self._cache:
+            frames = []
+            for path in self.paths:
+                with _reading(path, f"table /{SEARCHES_TABLE}"), _open(path) as file:
+                    if SEARCHES_TABLE in file:
+                        frames.append(_table_frame(path, self._sweeps[path], file[SEARCHES_TABLE]))
+            frame = _concat(frames) if frames else pd.DataFrame(columns=["file", "sweep", *SEARCH_COLUMNS])
+            self._cache["searches"] = search_columns(frame)
+        return self._cache["searches"]
 
     def _runs_for_trials(self):
         # /runs is a handful of rows; the trials need its command lines (counters' train sizes).
@@ -717,7 +756,7 @@ def trial_columns(trials, runs=None):
     (param_series, param_column_names; the map in attrs["param_columns"]).
     """
     trials = trials.copy()
-    for name, value in TRIAL_COLUMNS_OF_SCHEMA_4.items():
+    for name, value in {**TRIAL_COLUMNS_OF_SCHEMA_4, **TRIAL_COLUMNS_OF_SCHEMA_6}.items():
         if name not in trials.columns:  # a frame built by hand
             trials[name] = value
     trials["trainer"] = pd.Categorical([trainer_name(t) for t in trials["trainer"]])
@@ -752,6 +791,26 @@ def trial_columns(trials, runs=None):
     trials["shape"] = [synthetic_shape_text(d) for d in trials["definition"]]
     trials["trial_number"] = trial_numbers(trials)
     return categorical_columns(_add_param_columns(trials))
+
+
+def search_columns(searches):
+    """/searches as the loader gives it: rows never written (an empty status, as a killed non-SWMR writer leaves
+    them) dropped; hidden with `depth` widths and channels without their padding (lists, as /trials'), `trainer`
+    a name (empty: memsweep), `params` compact JSON ("{}" when none), and the columns of SEARCH_COLUMNS that a
+    frame lacks added with their "none" value."""
+    searches = searches.copy()
+    if "status" in searches.columns and len(searches):
+        searches = searches[searches["status"].astype(str) != ""].reset_index(drop=True)
+    if len(searches):
+        searches["hidden"] = [[int(w) for w in list(row)[:max(int(d), 0)]]
+                              for row, d in zip(searches["hidden"], searches["depth"])]
+        searches["channels"] = [[int(c) for c in row if c != 0] for row in searches["channels"]]
+        searches["trainer"] = [trainer_name(t) for t in searches["trainer"]]
+        searches["params"] = [canonical_params(t) for t in searches["params"]]
+    for name in SEARCH_COLUMNS:
+        if name not in searches.columns:
+            searches[name] = pd.Series(dtype=object)
+    return searches
 
 
 def synthetic_shape_text(definition):

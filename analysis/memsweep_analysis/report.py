@@ -355,6 +355,54 @@ def _pairs_layout(pairs):
     return shown
 
 
+def _capacity_layout(table):
+    """The capacity table as a reader reads it: the configuration (its number in the plan and id), what sets it
+    apart, the limit in MiB or GiB, the axis, the answer (verified: trained its full epochs), the smallest value
+    seen not to fit, the peak's MiB per unit of the axis, the trials and the status; the file when several."""
+    def answer(value, verified):
+        if pd.isna(value):
+            return "none"
+        return f"{int(value)} ({'verified' if verified else 'unverified'})"
+
+    shown = pd.DataFrame({"configuration": [f"#{n} {i}" for n, i in zip(table["configuration"],
+                                                                        table["configuration_id"])]})
+    if table["file"].nunique() > 1:
+        shown.insert(0, "file", table["file"].map(os.path.basename))
+    shown["setup"] = table["setup"]
+    shown["limit"] = table["limit"].map(tables.size_text)
+    shown["axis"] = table["axis"]
+    shown["answer"] = [answer(v, ok) for v, ok in zip(table["answer"], table["verified"])]
+    shown["smallest not fitting"] = ["" if pd.isna(v) else str(int(v)) for v in table["does_not_fit"]]
+    shown["MiB per unit"] = ["" if pd.isna(v) else cell(float(v)) for v in table["mib_per_unit"]]
+    if table["predicted"].notna().any():
+        shown["estimate's answer"] = ["" if pd.isna(v) else str(int(v)) for v in table["predicted"]]
+    shown["trials"] = table["trials"]
+    shown["status"] = table["status"]
+    return shown
+
+
+def _capacity_section(doc, results, trials, out_dir, written):
+    """The searches (schema 6): per configuration and memory limit, the largest axis value that trained within
+    the limit, and a figure of the searches' trials."""
+    searches = results.searches
+    table = tables.capacity_table(searches)
+    doc.heading("Capacity")
+    doc.paragraph("Per configuration and memory limit ([search]), the largest value of the axis that trained "
+                  "within the limit (the answer; verified: it trained the configuration's own epochs), the "
+                  "smallest value seen not to fit, and the peak's slope along the axis (peak = a + b × value, "
+                  "fitted on the values that fit; b in MiB per unit). Limits in MiB or GiB (2^30 bytes).")
+    doc.table(_capacity_layout(table))
+    said = [f"#{n} at {tables.size_text(limit)}: {status}: {message}" for n, limit, status, message in
+            zip(table["configuration"], table["limit"], table["status"], table["message"])
+            if status not in ("found",) and message]
+    doc.bullets(said)
+    for line in tables.answer_disagreements(searches, trials):
+        doc.paragraph(f"The file's tables disagree: {line}.", note=True)
+    setups = dict(zip(searches.index, tables.search_setups(searches)))
+    drawn = figures.search_capacity(searches, trials, os.path.join(out_dir, "capacity.png"), setups=setups)
+    _show_figure(doc, drawn, "peak RSS against the searched value", written)
+
+
 def _counters_section(doc, results, out_dir, train_examples, written):
     doc.heading("Counters against batch size")
     per_step = counters.counters_per_step(results, train_examples=train_examples)
@@ -411,6 +459,9 @@ def build_report(paths, out_dir, trials=None, paper_csv=None, train_examples=Non
     if not failed.empty:
         doc.heading("Trials that did not end ok")
         doc.table(failed)
+
+    if not results.searches.empty:
+        _capacity_section(doc, results, all_trials, out_dir, written)
 
     if len(trainers.trainers(all_trials)) > 1:
         _trainers_section(doc, all_trials, out_dir, written)

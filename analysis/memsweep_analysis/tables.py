@@ -214,3 +214,143 @@ def _beside_paper(table, paper, dataset):
     columns.insert(columns.index("trial") + 1, "paper_trial")
     columns.insert(columns.index("memory_used_mb"), "paper_memory_used_mb")
     return table[columns].reset_index(drop=True)
+
+
+# --- searches (schema 6): the capacity table ----------------------------------------------------------------
+
+GIB = float(2 ** 30)
+# A search's configuration as a reader tells configurations apart: these fields (those that differ between
+# the searched configurations are shown; the axis's own field is the search's, not the configuration's).
+SEARCH_CONFIGURATION_FIELDS = ("dataset", "model", "optimizer", "learning_rate", "epochs", "batch_size", "hidden",
+                               "channels", "trainer", "params")
+# The field an axis moves (`width`: every hidden layer's; `params.NAME`: a key of params).
+AXIS_FIELDS = {"batch_size": "batch_size", "epochs": "epochs", "width": "hidden"}
+# What a search's probe said about its value (probe_outcomes): the three kinds its figure draws.
+FITS, DOES_NOT_FIT, OTHER = "fits", "does not fit", "other"
+
+
+def size_text(size_bytes):
+    """A limit as a reader writes it: GiB from 1 GiB up, else MiB, with up to 4 significant digits."""
+    if size_bytes is None or pd.isna(size_bytes):
+        return ""
+    if size_bytes >= GIB:
+        return f"{size_bytes / GIB:.4g} GiB"
+    return f"{size_bytes / MIB:.4g} MiB"
+
+
+def _field_text(name, value):
+    if isinstance(value, (list, tuple)):
+        return "-".join(str(v) for v in value) or "(none)"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def search_setups(searches):
+    """Each search's configuration as short text: `name value` of the fields (SEARCH_CONFIGURATION_FIELDS) whose
+    values differ between the searched configurations, the axis's own field left out; the dataset and model
+    when none differs."""
+    if searches.empty:
+        return pd.Series(dtype=object)
+    configurations = searches.drop_duplicates(["file", "configuration"]) if "file" in searches.columns \
+        else searches.drop_duplicates("configuration")
+    varied = [name for name in SEARCH_CONFIGURATION_FIELDS if name in searches.columns and
+              configurations[name].map(lambda v: _field_text(name, v)).nunique() > 1]
+    shown = varied or [name for name in ("dataset", "model") if name in searches.columns]
+    texts = []
+    for _, row in searches.iterrows():
+        axis = str(row.get("axis", ""))
+        own = "params" if axis.startswith("params.") and varied == ["params"] else AXIS_FIELDS.get(axis)
+        parts = [f"{name} {_field_text(name, row[name])}" for name in shown if name != own]
+        texts.append(", ".join(parts))
+    return pd.Series(texts, index=searches.index, dtype=object)
+
+
+def capacity_table(searches):
+    """One row per search (configuration × limit), in the order of the files, configurations and limits, from
+    the /searches rows (load's `searches`): file, search, configuration (its number in the plan, from 1),
+    configuration_id, setup (search_setups), limit (bytes), axis, answer (the largest value that trained within
+    the limit; NA when none), verified (the answer trained its full epochs), does_not_fit (the smallest value
+    seen not to fit; NA when none), mib_per_unit (the fitted slope of the peak along the axis, MiB; NaN without
+    a fit), predicted (the estimate's answer; NA when none), trials, status and message."""
+    columns = ["file", "search", "configuration", "configuration_id", "setup", "limit", "axis", "answer",
+               "verified", "does_not_fit", "mib_per_unit", "predicted", "trials", "status", "message"]
+    if searches.empty:
+        return pd.DataFrame(columns=columns)
+    order = searches.assign(_file=pd.Categorical(searches["file"], categories=list(dict.fromkeys(searches["file"]))))
+    order = order.sort_values(["_file", "configuration", "limit_index", "search"], kind="stable")
+
+    def answer(values):
+        return pd.array([int(v) if v >= 0 else pd.NA for v in values], dtype="Int64")
+
+    table = pd.DataFrame({
+        "file": order["file"].to_numpy(),
+        "search": order["search"].astype(int).to_numpy(),
+        "configuration": order["configuration"].astype(int).to_numpy() + 1,
+        "configuration_id": order["configuration_id"].to_numpy(),
+        "setup": search_setups(order).to_numpy(),
+        "limit": order["limit"].fillna(-1).astype(np.int64).to_numpy(),
+        "axis": order["axis"].to_numpy(),
+        "answer": answer(order["fits"]),
+        "verified": (order["fits_verified"].astype(int) == 1).to_numpy() & (order["fits"] >= 0).to_numpy(),
+        "does_not_fit": answer(order["does_not_fit"]),
+        "mib_per_unit": order["fit_b_mib"].where(order["fit_b_mib"] >= 0).astype(float).to_numpy(),
+        "predicted": answer(order["predicted"]),
+        "trials": order["trials"].astype(int).to_numpy(),
+        "status": order["status"].to_numpy(),
+        "message": order["message"].to_numpy(),
+    }, columns=columns)
+    return table.reset_index(drop=True)
+
+
+def probe_outcomes(trials):
+    """What each trial row says about its search's limit (SearchRow's rule, search.hpp's probe_outcome):
+    FITS where it ended ok with its peak (rss_peak) within its limit (search_limit); DOES_NOT_FIT where it ended
+    over_budget, the OOM killer ended it, its program reported running out of memory, or it ended ok past the
+    limit; OTHER for the rest (failed for another reason, interrupted, no peak)."""
+    status = trials["status"].astype(str)
+    peak = pd.to_numeric(trials["rss_peak"], errors="coerce")
+    limit = pd.to_numeric(trials.get("search_limit", pd.Series(np.nan, index=trials.index)), errors="coerce")
+    zero = pd.Series(0, index=trials.index)
+    ok = status == "ok"
+    out_of_memory = ((status == "over_budget") | (trials.get("oom_killed", zero) == 1) |
+                     (trials.get("reported_oom", zero) == 1) | (ok & (peak > limit)))
+    fits = ok & (peak <= limit) & ~out_of_memory
+    outcome = np.where(out_of_memory, DOES_NOT_FIT, np.where(fits, FITS, OTHER))
+    return pd.Series(outcome, index=trials.index, dtype=object)
+
+
+def search_trials(trials, search):
+    """The trial rows of one search (a row of load's `searches`): its file's rows with that `search`."""
+    if "search" not in trials.columns:
+        return trials.iloc[0:0]
+    mine = trials["search"] == int(search["search"])
+    if "file" in trials.columns and "file" in search.index:
+        mine &= trials["file"] == search["file"]
+    return trials[mine]
+
+
+def answer_disagreements(searches, trials):
+    """Lines naming each found search (status `found`) whose answer (`fits`) is not the largest value its own
+    trial rows show fitting (trained in full, when the answer is verified), or whose `does_not_fit` is not the
+    smallest they show not fitting (probe_outcomes): the file's two tables disagree. Searches without trial rows
+    are not checked (a part's file may hold the search without them)."""
+    lines = []
+    for _, search in searches.iterrows():
+        rows = search_trials(trials, search)
+        if rows.empty or search["status"] != "found":
+            continue
+        outcome = probe_outcomes(rows)
+        values = pd.to_numeric(rows["axis_value"], errors="coerce")
+        fitting = values[(outcome == FITS) & (values >= 0)]
+        if int(search["fits_verified"]) == 1 and "full_run" in rows.columns:
+            fitting = fitting[rows.loc[fitting.index, "full_run"] == 1]
+        failing = values[(outcome == DOES_NOT_FIT) & (values >= 0)]
+        seen_fit = int(fitting.max()) if len(fitting) else -1
+        seen_not = int(failing.min()) if len(failing) else -1
+        said = (int(search["fits"]), int(search["does_not_fit"]))
+        if said != (seen_fit, seen_not):
+            lines.append(f"search {int(search['search'])} ({search['file']}): /searches says fits "
+                         f"{said[0]}, does not fit {said[1]}; its trials show {seen_fit} and {seen_not} "
+                         "(-1: none)")
+    return lines

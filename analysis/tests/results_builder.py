@@ -15,8 +15,8 @@ FNV-1a hash), so ids are those of a real sweep with the same trials.
 `len(hidden)`, `epochs_done` to `epochs`. Sample rows default to the first
 trial's id; a counter value is given under the counter's name.
 
-Files are of the current schema (5) unless `schema_version` asks for an
-older one (1 to 4): then the columns added since are left out, as that
+Files are of the current schema (6) unless `schema_version` asks for an
+older one (1 to 5): then the columns added since are left out, as that
 version's memsweep wrote them (ADDED_IN), and a row naming one is refused.
 Schema 5's /messages holds each trial's whole message in pieces of at most
 256 bytes cut on characters: `messages` maps a trial's index to its whole
@@ -38,6 +38,18 @@ parameters' in `;params=<JSON>`, so that the same hyperparameters trained by
 two trainers get two ids, as two trials of one sweep must (what the C++
 definition will hold for them is the config branch's; the analysis does not
 rely on either).
+
+Schema 6 adds /searches and the trial columns of a search's probes (`search`
+-1, `probe` -1, `axis_value` -1, `search_limit` -1, `full_run` -1 and
+`reported_oom` 0 by default: a trial outside searches). `searches` is a list
+of /searches rows (SearchRow's fields, include/memsweep/results.hpp), given
+like trial rows: only the fields a test cares about (complete_search fills
+the rest: the configuration's fields as a trial's defaults, its definition
+and configuration_id as the trial's would be). A schema 6 file always has
+/searches, empty when no search was given. A probe's default definition ends
+in `;search_limit=<bytes>` (the same values under two limits are two trials,
+as memsweep makes them; what the C++ text holds is the search branch's, and
+the analysis does not rely on it).
 """
 
 import json
@@ -56,7 +68,8 @@ EVENTS = "events"
 MAX_HIDDEN = 16
 MAX_CHANNELS = 8
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
+MAX_AXIS = 64
 MESSAGE_PIECE_BYTES = 256
 
 
@@ -113,6 +126,50 @@ TRIAL_COLUMNS = [
     ("rss_peak_hwm_sum", "<i8", BYTES),
     ("process_peak_max", "<i8", BYTES),
     ("bad_event_lines", "<i4", ONE),
+    ("search", "<i4", ONE),
+    ("probe", "<i4", ONE),
+    ("axis_value", "<i8", ONE),
+    ("search_limit", "<i8", BYTES),
+    ("full_run", "<i4", ONE),
+    ("reported_oom", "<i4", ONE),
+]
+
+# /searches (schema 6): SearchRow's fields in order.
+SEARCH_COLUMNS = [
+    ("search", "<i4", ONE),
+    ("configuration", "<i4", ONE),
+    ("limit_index", "<i4", ONE),
+    ("run", "<i4", ONE),
+    ("configuration_id", _text(12), TEXT),
+    ("trainer", _text(16), TEXT),
+    ("dataset", _text(16), TEXT),
+    ("model", _text(16), TEXT),
+    ("optimizer", _text(16), TEXT),
+    ("learning_rate", "<f8", ONE),
+    ("epochs", "<i4", ONE),
+    ("batch_size", "<i4", ONE),
+    ("depth", "<i4", ONE),
+    ("hidden", ("<i4", (MAX_HIDDEN,)), ONE),
+    ("channels", ("<i4", (MAX_CHANNELS,)), ONE),
+    ("repeat", "<i4", ONE),
+    ("params", _text(512), TEXT),
+    ("definition", _text(512), TEXT),
+    ("axis", _text(MAX_AXIS), TEXT),
+    ("range_low", "<i8", ONE),
+    ("range_high", "<i8", ONE),
+    ("limit", "<i8", BYTES),
+    ("enforced_by", _text(16), TEXT),
+    ("strategy", _text(16), TEXT),
+    ("status", _text(16), TEXT),
+    ("fits", "<i8", ONE),
+    ("fits_verified", "<i4", ONE),
+    ("does_not_fit", "<i8", ONE),
+    ("fit_a_mib", "<f8", "MiB"),
+    ("fit_b_mib", "<f8", "MiB"),
+    ("predicted", "<i8", ONE),
+    ("trials", "<i4", ONE),
+    ("seconds", "<f8", SECONDS),
+    ("message", _text(256), TEXT),
 ]
 
 SAMPLE_COLUMNS = [
@@ -173,7 +230,9 @@ ADDED_IN = {
                                        "start_seconds", "cgroup_peak")},
                **{name: 4 for name in ("trainer", "params", "processes", "rss_peak_hwm_sum", "process_peak_max",
                                        "bad_event_lines")},
-               "plan_index": 5},
+               "plan_index": 5,
+               **{name: 6 for name in ("search", "probe", "axis_value", "search_limit", "full_run",
+                                       "reported_oom")}},
     "samples": {"sys_total": 2, "phase": 5},
     "runs": {"end_time": 3, "end_state": 3,
              **{name: 5 for name in ("data_dirs", "max_train_examples", "max_test_examples", "threads",
@@ -225,6 +284,8 @@ DESCRIPTIONS = {
     "messages": "Trial messages whole: the pieces of each trial attempt's message, in order, of at most 256 bytes "
                 "each, cut on UTF-8 character boundaries; /trials' message column holds only a message's first "
                 "256 bytes.",
+    "searches": "One row per search: a configuration's largest axis value that trains within one memory limit "
+                "([search], docs/search.md).",
 }
 
 # (chunk rows, compression, shuffle) as docs/results-file.md "Storage" says;
@@ -235,6 +296,7 @@ STORAGE = {
     "epochs": (1024, None, False),
     "runs": (1, 1, False),
     "messages": (1, 1, False),
+    "searches": (1, 1, False),
 }
 
 
@@ -259,7 +321,18 @@ TRIAL_DEFAULTS = {
     "cgroup_peak": -1,
     "trainer": "memsweep", "params": "{}", "processes": 1, "rss_peak_hwm_sum": -1, "process_peak_max": -1,
     "bad_event_lines": 0,
+    "search": -1, "probe": -1, "axis_value": -1, "search_limit": -1, "full_run": -1, "reported_oom": 0,
 }
+
+SEARCH_DEFAULTS = {
+    "search": 0, "configuration": 0, "limit_index": 0, "run": 0, "axis": "batch_size", "range_low": 1,
+    "range_high": 1024, "limit": 512 * 2**20, "enforced_by": "cgroup2", "strategy": "model", "status": "found",
+    "fits": -1, "fits_verified": 0, "does_not_fit": -1, "fit_a_mib": -1.0, "fit_b_mib": -1.0, "predicted": -1,
+    "trials": 0, "seconds": 0.0, "message": "",
+}
+# The configuration's fields a search row shares with a trial row (their defaults are the trial's).
+SEARCH_CONFIGURATION_FIELDS = ("trainer", "dataset", "model", "optimizer", "learning_rate", "epochs", "batch_size",
+                               "hidden", "channels", "repeat", "params")
 
 SAMPLE_DEFAULTS = {"attempt": 0, "rank": 0, "epoch": 0, "phase": -1, "t": 0.0, "rss": 60 * 2**20, "anon_rss": 30 * 2**20,
                    "pss": -1, "sys_used": 800 * 2**20, "sys_total": 24 * 2**30, "sys_available": 20 * 2**30,
@@ -312,6 +385,8 @@ def canonical_text(row):
         text += f";trainer={row['trainer']}"
     if row.get("params", "{}") not in ("{}", ""):
         text += f";params={row['params']}"
+    if row.get("search", -1) >= 0:
+        text += f";search_limit={row['search_limit']}"
     return text
 
 
@@ -342,6 +417,19 @@ def complete_trial(given):
     row.setdefault("rss_footprint", row["rss_peak"] - row["rss_baseline"])
     row.setdefault("definition", canonical_text(row))
     row.setdefault("trial_id", trial_id_of(row["definition"]))
+    return row
+
+
+def complete_search(given):
+    """A /searches row with every field: the given ones, the configuration's as a trial's defaults, the rest
+    SEARCH_DEFAULTS; `definition` and `configuration_id` as the configuration's trial would have them."""
+    row = dict(SEARCH_DEFAULTS, **{name: TRIAL_DEFAULTS[name] for name in SEARCH_CONFIGURATION_FIELDS})
+    row.update(given)
+    row["params"] = params_text(row["params"])
+    row.setdefault("depth", len(row["hidden"]))
+    trial = {name: row[name] for name in SEARCH_CONFIGURATION_FIELDS}
+    row.setdefault("definition", canonical_text(dict(trial, seed=TRIAL_DEFAULTS["seed"])))
+    row.setdefault("configuration_id", trial_id_of(row["definition"]))
     return row
 
 
@@ -433,14 +521,17 @@ def _write_attribute(file, name, value):
 
 
 def write_results_file(path, trials, samples=(), epochs=(), attrs=None, counter_columns=("perf::PAGE-FAULTS",),
-                       runs=None, schema_version=SCHEMA_VERSION, messages=None):
+                       runs=None, schema_version=SCHEMA_VERSION, messages=None, searches=()):
     """Write a results file; return the completed trial rows (dicts) so tests can use the ids.
 
     `attrs` overrides or adds root attributes (a value of None leaves one out);
     `counter_columns` names /samples' counter columns (int64, unit `events`);
     `schema_version` 1 to 4 writes the tables as those versions had them;
-    `messages`: {trial index: whole message} (schema 5).
+    `messages`: {trial index: whole message} (schema 5);
+    `searches`: /searches rows (schema 6; complete_search completes them).
     """
+    if searches and schema_version < 6:
+        raise KeyError(f"schema {schema_version} has no /searches")
     trial_columns = columns_of("trials", TRIAL_COLUMNS, schema_version)
     later = set(_column_names(TRIAL_COLUMNS)) - set(_column_names(trial_columns))
     for given in trials:
@@ -484,4 +575,7 @@ def write_results_file(path, trials, samples=(), epochs=(), attrs=None, counter_
                        "text": piece}
                       for i, row in enumerate(trial_rows) for n, piece in enumerate(message_pieces(whole[i]))]
             _write_table(file, "messages", MESSAGE_COLUMNS, _records(pieces, MESSAGE_COLUMNS, {}))
+        if schema_version >= 6:
+            search_rows = [complete_search(dict(s)) for s in searches]
+            _write_table(file, "searches", SEARCH_COLUMNS, _records(search_rows, SEARCH_COLUMNS, {}))
     return trial_rows

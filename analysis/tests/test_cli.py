@@ -33,8 +33,8 @@ def bad_file(tmp_path, kind):
     elif kind == "other-hdf5":
         with h5py.File(path, "w") as f:
             f["x"] = [1, 2, 3]
-    elif kind == "schema-6":
-        write_results_file(str(path), [{}], attrs={"schema_version": 6})
+    elif kind == "schema-7":
+        write_results_file(str(path), [{}], attrs={"schema_version": 7})
     return str(path)
 
 
@@ -47,7 +47,7 @@ def one_error_line(stderr):
 
 @pytest.mark.parametrize("kind, says", [("missing", "no such file"), ("directory", "directory"),
                                         ("empty", "not an HDF5 file"), ("text", "not an HDF5 file"),
-                                        ("other-hdf5", "format"), ("schema-6", "schema")])
+                                        ("other-hdf5", "format"), ("schema-7", "schema")])
 @pytest.mark.parametrize("command", ["report", "tables", "compare"])
 def test_bad_files_give_one_line_naming_them_and_status_2(tmp_path, capsys, kind, says, command):
     path = bad_file(tmp_path, kind)

@@ -79,7 +79,7 @@ def test_files_frame_one_row_per_file(tmp_path):
     assert files["counter_columns"].tolist() == [["PAPI_L1_DCM", "perf::PAGE-FAULTS"], ["perf::PAGE-FAULTS"]]
     assert files["trials_rows"].tolist() == [1, 2]
     assert files["samples_rows"].tolist() == [0, 1]
-    assert (files["format"] == "memsweep").all() and (files["schema_version"] == 5).all()
+    assert (files["format"] == "memsweep").all() and (files["schema_version"] == 6).all()
 
 
 def test_schema_1_files_without_sys_total_still_read(tmp_path):
@@ -418,10 +418,10 @@ def test_a_file_a_swmr_writer_left_open_is_read(tmp_path):
     (lambda p: write_results_file(p, [{}], attrs={"format": "other"}), "format attribute is 'other'"),
     (lambda p: write_results_file(p, [{}], attrs={"schema_version": None}),
      "a memsweep file without a schema_version attribute"),
-    (lambda p: write_results_file(p, [{}], attrs={"schema_version": 6}),
-     "schema version 6, written by a newer memsweep? this package reads schemas 1, 2, 3, 4, 5"),
+    (lambda p: write_results_file(p, [{}], attrs={"schema_version": 7}),
+     "schema version 7, written by a newer memsweep? this package reads schemas 1, 2, 3, 4, 5, 6"),
     (lambda p: write_results_file(p, [{}], attrs={"schema_version": 0}),
-     "schema version 0, unknown: this package reads schemas 1, 2, 3, 4, 5"),
+     "schema version 0, unknown: this package reads schemas 1, 2, 3, 4, 5, 6"),
 ])
 def test_refusals_name_the_file_and_what_was_expected(tmp_path, make, expected):
     path = str(tmp_path / "bad.h5")
@@ -444,8 +444,8 @@ def test_refuses_a_memsweep_file_without_a_table(tmp_path):
 def test_one_bad_file_among_good_ones_is_named(tmp_path):
     good, bad = str(tmp_path / "good.h5"), str(tmp_path / "bad.h5")
     write_results_file(good, [{}])
-    write_results_file(bad, [{}], attrs={"schema_version": 6})
-    with pytest.raises(MemsweepFileError, match="bad.h5: schema version 6"):
+    write_results_file(bad, [{}], attrs={"schema_version": 7})
+    with pytest.raises(MemsweepFileError, match="bad.h5: schema version 7"):
         load(good, bad)
 
 
@@ -496,8 +496,102 @@ def test_a_schema_4_files_message_is_its_column(tmp_path):
 
 def test_a_schema_5_file_without_messages_is_refused_by_name(tmp_path):
     path = str(tmp_path / "v5.h5")
-    write_results_file(path, [dict()])
+    write_results_file(path, [dict()], schema_version=5)
     with h5py.File(path, "a") as raw:
         del raw["messages"]
     with pytest.raises(MemsweepFileError, match=r"v5\.h5: a schema 5 memsweep file without the table /messages"):
         load(path)
+
+
+# --- schema 6: searches ---------------------------------------------------------------------------------------
+
+def test_searches_read_as_written(tmp_path):
+    path = str(tmp_path / "s.h5")
+    write_results_file(path, [dict(batch_size=64, search=1, probe=0, axis_value=64, search_limit=256 * MIB,
+                                   full_run=0, reported_oom=1, status="over_budget")],
+                       searches=[dict(search=0, configuration=0, limit_index=0, hidden=[40, 20], channels=[],
+                                      axis="batch_size", limit=128 * MIB, status="found", fits=48,
+                                      fits_verified=1, does_not_fit=50, fit_a_mib=60.5, fit_b_mib=1.25, trials=7,
+                                      seconds=12.5, message="48 fits"),
+                                 dict(search=1, configuration=0, limit_index=1, hidden=[40, 20],
+                                      params={"width": 3}, trainer="pytorch", axis="params.width",
+                                      limit=256 * MIB, status="below_range", message="even 1 does not fit")],
+                       attrs={"sweep_name": "searched"})
+    results = load(path)
+    searches = results.searches
+    assert searches["search"].tolist() == [0, 1]
+    assert searches["file"].tolist() == [path, path] and searches["sweep"].tolist() == ["searched"] * 2
+    assert searches["axis"].tolist() == ["batch_size", "params.width"]  # decoded text, NUL padding dropped
+    assert searches["status"].tolist() == ["found", "below_range"]
+    assert searches["hidden"].tolist() == [[40, 20], [40, 20]]  # the depth's widths, padding dropped
+    assert searches["channels"].tolist() == [[], []]
+    assert searches["trainer"].tolist() == ["memsweep", "pytorch"]
+    assert searches["params"].tolist() == ["{}", '{"width":3}']
+    assert searches["limit"].tolist() == [128 * MIB, 256 * MIB]
+    assert searches["fits"].tolist() == [48, -1] and searches["does_not_fit"].tolist() == [50, -1]
+    assert searches["fits_verified"].tolist() == [1, 0]
+    assert searches["fit_b_mib"].tolist() == [1.25, -1.0]
+    assert searches["message"].tolist() == ["48 fits", "even 1 does not fit"]
+    assert len(searches["configuration_id"].iloc[0]) == 12
+    assert results.files["searches_rows"].tolist() == [2]
+    trial = results.trials.iloc[0]
+    assert (trial["search"], trial["probe"], trial["axis_value"], trial["full_run"], trial["reported_oom"]) == \
+        (1, 0, 64, 0, 1)
+    assert trial["search_limit"] == 256 * MIB
+
+
+def test_a_trial_outside_searches_reads_the_defaults(tmp_path):
+    path = str(tmp_path / "s.h5")
+    write_results_file(path, [{}])
+    trials = load(path).trials
+    assert trials["search"].tolist() == [-1] and trials["probe"].tolist() == [-1]
+    assert trials["axis_value"].tolist() == [-1] and trials["full_run"].tolist() == [-1]
+    assert trials["search_limit"].isna().all()  # -1 bytes: none
+    assert trials["reported_oom"].tolist() == [0]
+
+
+@pytest.mark.parametrize("version", [1, 3, 4, 5])
+def test_files_before_schema_6_have_no_searches(tmp_path, version):
+    old, new = str(tmp_path / f"v{version}.h5"), str(tmp_path / "v6.h5")
+    write_results_file(old, [dict(batch_size=8)], schema_version=version)
+    write_results_file(new, [dict(batch_size=16, search=0, probe=2, axis_value=16, search_limit=64 * MIB,
+                                  full_run=1)],
+                       searches=[dict(search=0, fits=16)])
+    with h5py.File(old, "r") as raw:
+        assert "searches" not in raw
+    alone = load(old)
+    assert alone.searches.empty
+    for column in ("file", "search", "configuration", "axis", "limit", "fits", "status", "hidden"):
+        assert column in alone.searches.columns
+    assert alone.files["searches_rows"].tolist() == [0]
+    both = load(old, new)
+    assert both.searches["file"].tolist() == [new] and both.searches["fits"].tolist() == [16]
+    trials = both.trials
+    assert trials["search"].tolist() == [-1, 0] and trials["search"].dtype.kind == "i"
+    assert trials["probe"].tolist() == [-1, 2] and trials["axis_value"].tolist() == [-1, 16]
+    assert trials["full_run"].tolist() == [-1, 1] and trials["reported_oom"].tolist() == [0, 0]
+    assert trials["search_limit"].isna().tolist() == [True, False]
+
+
+def test_a_schema_6_file_without_searches_is_read(tmp_path):
+    # memsweep may create /searches only for a sweep with [search]: its absence is no damage
+    path = str(tmp_path / "v6.h5")
+    write_results_file(path, [{}])
+    with h5py.File(path, "a") as raw:
+        del raw["searches"]
+    results = load(path)
+    assert results.searches.empty and len(results.trials) == 1
+
+
+def test_search_rows_never_written_are_left_out(tmp_path):
+    path = str(tmp_path / "s.h5")
+    write_results_file(path, [{}], searches=[dict(search=0, status="found"), dict(search=0, status="",
+                                                                                  configuration_id="")])
+    assert load(path).searches["status"].tolist() == ["found"]
+
+
+def test_a_params_key_named_like_a_search_column_gets_param_(tmp_path):
+    path = str(tmp_path / "s.h5")
+    write_results_file(path, [dict(params={"probe": 5})], schema_version=5)
+    trials = load(path).trials
+    assert trials["param_probe"].tolist() == [5] and trials["probe"].tolist() == [-1]
