@@ -9,10 +9,12 @@
 #include "memsweep/program.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -249,6 +251,45 @@ void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<Planne
              counted(sweep.trials.size(), "trial"), any_program ? "; for memsweep's own trainer only\n" : "\n");
 }
 
+// [search]: what each configuration is searched for, and the estimate's
+// answer where memsweep's trainer is the trainer.
+void write_searches(std::FILE* out, const SweepSpec& sweep) {
+  const SearchSpec& search = *sweep.search;
+  std::vector<std::string> limits;
+  for (const std::uint64_t limit : search.limits) limits.push_back(format_byte_size(limit));
+  const std::size_t searches = sweep.trials.size() * search.limits.size();
+  fmt::print(out,
+             "\nsearch ({}): the largest {} in [{}, {}] that trains within {}; {} configuration{} x {} = {}; strategy "
+             "{}, resolution {:g} %, at most {} trials each; probes train {} epoch{}{}\n",
+             search.place, search.axis, search.low, search.high, fmt::join(limits, ", "), sweep.trials.size(),
+             sweep.trials.size() == 1 ? "" : "s", counted(search.limits.size(), "limit"), counted(searches, "search"),
+             strategy_name(search.strategy), search.resolution * 100.0, search.max_trials, search.probe_epochs,
+             search.probe_epochs == 1 ? "" : "s",
+             search.verify ? ", and the answer trains in full before it is one" : " (verify = false: answers untested)");
+  PackedTable table;
+  table.add(Row{"search", "trial", "id", "limit", "estimate's answer"});
+  for (std::size_t position = 0; position < sweep.trials.size() && position < kPlanListedTrials; ++position) {
+    const TrialSpec configuration = sweep.trials[position];
+    const std::optional<AxisEstimate> line =
+        estimate_along_axis(configuration, search, canonical_example_counts(configuration.dataset));
+    for (std::size_t limit = 0; limit < search.limits.size(); ++limit) {
+      std::string answer = "-";
+      if (line && line->slope > 0.0) {
+        const double value = std::floor((static_cast<double>(search.limits[limit]) - line->intercept) / line->slope);
+        answer = value < static_cast<double>(search.low)    ? fmt::format("< {}", search.low)
+                 : value > static_cast<double>(search.high) ? fmt::format("> {}", search.high)
+                                                            : fmt::format("{:.0f}", value);
+      }
+      table.add(Row{std::to_string(position * search.limits.size() + limit), std::to_string(position + 1),
+                    configuration.id, limits[limit], answer});
+    }
+  }
+  table.write(out);
+  fmt::print(out,
+             "estimate's answer: where the estimated footprint meets the limit, memsweep's own trainer only; it leaves "
+             "out the trial process's own baseline, so the search starts from it and tests the answer\n");
+}
+
 int run_plan_command(const PlanOptions& options) {
   const SweepSpec sweep = load_sweep_file(options.sweep_file);
   check_programs(sweep);
@@ -270,6 +311,7 @@ int run_plan_command(const PlanOptions& options) {
     return exit_status::kOk;
   }
   write_plan(stdout, sweep, parts, options.all);
+  if (sweep.search) write_searches(stdout, sweep);
   // After the plan, so that the user sees what was looked for before the
   // error (main prints it; exit 2) says what is missing.
   const std::vector<std::filesystem::path> search_dirs = dataset_search_dirs_from_environment(options.data_dir);

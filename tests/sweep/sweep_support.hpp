@@ -73,6 +73,7 @@ class MemorySink final : public ResultSink {
   void samples(std::span<const SampleRow> rows) override;
   void epoch(const EpochRow& row) override;
   void trial(const TrialRow& row, const std::string& message) override;
+  void search(const SearchRow& row) override { searches.push_back(row); }
 
   // trial() throws std::runtime_error("disk full") from its `n`th call on.
   void fail_from_trial(std::size_t n) { fail_from_ = n; }
@@ -81,6 +82,7 @@ class MemorySink final : public ResultSink {
   std::vector<std::string> messages;  // each trial row's whole message
   std::vector<SampleRow> sample_rows;
   std::vector<EpochRow> epochs;
+  std::vector<SearchRow> searches;
   std::vector<Arrival> arrivals;
 
  private:
