@@ -167,7 +167,7 @@ struct SearchRow {
   FixedString<kAxisChars> axis{};
   std::int64_t range_low = 0;
   std::int64_t range_high = 0;
-  std::int64_t limit = 0;                // bytes
+  std::int64_t limit = 0;                 // bytes
   FixedString<kNameChars> enforced_by{};  // cgroup2, cgroup1 or budget: how the limit held the trials
   FixedString<kNameChars> strategy{};
   FixedString<kNameChars> status{};  // a search_status name
@@ -185,11 +185,11 @@ static_assert(std::is_trivially_copyable_v<SearchRow>);
 
 // SearchRow::status.
 namespace search_status {
-inline constexpr std::string_view kFound = "found";              // fits and does_not_fit within the resolution
-inline constexpr std::string_view kBelowRange = "below_range";   // even the range's low end does not fit
-inline constexpr std::string_view kAboveRange = "above_range";   // the range's high end fits
-inline constexpr std::string_view kStopped = "stopped";          // max_trials reached first
-inline constexpr std::string_view kFailed = "failed";            // a trial failed for another reason than memory
+inline constexpr std::string_view kFound = "found";             // fits and does_not_fit within the resolution
+inline constexpr std::string_view kBelowRange = "below_range";  // even the range's low end does not fit
+inline constexpr std::string_view kAboveRange = "above_range";  // the range's high end fits
+inline constexpr std::string_view kStopped = "stopped";         // max_trials reached first
+inline constexpr std::string_view kFailed = "failed";           // a trial failed for another reason than memory
 }  // namespace search_status
 
 // TrialRow::end_cause: why the trial's process ended.

@@ -81,7 +81,7 @@ std::string_view search_state_name(SearchState state);  // search_status names; 
 // Where a search stands, from its finished probes.
 struct SearchStanding {
   SearchState state = SearchState::running;
-  std::optional<std::int64_t> fits;          // largest value that fit (verified, when verify); the answer
+  std::optional<std::int64_t> fits;  // largest value that fit (verified, when verify); the answer
   bool fits_verified = false;
   std::optional<std::int64_t> does_not_fit;  // smallest value that did not fit
   std::optional<PeakLine> fitted;            // least squares on the fits' peaks (>= 2 distinct values)

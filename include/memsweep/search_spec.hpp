@@ -24,19 +24,19 @@ inline constexpr std::string_view kStrategyNames = "model, bisect, double";
 namespace search_axis {
 inline constexpr std::string_view kBatchSize = "batch_size";
 inline constexpr std::string_view kEpochs = "epochs";
-inline constexpr std::string_view kWidth = "width";          // every hidden layer's width
+inline constexpr std::string_view kWidth = "width";           // every hidden layer's width
 inline constexpr std::string_view kParamsPrefix = "params.";  // params.NAME: a program's own integer
 }  // namespace search_axis
 
 struct SearchSpec {
   std::string axis;
-  std::int64_t low = 1;   // the range's ends, both considered
-  std::int64_t high = 1;  // low <= high
+  std::int64_t low = 1;               // the range's ends, both considered
+  std::int64_t high = 1;              // low <= high
   std::vector<std::uint64_t> limits;  // bytes of memory per trial; one search per limit, in the file's order
-  double resolution = 0.02;  // done when does-not-fit − fits <= max(1, resolution × fits)
-  int max_trials = 12;       // per configuration and limit, verifications included
-  int probe_epochs = 1;      // a probe trains min(this, the configuration's epochs)
-  bool verify = true;        // the answer trained in full (its own epochs) before it is one
+  double resolution = 0.02;           // done when does-not-fit − fits <= max(1, resolution × fits)
+  int max_trials = 12;                // per configuration and limit, verifications included
+  int probe_epochs = 1;               // a probe trains min(this, the configuration's epochs)
+  bool verify = true;                 // the answer trained in full (its own epochs) before it is one
   SearchStrategy strategy = SearchStrategy::model;
   std::string place;  // "sweep.toml:12: [search]", for messages
 };
