@@ -21,12 +21,6 @@ namespace {
 
 using Value = std::int64_t;
 
-constexpr std::array<std::pair<SearchStrategy, std::string_view>, 3> kStrategies{{
-    {SearchStrategy::model, "model"},
-    {SearchStrategy::bisect, "bisect"},
-    {SearchStrategy::doubling, "double"},
-}};
-
 constexpr std::array<std::pair<SearchState, std::string_view>, 6> kStates{{
     {SearchState::running, "running"},
     {SearchState::found, search_status::kFound},
@@ -262,18 +256,6 @@ void add_model(Candidates& out, Value lo, Value hi, int count) {
 }
 
 }  // namespace
-
-std::string_view strategy_name(SearchStrategy strategy) {
-  for (const auto& [value, name] : kStrategies)
-    if (value == strategy) return name;
-  return "unknown";
-}
-
-std::optional<SearchStrategy> parse_strategy(std::string_view name) {
-  for (const auto& [value, known] : kStrategies)
-    if (known == name) return value;
-  return std::nullopt;
-}
 
 std::string_view search_state_name(SearchState state) {
   for (const auto& [value, name] : kStates)
