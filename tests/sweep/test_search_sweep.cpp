@@ -5,6 +5,7 @@
 #include "sweep/sweep_support.hpp"
 #include "sweep/thread_communicator.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
