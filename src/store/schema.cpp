@@ -21,6 +21,11 @@ constexpr char kSeconds[] = "s";
 constexpr char kUnixTime[] = "s since 1970-01-01T00:00:00Z";
 constexpr char kBytes[] = "bytes";
 constexpr char kEvents[] = "events";
+// A search's axis value is a count (a batch size, a hidden width, ...): the
+// axis column of /searches names what it counts.
+constexpr char kAxisUnit[] = "1";
+constexpr char kMiB[] = "MiB";
+constexpr char kMiBPerUnit[] = "MiB per unit of the axis";
 
 Column text(const char* name, std::size_t offset, std::size_t chars) {
   return Column{name, offset, ColumnKind::text, chars, kText};
@@ -134,6 +139,13 @@ TableSchema trials_schema() {
           added_in(4, int64("rss_peak_hwm_sum", offsetof(TrialRow, rss_peak_hwm_sum), kBytes)),
           added_in(4, int64("process_peak_max", offsetof(TrialRow, process_peak_max), kBytes)),
           added_in(4, int32("bad_event_lines", offsetof(TrialRow, bad_event_lines), kOne)),
+          // Schema 6: the search a trial is a probe of.
+          added_in(6, int32("search", offsetof(TrialRow, search), kOne)),
+          added_in(6, int32("probe", offsetof(TrialRow, probe), kOne)),
+          added_in(6, int64("axis_value", offsetof(TrialRow, axis_value), kAxisUnit)),
+          added_in(6, int64("search_limit", offsetof(TrialRow, search_limit), kBytes)),
+          added_in(6, int32("full_run", offsetof(TrialRow, full_run), kOne)),
+          added_in(6, int32("reported_oom", offsetof(TrialRow, reported_oom), kOne)),
       },
       default_row<TrialRow>(),
   };
@@ -249,6 +261,52 @@ TableSchema messages_schema() {
   };
 }
 
+TableSchema searches_schema() {
+  return TableSchema{
+      kSearchesTable,
+      "One row per search (a configuration at one memory limit), written when the search ends: the largest axis "
+      "value that trained within the limit (memsweep, docs/results-file.md).",
+      sizeof(SearchRow),
+      {
+          int32("search", offsetof(SearchRow, search), kOne),
+          int32("configuration", offsetof(SearchRow, configuration), kOne),
+          int32("limit_index", offsetof(SearchRow, limit_index), kOne),
+          int32("run", offsetof(SearchRow, run), kOne),
+          text("configuration_id", offsetof(SearchRow, configuration_id), kTrialIdChars),
+          text("trainer", offsetof(SearchRow, trainer), kNameChars),
+          text("dataset", offsetof(SearchRow, dataset), kNameChars),
+          text("model", offsetof(SearchRow, model), kNameChars),
+          text("optimizer", offsetof(SearchRow, optimizer), kNameChars),
+          float64("learning_rate", offsetof(SearchRow, learning_rate), kOne),
+          int32("epochs", offsetof(SearchRow, epochs), kOne),
+          int32("batch_size", offsetof(SearchRow, batch_size), kOne),
+          int32("depth", offsetof(SearchRow, depth), kOne),
+          int32_array("hidden", offsetof(SearchRow, hidden), kMaxHiddenLayers, kOne),
+          int32_array("channels", offsetof(SearchRow, channels), kMaxConvBlocks, kOne),
+          int32("repeat", offsetof(SearchRow, repeat), kOne),
+          text("params", offsetof(SearchRow, params), kParamsChars),
+          text("definition", offsetof(SearchRow, definition), kDefinitionChars),
+          text("axis", offsetof(SearchRow, axis), kAxisChars),
+          int64("range_low", offsetof(SearchRow, range_low), kAxisUnit),
+          int64("range_high", offsetof(SearchRow, range_high), kAxisUnit),
+          int64("limit", offsetof(SearchRow, limit), kBytes),
+          text("enforced_by", offsetof(SearchRow, enforced_by), kNameChars),
+          text("strategy", offsetof(SearchRow, strategy), kNameChars),
+          text("status", offsetof(SearchRow, status), kNameChars),
+          int64("fits", offsetof(SearchRow, fits), kAxisUnit),
+          int32("fits_verified", offsetof(SearchRow, fits_verified), kOne),
+          int64("does_not_fit", offsetof(SearchRow, does_not_fit), kAxisUnit),
+          float64("fit_a_mib", offsetof(SearchRow, fit_a_mib), kMiB),
+          float64("fit_b_mib", offsetof(SearchRow, fit_b_mib), kMiBPerUnit),
+          int64("predicted", offsetof(SearchRow, predicted), kAxisUnit),
+          int32("trials", offsetof(SearchRow, trials), kOne),
+          float64("seconds", offsetof(SearchRow, seconds), kSeconds),
+          text("message", offsetof(SearchRow, message), kMessageChars),
+      },
+      {},  // the whole table is schema 6's: older files have none
+  };
+}
+
 TableSchema series_schema() {
   return TableSchema{
       kSamplesTable,
@@ -273,7 +331,10 @@ std::uint64_t samples_chunk_rows(const FileHeader& header, double flush_seconds)
 }
 
 TableSchema trial_id_schema(const std::string& table) {
-  return TableSchema{table, "", kTrialIdChars, {text("trial_id", 0, kTrialIdChars)}, {}};
+  // /searches names its configuration, not a trial: the same kind of id,
+  // and as surely set in every row written.
+  const char* column = table == kSearchesTable ? "configuration_id" : "trial_id";
+  return TableSchema{table, "", kTrialIdChars, {text(column, 0, kTrialIdChars)}, {}};
 }
 
 std::size_t column_bytes(const Column& column) {
