@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <initializer_list>
 #include <set>
 
 namespace memsweep::store {
@@ -51,6 +52,30 @@ Column added_in(int version, Column column) {
   return column;
 }
 
+// The hyperparameter columns /trials and /searches share, in this order:
+// a search names its configuration as a trial row would.
+template <typename Row>
+std::vector<Column> hyperparameter_columns() {
+  return {
+      text("dataset", offsetof(Row, dataset), kNameChars),
+      text("model", offsetof(Row, model), kNameChars),
+      text("optimizer", offsetof(Row, optimizer), kNameChars),
+      float64("learning_rate", offsetof(Row, learning_rate), kOne),
+      int32("epochs", offsetof(Row, epochs), kOne),
+      int32("batch_size", offsetof(Row, batch_size), kOne),
+      int32("depth", offsetof(Row, depth), kOne),
+      int32_array("hidden", offsetof(Row, hidden), kMaxHiddenLayers, kOne),
+      int32_array("channels", offsetof(Row, channels), kMaxConvBlocks, kOne),
+  };
+}
+
+// `parts` joined in order.
+std::vector<Column> joined(std::initializer_list<std::vector<Column>> parts) {
+  std::vector<Column> columns;
+  for (const std::vector<Column>& part : parts) columns.insert(columns.end(), part.begin(), part.end());
+  return columns;
+}
+
 template <typename Row>
 std::vector<std::byte> default_row() {
   const Row row{};
@@ -89,64 +114,60 @@ TableSchema trials_schema() {
       kTrialsTable,
       "One row per trial attempt: its hyperparameters and its result (memsweep, docs/results-file.md).",
       sizeof(TrialRow),
-      {
-          text("trial_id", offsetof(TrialRow, trial_id), kTrialIdChars),
-          int32("attempt", offsetof(TrialRow, attempt), kOne),
-          int32("repeat", offsetof(TrialRow, repeat), kOne),
-          int32("run", offsetof(TrialRow, run), kOne),
-          added_in(5, int32("plan_index", offsetof(TrialRow, plan_index), kOne)),
-          text("dataset", offsetof(TrialRow, dataset), kNameChars),
-          text("model", offsetof(TrialRow, model), kNameChars),
-          text("optimizer", offsetof(TrialRow, optimizer), kNameChars),
-          float64("learning_rate", offsetof(TrialRow, learning_rate), kOne),
-          int32("epochs", offsetof(TrialRow, epochs), kOne),
-          int32("batch_size", offsetof(TrialRow, batch_size), kOne),
-          int32("depth", offsetof(TrialRow, depth), kOne),
-          int32_array("hidden", offsetof(TrialRow, hidden), kMaxHiddenLayers, kOne),
-          int32_array("channels", offsetof(TrialRow, channels), kMaxConvBlocks, kOne),
-          uint64("seed", offsetof(TrialRow, seed), kOne),
-          int32("rank", offsetof(TrialRow, rank), kOne),
-          text("host", offsetof(TrialRow, host), kHostChars),
-          text("status", offsetof(TrialRow, status), kNameChars),
-          text("message", offsetof(TrialRow, message), kMessageChars),
-          float64("start_time", offsetof(TrialRow, start_time), kUnixTime),
-          float64("end_time", offsetof(TrialRow, end_time), kUnixTime),
-          float64("wall_seconds", offsetof(TrialRow, wall_seconds), kSeconds),
-          int64("rss_baseline", offsetof(TrialRow, rss_baseline), kBytes),
-          int64("rss_peak", offsetof(TrialRow, rss_peak), kBytes),
-          float64("rss_mean", offsetof(TrialRow, rss_mean), kBytes),
-          int64("rss_footprint", offsetof(TrialRow, rss_footprint), kBytes),
-          float64("sys_used_mean", offsetof(TrialRow, sys_used_mean), kBytes),
-          int64("predicted_bytes", offsetof(TrialRow, predicted_bytes), kBytes),
-          int32("epochs_done", offsetof(TrialRow, epochs_done), kOne),
-          float64("final_train_loss", offsetof(TrialRow, final_train_loss), kOne),
-          float64("test_accuracy", offsetof(TrialRow, test_accuracy), kOne),
-          uint64("samples", offsetof(TrialRow, samples), kOne),
-          uint64("dropped_samples", offsetof(TrialRow, dropped_samples), kOne),
-          text("definition", offsetof(TrialRow, definition), kDefinitionChars),
-          // Schema 3: how the trial's own process ended.
-          added_in(3, int32("pid", offsetof(TrialRow, pid), kOne)),
-          added_in(3, int32("end_signal", offsetof(TrialRow, end_signal), kOne)),
-          added_in(3, int32("oom_killed", offsetof(TrialRow, oom_killed), kOne)),
-          added_in(3, text("end_cause", offsetof(TrialRow, end_cause), kNameChars)),
-          added_in(3, text("isolation", offsetof(TrialRow, isolation), kNameChars)),
-          added_in(3, float64("start_seconds", offsetof(TrialRow, start_seconds), kSeconds)),
-          added_in(3, int64("cgroup_peak", offsetof(TrialRow, cgroup_peak), kBytes)),
-          // Schema 4: programs as trials, and their process trees.
-          added_in(4, text("trainer", offsetof(TrialRow, trainer), kNameChars)),
-          added_in(4, text("params", offsetof(TrialRow, params), kParamsChars)),
-          added_in(4, int32("processes", offsetof(TrialRow, processes), kOne)),
-          added_in(4, int64("rss_peak_hwm_sum", offsetof(TrialRow, rss_peak_hwm_sum), kBytes)),
-          added_in(4, int64("process_peak_max", offsetof(TrialRow, process_peak_max), kBytes)),
-          added_in(4, int32("bad_event_lines", offsetof(TrialRow, bad_event_lines), kOne)),
-          // Schema 6: the search a trial is a probe of.
-          added_in(6, int32("search", offsetof(TrialRow, search), kOne)),
-          added_in(6, int32("probe", offsetof(TrialRow, probe), kOne)),
-          added_in(6, int64("axis_value", offsetof(TrialRow, axis_value), kAxisUnit)),
-          added_in(6, int64("search_limit", offsetof(TrialRow, search_limit), kBytes)),
-          added_in(6, int32("full_run", offsetof(TrialRow, full_run), kOne)),
-          added_in(6, int32("reported_oom", offsetof(TrialRow, reported_oom), kOne)),
-      },
+      joined({
+          {
+              text("trial_id", offsetof(TrialRow, trial_id), kTrialIdChars),
+              int32("attempt", offsetof(TrialRow, attempt), kOne),
+              int32("repeat", offsetof(TrialRow, repeat), kOne),
+              int32("run", offsetof(TrialRow, run), kOne),
+              added_in(5, int32("plan_index", offsetof(TrialRow, plan_index), kOne)),
+          },
+          hyperparameter_columns<TrialRow>(),
+          {
+              uint64("seed", offsetof(TrialRow, seed), kOne),
+              int32("rank", offsetof(TrialRow, rank), kOne),
+              text("host", offsetof(TrialRow, host), kHostChars),
+              text("status", offsetof(TrialRow, status), kNameChars),
+              text("message", offsetof(TrialRow, message), kMessageChars),
+              float64("start_time", offsetof(TrialRow, start_time), kUnixTime),
+              float64("end_time", offsetof(TrialRow, end_time), kUnixTime),
+              float64("wall_seconds", offsetof(TrialRow, wall_seconds), kSeconds),
+              int64("rss_baseline", offsetof(TrialRow, rss_baseline), kBytes),
+              int64("rss_peak", offsetof(TrialRow, rss_peak), kBytes),
+              float64("rss_mean", offsetof(TrialRow, rss_mean), kBytes),
+              int64("rss_footprint", offsetof(TrialRow, rss_footprint), kBytes),
+              float64("sys_used_mean", offsetof(TrialRow, sys_used_mean), kBytes),
+              int64("predicted_bytes", offsetof(TrialRow, predicted_bytes), kBytes),
+              int32("epochs_done", offsetof(TrialRow, epochs_done), kOne),
+              float64("final_train_loss", offsetof(TrialRow, final_train_loss), kOne),
+              float64("test_accuracy", offsetof(TrialRow, test_accuracy), kOne),
+              uint64("samples", offsetof(TrialRow, samples), kOne),
+              uint64("dropped_samples", offsetof(TrialRow, dropped_samples), kOne),
+              text("definition", offsetof(TrialRow, definition), kDefinitionChars),
+              // Schema 3: how the trial's own process ended.
+              added_in(3, int32("pid", offsetof(TrialRow, pid), kOne)),
+              added_in(3, int32("end_signal", offsetof(TrialRow, end_signal), kOne)),
+              added_in(3, int32("oom_killed", offsetof(TrialRow, oom_killed), kOne)),
+              added_in(3, text("end_cause", offsetof(TrialRow, end_cause), kNameChars)),
+              added_in(3, text("isolation", offsetof(TrialRow, isolation), kNameChars)),
+              added_in(3, float64("start_seconds", offsetof(TrialRow, start_seconds), kSeconds)),
+              added_in(3, int64("cgroup_peak", offsetof(TrialRow, cgroup_peak), kBytes)),
+              // Schema 4: programs as trials, and their process trees.
+              added_in(4, text("trainer", offsetof(TrialRow, trainer), kNameChars)),
+              added_in(4, text("params", offsetof(TrialRow, params), kParamsChars)),
+              added_in(4, int32("processes", offsetof(TrialRow, processes), kOne)),
+              added_in(4, int64("rss_peak_hwm_sum", offsetof(TrialRow, rss_peak_hwm_sum), kBytes)),
+              added_in(4, int64("process_peak_max", offsetof(TrialRow, process_peak_max), kBytes)),
+              added_in(4, int32("bad_event_lines", offsetof(TrialRow, bad_event_lines), kOne)),
+              // Schema 6: the search a trial is a probe of.
+              added_in(6, int32("search", offsetof(TrialRow, search), kOne)),
+              added_in(6, int32("probe", offsetof(TrialRow, probe), kOne)),
+              added_in(6, int64("axis_value", offsetof(TrialRow, axis_value), kAxisUnit)),
+              added_in(6, int64("search_limit", offsetof(TrialRow, search_limit), kBytes)),
+              added_in(6, int32("full_run", offsetof(TrialRow, full_run), kOne)),
+              added_in(6, int32("reported_oom", offsetof(TrialRow, reported_oom), kOne)),
+          },
+      }),
       default_row<TrialRow>(),
   };
 }
@@ -267,42 +288,38 @@ TableSchema searches_schema() {
       "One row per search (a configuration at one memory limit), written when the search ends: the largest axis "
       "value that trained within the limit (memsweep, docs/results-file.md).",
       sizeof(SearchRow),
-      {
-          int32("search", offsetof(SearchRow, search), kOne),
-          int32("configuration", offsetof(SearchRow, configuration), kOne),
-          int32("limit_index", offsetof(SearchRow, limit_index), kOne),
-          int32("run", offsetof(SearchRow, run), kOne),
-          text("configuration_id", offsetof(SearchRow, configuration_id), kTrialIdChars),
-          text("trainer", offsetof(SearchRow, trainer), kNameChars),
-          text("dataset", offsetof(SearchRow, dataset), kNameChars),
-          text("model", offsetof(SearchRow, model), kNameChars),
-          text("optimizer", offsetof(SearchRow, optimizer), kNameChars),
-          float64("learning_rate", offsetof(SearchRow, learning_rate), kOne),
-          int32("epochs", offsetof(SearchRow, epochs), kOne),
-          int32("batch_size", offsetof(SearchRow, batch_size), kOne),
-          int32("depth", offsetof(SearchRow, depth), kOne),
-          int32_array("hidden", offsetof(SearchRow, hidden), kMaxHiddenLayers, kOne),
-          int32_array("channels", offsetof(SearchRow, channels), kMaxConvBlocks, kOne),
-          int32("repeat", offsetof(SearchRow, repeat), kOne),
-          text("params", offsetof(SearchRow, params), kParamsChars),
-          text("definition", offsetof(SearchRow, definition), kDefinitionChars),
-          text("axis", offsetof(SearchRow, axis), kAxisChars),
-          int64("range_low", offsetof(SearchRow, range_low), kAxisUnit),
-          int64("range_high", offsetof(SearchRow, range_high), kAxisUnit),
-          int64("limit", offsetof(SearchRow, limit), kBytes),
-          text("enforced_by", offsetof(SearchRow, enforced_by), kNameChars),
-          text("strategy", offsetof(SearchRow, strategy), kNameChars),
-          text("status", offsetof(SearchRow, status), kNameChars),
-          int64("fits", offsetof(SearchRow, fits), kAxisUnit),
-          int32("fits_verified", offsetof(SearchRow, fits_verified), kOne),
-          int64("does_not_fit", offsetof(SearchRow, does_not_fit), kAxisUnit),
-          float64("fit_a_mib", offsetof(SearchRow, fit_a_mib), kMiB),
-          float64("fit_b_mib", offsetof(SearchRow, fit_b_mib), kMiBPerUnit),
-          int64("predicted", offsetof(SearchRow, predicted), kAxisUnit),
-          int32("trials", offsetof(SearchRow, trials), kOne),
-          float64("seconds", offsetof(SearchRow, seconds), kSeconds),
-          text("message", offsetof(SearchRow, message), kMessageChars),
-      },
+      joined({
+          {
+              int32("search", offsetof(SearchRow, search), kOne),
+              int32("configuration", offsetof(SearchRow, configuration), kOne),
+              int32("limit_index", offsetof(SearchRow, limit_index), kOne),
+              int32("run", offsetof(SearchRow, run), kOne),
+              text("configuration_id", offsetof(SearchRow, configuration_id), kTrialIdChars),
+              text("trainer", offsetof(SearchRow, trainer), kNameChars),
+          },
+          hyperparameter_columns<SearchRow>(),
+          {
+              int32("repeat", offsetof(SearchRow, repeat), kOne),
+              text("params", offsetof(SearchRow, params), kParamsChars),
+              text("definition", offsetof(SearchRow, definition), kDefinitionChars),
+              text("axis", offsetof(SearchRow, axis), kAxisChars),
+              int64("range_low", offsetof(SearchRow, range_low), kAxisUnit),
+              int64("range_high", offsetof(SearchRow, range_high), kAxisUnit),
+              int64("limit", offsetof(SearchRow, limit), kBytes),
+              text("enforced_by", offsetof(SearchRow, enforced_by), kNameChars),
+              text("strategy", offsetof(SearchRow, strategy), kNameChars),
+              text("status", offsetof(SearchRow, status), kNameChars),
+              int64("fits", offsetof(SearchRow, fits), kAxisUnit),
+              int32("fits_verified", offsetof(SearchRow, fits_verified), kOne),
+              int64("does_not_fit", offsetof(SearchRow, does_not_fit), kAxisUnit),
+              float64("fit_a_mib", offsetof(SearchRow, fit_a_mib), kMiB),
+              float64("fit_b_mib", offsetof(SearchRow, fit_b_mib), kMiBPerUnit),
+              int64("predicted", offsetof(SearchRow, predicted), kAxisUnit),
+              int32("trials", offsetof(SearchRow, trials), kOne),
+              float64("seconds", offsetof(SearchRow, seconds), kSeconds),
+              text("message", offsetof(SearchRow, message), kMessageChars),
+          },
+      }),
       {},  // the whole table is schema 6's: older files have none
   };
 }
