@@ -89,6 +89,16 @@ void export_table(ExportTable table, const std::vector<InputFile>& inputs, Delim
         }
       break;
     }
+    case ExportTable::searches: {
+      write_header(search_columns(), with_file, out);
+      for (const InputFile& input : inputs)
+        for (const SearchRow& row : input.reader.searches()) {
+          if (with_file) out.text(input.path);
+          write_search(row, out);
+          out.end_row();
+        }
+      break;
+    }
     case ExportTable::samples: {
       const std::vector<std::string> events = counter_union(inputs);
       write_header(sample_columns(events), with_file, out);
@@ -126,7 +136,7 @@ void add_export_command(CLI::App& app, ExportOptions& options) {
       "Write a table of results files as CSV or TSV, units in the column names, for spreadsheets, R and pandas "
       "(docs/results-file.md, Export)",
       options.results_files, kResultsFilesHelp);
-  command->add_option("--table", options.table, "trials (the default), epochs or samples");
+  command->add_option("--table", options.table, "trials (the default), epochs, samples or searches");
   command->add_option("--format", options.format, "csv (the default) or tsv");
   command->add_option("-o,--output", options.output, "Write to this file rather than to stdout");
   command->add_flag("--force", options.force, "Replace the -o file when it exists");
@@ -136,7 +146,7 @@ int run_export_command(const ExportOptions& options) {
   // Checked here rather than by CLI11, whose message for a bad choice takes
   // two lines: one line, exit status 2, like every other bad input.
   const std::optional<ExportTable> table = parse_export_table(options.table);
-  if (!table) throw InputError(fmt::format("--table {}: expected trials, epochs or samples", options.table));
+  if (!table) throw InputError(fmt::format("--table {}: expected trials, epochs, samples or searches", options.table));
   const std::optional<TextFormat> format = parse_text_format(options.format);
   if (!format) throw InputError(fmt::format("--format {}: expected csv or tsv", options.format));
   if (options.force && options.output.empty()) throw InputError("--force: replaces the -o file; there is none");

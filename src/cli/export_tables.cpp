@@ -51,7 +51,8 @@ std::string joined_sizes(const std::array<std::int32_t, N>& sizes, int count) {
 }
 
 // Files before program trials have no trainer: memsweep's own trained them.
-std::string trainer_of(const TrialRow& row) {
+template <typename Row>
+std::string trainer_of(const Row& row) {
   const std::string trainer = get_fixed(row.trainer);
   return trainer.empty() ? std::string(kBuiltinTrainer) : trainer;
 }
@@ -107,10 +108,56 @@ const Column<TrialRow> kTrialFigures[] = {
     {"rss_peak_hwm_sum_bytes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.rss_peak_hwm_sum, o); }},
     {"process_peak_max_bytes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.process_peak_max, o); }},
     {"bad_event_lines", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.bad_event_lines); }},
+    // Schema 6: the search the trial is a probe of; empty outside searches.
+    {"search", [](const TrialRow& r, DelimitedWriter& o) { measured(r.search, o); }},
+    {"probe", [](const TrialRow& r, DelimitedWriter& o) { measured(r.probe, o); }},
+    {"axis_value", [](const TrialRow& r, DelimitedWriter& o) { measured(r.axis_value, o); }},
+    {"search_limit_bytes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.search_limit, o); }},
+    {"full_run", [](const TrialRow& r, DelimitedWriter& o) { measured(r.full_run, o); }},
+    {"reported_oom", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.reported_oom); }},
     {"definition", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.definition)); }},
 };
 
 constexpr char kMessageColumn[] = "message";
+
+// /searches: the configuration as the trials' columns name it, then the
+// search and its answer. -1 (no such value, no fit) is an empty cell.
+const Column<SearchRow> kSearchColumns[] = {
+    {"search", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.search); }},
+    {"configuration", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.configuration); }},
+    {"limit_index", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.limit_index); }},
+    {"run", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.run); }},
+    {"configuration_id", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.configuration_id)); }},
+    {"trainer", [](const SearchRow& r, DelimitedWriter& o) { o.text(trainer_of(r)); }},
+    {"dataset", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.dataset)); }},
+    {"model", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.model)); }},
+    {"optimizer", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.optimizer)); }},
+    {"learning_rate", [](const SearchRow& r, DelimitedWriter& o) { o.real(r.learning_rate); }},
+    {"epochs", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.epochs); }},
+    {"batch_size", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.batch_size); }},
+    {"depth", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.depth); }},
+    {"hidden", [](const SearchRow& r, DelimitedWriter& o) { o.text(joined_sizes(r.hidden, r.depth)); }},
+    {"channels", [](const SearchRow& r, DelimitedWriter& o) { o.text(joined_sizes(r.channels, kMaxConvBlocks)); }},
+    {"repeat", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.repeat); }},
+    {"params", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.params)); }},
+    {"axis", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.axis)); }},
+    {"range_low", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.range_low); }},
+    {"range_high", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.range_high); }},
+    {"limit_bytes", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.limit); }},
+    {"enforced_by", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.enforced_by)); }},
+    {"strategy", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.strategy)); }},
+    {"status", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.status)); }},
+    {"fits", [](const SearchRow& r, DelimitedWriter& o) { measured(r.fits, o); }},
+    {"fits_verified", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.fits_verified); }},
+    {"does_not_fit", [](const SearchRow& r, DelimitedWriter& o) { measured(r.does_not_fit, o); }},
+    {"fit_a_mib", [](const SearchRow& r, DelimitedWriter& o) { measured(r.fit_a_mib, o); }},
+    {"fit_b_mib", [](const SearchRow& r, DelimitedWriter& o) { measured(r.fit_b_mib, o); }},
+    {"predicted", [](const SearchRow& r, DelimitedWriter& o) { measured(r.predicted, o); }},
+    {"trials", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.trials); }},
+    {"seconds", [](const SearchRow& r, DelimitedWriter& o) { o.real(r.seconds); }},
+    {"message", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.message)); }},
+    {"definition", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.definition)); }},
+};
 
 const Column<EpochRow> kEpochColumns[] = {
     {"trial_id", [](const EpochRow& r, DelimitedWriter& o) { o.text(get_fixed(r.trial_id)); }},
@@ -149,6 +196,7 @@ std::optional<ExportTable> parse_export_table(std::string_view name) {
   if (name == "trials") return ExportTable::trials;
   if (name == "epochs") return ExportTable::epochs;
   if (name == "samples") return ExportTable::samples;
+  if (name == "searches") return ExportTable::searches;
   return std::nullopt;
 }
 
@@ -163,6 +211,12 @@ void write_trial(const TrialRow& row, std::string_view message, DelimitedWriter&
   for (const Column<TrialRow>& column : kTrialIdentity) column.write(row, out);
   out.text(message);
   for (const Column<TrialRow>& column : kTrialFigures) column.write(row, out);
+}
+
+std::vector<std::string> search_columns() { return names_of(kSearchColumns); }
+
+void write_search(const SearchRow& row, DelimitedWriter& out) {
+  for (const Column<SearchRow>& column : kSearchColumns) column.write(row, out);
 }
 
 std::vector<std::string> epoch_columns() { return names_of(kEpochColumns); }

@@ -20,12 +20,16 @@
 
 namespace memsweep::cli {
 
-enum class ExportTable { trials, epochs, samples };
+enum class ExportTable { trials, epochs, samples, searches };
 std::optional<ExportTable> parse_export_table(std::string_view name);
 
 std::vector<std::string> trial_columns();
 // `message` is the trial's message, passed in: where it comes from is the caller's.
 void write_trial(const TrialRow& row, std::string_view message, DelimitedWriter& out);
+
+// /searches (schema 6; none in older files).
+std::vector<std::string> search_columns();
+void write_search(const SearchRow& row, DelimitedWriter& out);
 
 std::vector<std::string> epoch_columns();
 void write_epoch(const EpochRow& row, DelimitedWriter& out);

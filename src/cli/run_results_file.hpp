@@ -68,6 +68,7 @@ class StoreSink final : public ResultSink {
   void compressed_samples(const CompressedSampleChunk& chunk) override { store_.append_compressed_samples(chunk); }
   void epoch(const EpochRow& row) override { store_.append_epoch(row); }
   void trial(const TrialRow& row, const std::string& message) override { store_.append_trial(row, message); }
+  void search(const SearchRow& row) override { store_.append_search(row); }
   void tick() override { store_.write_waiting_samples(); }
   void stopping() override { store_.mark_run(run_end_state::kStopping); }
 

@@ -23,7 +23,7 @@ int run_summary_command(const SummaryOptions& options) {
   std::vector<SummaryInput> files;
   for (const std::string& path : options.results_files) {
     ResultReader reader(path);
-    files.push_back({path, reader.header(), reader.trials(), reader.runs()});
+    files.push_back({path, reader.header(), reader.trials(), reader.runs(), reader.searches()});
   }
   fmt::print("{}", format_summary(files));
   return exit_status::kOk;

@@ -404,6 +404,128 @@ std::string failures_table(const std::vector<ShownRow>& shown, bool several) {
   return fmt::format("\nnot ok ({})\n", failures.size() - 1) + render_table(failures);
 }
 
+// ---- capacity: the searches' answers -----------------------------------------
+
+// A search and the file it comes from (1, 2, ... as listed).
+struct ShownSearch {
+  const SearchRow* row;
+  std::size_t file;
+};
+
+// The search's configuration as a trial row, so that it is named as the
+// dataset tables name trials (hidden_text, channels_text, ...).
+TrialRow configuration_row(const SearchRow& search) {
+  TrialRow row;
+  row.trainer = search.trainer;
+  row.dataset = search.dataset;
+  row.model = search.model;
+  row.optimizer = search.optimizer;
+  row.learning_rate = search.learning_rate;
+  row.epochs = search.epochs;
+  row.batch_size = search.batch_size;
+  row.depth = search.depth;
+  row.hidden = search.hidden;
+  row.channels = search.channels;
+  row.repeat = search.repeat;
+  row.params = search.params;
+  return row;
+}
+
+// The hyperparameters a configuration is told apart by, as "name=value".
+std::vector<std::pair<std::string, std::string>> configuration_fields(const TrialRow& row) {
+  return {{"optimizer", get_fixed(row.optimizer)},
+          {"lr", fmt::format("{:.6g}", row.learning_rate)},
+          {"epochs", std::to_string(row.epochs)},
+          {"batch", std::to_string(row.batch_size)},
+          {"hidden", hidden_text(row)},
+          {"channels", channels_text(row)},
+          {"params", params_of(row)},
+          {"repeat", std::to_string(row.repeat)}};
+}
+
+// "pytorch/cnn/mnist lr=0.01 hidden=64-32": trainer, model and dataset, then
+// only the fields that differ between the searches shown (all the same: the
+// three names say which configuration it is).
+std::vector<std::string> configuration_names(const std::vector<ShownSearch>& shown) {
+  std::vector<std::vector<std::pair<std::string, std::string>>> fields;
+  for (const ShownSearch& s : shown) fields.push_back(configuration_fields(configuration_row(*s.row)));
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < shown.size(); ++i) {
+    const TrialRow row = configuration_row(*shown[i].row);
+    std::string name = fmt::format("{}/{}/{}", trainer_of(row), get_fixed(row.model), get_fixed(row.dataset));
+    for (std::size_t f = 0; f < fields[i].size(); ++f) {
+      const bool differs = std::any_of(fields.begin(), fields.end(),
+                                       [&](const auto& other) { return other[f].second != fields[i][f].second; });
+      if (differs) name += fmt::format(" {}={}", fields[i][f].first, fields[i][f].second);
+    }
+    names.push_back(std::move(name));
+  }
+  return names;
+}
+
+// "512 MiB", "2 GiB", "2.79 GiB": a limit as people set them.
+std::string limit_text(std::int64_t bytes) {
+  constexpr double kBytesPerGiB = kBytesPerMiB * 1024.0;
+  const bool gib = static_cast<double>(bytes) >= kBytesPerGiB;
+  std::string number = fmt::format("{:.2f}", static_cast<double>(bytes) / (gib ? kBytesPerGiB : kBytesPerMiB));
+  number.erase(number.find_last_not_of('0') + 1);
+  if (number.back() == '.') number.pop_back();
+  return fmt::format("{} {}", number, gib ? "GiB" : "MiB");
+}
+
+// "700 (verified)": the answer, and whether it trained its full epochs.
+std::string answer_text(const SearchRow& row) {
+  if (row.fits < 0) return "-";
+  return fmt::format("{} {}", row.fits, row.fits_verified == 1 ? "(verified)" : "unverified");
+}
+
+std::string capacity_table(const std::vector<ShownSearch>& shown, bool several) {
+  TableRow header{"search"};
+  if (several) header.push_back("file");
+  for (const char* name : {"configuration", "limit", "axis", "fits", "does not fit", "MiB/unit", "trials", "status"})
+    header.push_back(name);
+  std::vector<TableRow> table{header};
+  const std::vector<std::string> names = configuration_names(shown);
+  for (std::size_t i = 0; i < shown.size(); ++i) {
+    const SearchRow& row = *shown[i].row;
+    TableRow line{std::to_string(row.search)};
+    if (several) line.push_back(std::to_string(shown[i].file));
+    for (std::string cell : {names[i], limit_text(row.limit), get_fixed(row.axis), answer_text(row),
+                             row.does_not_fit < 0 ? "-" : std::to_string(row.does_not_fit),
+                             row.fit_b_mib < 0 ? "-" : fmt::format("{:.2f}", row.fit_b_mib), std::to_string(row.trials),
+                             get_fixed(row.status)})
+      line.push_back(std::move(cell));
+    table.push_back(std::move(line));
+  }
+  return render_table(table);
+}
+
+// "search 3: <message>" for each search that failed: why it has no answer.
+std::string failed_searches(const std::vector<ShownSearch>& shown, bool several) {
+  std::string out;
+  for (const ShownSearch& s : shown) {
+    if (get_fixed(s.row->status) != search_status::kFailed) continue;
+    const std::string message = get_fixed(s.row->message);
+    out += fmt::format("search {}{}: {}\n", s.row->search, several ? fmt::format(" (file {})", s.file) : "",
+                       message.empty() ? "failed, no message" : message);
+  }
+  return out;
+}
+
+// The capacity table of the files' searches, file by file; empty without any.
+std::string capacity_section(const std::vector<SummaryInput>& files) {
+  std::vector<ShownSearch> shown;
+  for (std::size_t f = 0; f < files.size(); ++f)
+    for (const SearchRow& row : files[f].searches) shown.push_back({&row, f + 1});
+  if (shown.empty()) return {};
+  const bool several = files.size() > 1;
+  return fmt::format("\ncapacity ({} search{})\n", shown.size(), shown.size() == 1 ? "" : "es") +
+         capacity_table(shown, several) + failed_searches(shown, several) +
+         "fits: the largest value of the axis that trained within the limit (verified: it trained its full "
+         "epochs); does not fit: the smallest value seen not to; MiB/unit: the peak's growth per unit of the axis, "
+         "fitted on the probes that fit.\n";
+}
+
 }  // namespace
 
 std::string format_summary(const std::vector<SummaryInput>& files) {
@@ -416,7 +538,7 @@ std::string format_summary(const std::vector<SummaryInput>& files) {
     out += file_lines(files[f], f + 1, several, file_trials(files, f, whole, keyed), totals);
   if (several) out += totals_line(files.size(), totals);
   const std::vector<ShownRow> shown = in_table_order(std::move(keyed));
-  return out + dataset_tables(shown, several) + failures_table(shown, several);
+  return out + dataset_tables(shown, several) + capacity_section(files) + failures_table(shown, several);
 }
 
 }  // namespace memsweep

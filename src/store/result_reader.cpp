@@ -24,12 +24,14 @@ struct ResultReader::Impl {
   std::optional<store::Table> epochs;
   std::optional<store::Table> runs;
   std::optional<store::Table> messages;  // schema 5 on
+  std::optional<store::Table> searches;  // schema 6 on
 
   // Rows without a trial id at the end of a table were never written
   // (store::trial_id_schema()): not part of what this reader shows.
   void hide_unwritten_rows() {
     for (auto* table : {&trials, &samples, &epochs}) (*table)->hide_unwritten_tail();
-    if (messages) messages->hide_unwritten_tail();
+    for (auto* table : {&messages, &searches})
+      if (*table) (*table)->hide_unwritten_tail();
   }
 
   template <typename Row>
@@ -69,6 +71,10 @@ ResultReader::ResultReader(const std::filesystem::path& path) : impl_(std::make_
   constexpr int kFirstVersionWithMessages = 5;
   if (version >= kFirstVersionWithMessages)
     impl_->messages.emplace(store::Table::open(file, store::messages_schema(), version, errors));
+  // Older files hold no searches.
+  constexpr int kFirstVersionWithSearches = 6;
+  if (version >= kFirstVersionWithSearches)
+    impl_->searches.emplace(store::Table::open(file, store::searches_schema(), version, errors));
   impl_->hide_unwritten_rows();
 }
 
@@ -82,7 +88,8 @@ void ResultReader::refresh() {
   store::silence_hdf5_errors();
   store::address_whole_file(impl_->file.get(), impl_->errors);
   for (auto* table : {&impl_->trials, &impl_->samples, &impl_->epochs, &impl_->runs}) (*table)->refresh(impl_->swmr);
-  if (impl_->messages) impl_->messages->refresh(impl_->swmr);
+  for (auto* table : {&impl_->messages, &impl_->searches})
+    if (*table) (*table)->refresh(impl_->swmr);
   impl_->hide_unwritten_rows();
 }
 
@@ -112,6 +119,12 @@ TrialMessages ResultReader::messages() const {
   store::silence_hdf5_errors();
   if (!impl_->messages) return {};
   return join_message_rows(impl_->read_all<MessageRow>(*impl_->messages));
+}
+
+std::vector<SearchRow> ResultReader::searches() const {
+  store::silence_hdf5_errors();
+  if (!impl_->searches) return {};
+  return impl_->read_all<SearchRow>(*impl_->searches);
 }
 
 std::uint64_t ResultReader::sample_count() const { return impl_->samples->rows(); }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -122,6 +123,10 @@ struct ResultStore::Impl {
     store::Table epochs;
     store::Table runs;
     store::Table messages;
+    store::Table searches;
+
+    // Every table, for what is done to each alike (flush marks, roll-backs).
+    std::array<store::Table*, 6> all() { return {&trials, &samples, &epochs, &runs, &messages, &searches}; }
   };
 
   Impl(const std::filesystem::path& path, const StoreOptions& options, const store::StoreLayout& layout);
@@ -233,6 +238,9 @@ std::unique_ptr<ResultStore::Impl> ResultStore::Impl::create(const std::filesyst
         store::Table::create(file, store::epochs_schema(), layout.epochs, errors),
         store::Table::create(file, store::runs_schema(), layout.runs, errors),
         store::Table::create(file, store::messages_schema(), layout.messages, errors),
+        // Created now although a sweep without [search] leaves it empty:
+        // SWMR writing cannot create it later.
+        store::Table::create(file, store::searches_schema(), layout.searches, errors),
     });
     writer->append_run(run ? *run : first_run(writer->header_));
     writer->start_writing();
@@ -272,8 +280,8 @@ std::unique_ptr<ResultStore::Impl> ResultStore::Impl::open_for_resume(
   writer->open_tables();
   // A writer without SWMR killed during a flush can leave a table's size
   // ahead of its data: the last rows read as zeros. They were never written.
-  for (store::Table* table :
-       {&writer->tables_->trials, &writer->tables_->samples, &writer->tables_->epochs, &writer->tables_->messages})
+  for (store::Table* table : {&writer->tables_->trials, &writer->tables_->samples, &writer->tables_->epochs,
+                              &writer->tables_->messages, &writer->tables_->searches})
     table->drop_unwritten_tail();
   writer->append_run(run);
   writer->start_writing();
@@ -290,6 +298,7 @@ void ResultStore::Impl::open_tables() {
       store::Table::open(file, store::epochs_schema(), kSchemaVersion, errors_),
       store::Table::open(file, store::runs_schema(), kSchemaVersion, errors_),
       store::Table::open(file, store::messages_schema(), kSchemaVersion, errors_),
+      store::Table::open(file, store::searches_schema(), kSchemaVersion, errors_),
   });
   note_chunk_format();
 }
@@ -404,18 +413,14 @@ void ResultStore::Impl::flush() {
                                      : fmt::format("cannot flush the file: {}", store::readable_cause(cause)));
   }
   if (tables_)
-    for (store::Table* table :
-         {&tables_->trials, &tables_->samples, &tables_->epochs, &tables_->runs, &tables_->messages})
-      table->mark_flushed();
+    for (store::Table* table : tables_->all()) table->mark_flushed();
   last_flush_ = std::chrono::steady_clock::now();
   written_since_flush_ = false;
 }
 
 void ResultStore::Impl::roll_back_unflushed_rows() {
   if (!tables_) return;
-  for (store::Table* table :
-       {&tables_->trials, &tables_->samples, &tables_->epochs, &tables_->runs, &tables_->messages})
-    table->roll_back_to_flushed();
+  for (store::Table* table : tables_->all()) table->roll_back_to_flushed();
   // The tables' old sizes fit in their headers' places: this flush can
   // succeed on the disk that failed the last one. If it does not, readers
   // still leave the rows out (docs/results-file.md, Rows never written).
@@ -526,6 +531,15 @@ void ResultStore::append_epoch(const EpochRow& row) {
   impl_->tables_->epochs.append(&row, 1);
 }
 
+void ResultStore::append_search(const SearchRow& row) {
+  store::silence_hdf5_errors();
+  impl_->check_open();
+  impl_->tables_->searches.append(&row, 1);
+  // A search's answer is what a resume does not search again: as durable
+  // as a trial's row.
+  impl_->flush();
+}
+
 void ResultStore::mark_run(std::string_view end_state) {
   store::silence_hdf5_errors();
   impl_->check_open();
@@ -545,6 +559,12 @@ std::vector<TrialRow> ResultStore::read_trials() const {
   store::silence_hdf5_errors();
   impl_->check_open();
   return every_row<TrialRow>(impl_->tables_->trials);
+}
+
+std::vector<SearchRow> ResultStore::read_searches() const {
+  store::silence_hdf5_errors();
+  impl_->check_open();
+  return every_row<SearchRow>(impl_->tables_->searches);
 }
 
 std::vector<SeriesSummary> ResultStore::scan_series() const {

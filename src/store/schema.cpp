@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <initializer_list>
 #include <set>
 
 namespace memsweep::store {
@@ -21,6 +22,11 @@ constexpr char kSeconds[] = "s";
 constexpr char kUnixTime[] = "s since 1970-01-01T00:00:00Z";
 constexpr char kBytes[] = "bytes";
 constexpr char kEvents[] = "events";
+// A search's axis value is a count (a batch size, a hidden width, ...): the
+// axis column of /searches names what it counts.
+constexpr char kAxisUnit[] = "1";
+constexpr char kMiB[] = "MiB";
+constexpr char kMiBPerUnit[] = "MiB per unit of the axis";
 
 Column text(const char* name, std::size_t offset, std::size_t chars) {
   return Column{name, offset, ColumnKind::text, chars, kText};
@@ -44,6 +50,30 @@ Column int32_array(const char* name, std::size_t offset, std::size_t elements, c
 Column added_in(int version, Column column) {
   column.since_version = version;
   return column;
+}
+
+// The hyperparameter columns /trials and /searches share, in this order:
+// a search names its configuration as a trial row would.
+template <typename Row>
+std::vector<Column> hyperparameter_columns() {
+  return {
+      text("dataset", offsetof(Row, dataset), kNameChars),
+      text("model", offsetof(Row, model), kNameChars),
+      text("optimizer", offsetof(Row, optimizer), kNameChars),
+      float64("learning_rate", offsetof(Row, learning_rate), kOne),
+      int32("epochs", offsetof(Row, epochs), kOne),
+      int32("batch_size", offsetof(Row, batch_size), kOne),
+      int32("depth", offsetof(Row, depth), kOne),
+      int32_array("hidden", offsetof(Row, hidden), kMaxHiddenLayers, kOne),
+      int32_array("channels", offsetof(Row, channels), kMaxConvBlocks, kOne),
+  };
+}
+
+// `parts` joined in order.
+std::vector<Column> joined(std::initializer_list<std::vector<Column>> parts) {
+  std::vector<Column> columns;
+  for (const std::vector<Column>& part : parts) columns.insert(columns.end(), part.begin(), part.end());
+  return columns;
 }
 
 template <typename Row>
@@ -84,57 +114,60 @@ TableSchema trials_schema() {
       kTrialsTable,
       "One row per trial attempt: its hyperparameters and its result (memsweep, docs/results-file.md).",
       sizeof(TrialRow),
-      {
-          text("trial_id", offsetof(TrialRow, trial_id), kTrialIdChars),
-          int32("attempt", offsetof(TrialRow, attempt), kOne),
-          int32("repeat", offsetof(TrialRow, repeat), kOne),
-          int32("run", offsetof(TrialRow, run), kOne),
-          added_in(5, int32("plan_index", offsetof(TrialRow, plan_index), kOne)),
-          text("dataset", offsetof(TrialRow, dataset), kNameChars),
-          text("model", offsetof(TrialRow, model), kNameChars),
-          text("optimizer", offsetof(TrialRow, optimizer), kNameChars),
-          float64("learning_rate", offsetof(TrialRow, learning_rate), kOne),
-          int32("epochs", offsetof(TrialRow, epochs), kOne),
-          int32("batch_size", offsetof(TrialRow, batch_size), kOne),
-          int32("depth", offsetof(TrialRow, depth), kOne),
-          int32_array("hidden", offsetof(TrialRow, hidden), kMaxHiddenLayers, kOne),
-          int32_array("channels", offsetof(TrialRow, channels), kMaxConvBlocks, kOne),
-          uint64("seed", offsetof(TrialRow, seed), kOne),
-          int32("rank", offsetof(TrialRow, rank), kOne),
-          text("host", offsetof(TrialRow, host), kHostChars),
-          text("status", offsetof(TrialRow, status), kNameChars),
-          text("message", offsetof(TrialRow, message), kMessageChars),
-          float64("start_time", offsetof(TrialRow, start_time), kUnixTime),
-          float64("end_time", offsetof(TrialRow, end_time), kUnixTime),
-          float64("wall_seconds", offsetof(TrialRow, wall_seconds), kSeconds),
-          int64("rss_baseline", offsetof(TrialRow, rss_baseline), kBytes),
-          int64("rss_peak", offsetof(TrialRow, rss_peak), kBytes),
-          float64("rss_mean", offsetof(TrialRow, rss_mean), kBytes),
-          int64("rss_footprint", offsetof(TrialRow, rss_footprint), kBytes),
-          float64("sys_used_mean", offsetof(TrialRow, sys_used_mean), kBytes),
-          int64("predicted_bytes", offsetof(TrialRow, predicted_bytes), kBytes),
-          int32("epochs_done", offsetof(TrialRow, epochs_done), kOne),
-          float64("final_train_loss", offsetof(TrialRow, final_train_loss), kOne),
-          float64("test_accuracy", offsetof(TrialRow, test_accuracy), kOne),
-          uint64("samples", offsetof(TrialRow, samples), kOne),
-          uint64("dropped_samples", offsetof(TrialRow, dropped_samples), kOne),
-          text("definition", offsetof(TrialRow, definition), kDefinitionChars),
-          // Schema 3: how the trial's own process ended.
-          added_in(3, int32("pid", offsetof(TrialRow, pid), kOne)),
-          added_in(3, int32("end_signal", offsetof(TrialRow, end_signal), kOne)),
-          added_in(3, int32("oom_killed", offsetof(TrialRow, oom_killed), kOne)),
-          added_in(3, text("end_cause", offsetof(TrialRow, end_cause), kNameChars)),
-          added_in(3, text("isolation", offsetof(TrialRow, isolation), kNameChars)),
-          added_in(3, float64("start_seconds", offsetof(TrialRow, start_seconds), kSeconds)),
-          added_in(3, int64("cgroup_peak", offsetof(TrialRow, cgroup_peak), kBytes)),
-          // Schema 4: programs as trials, and their process trees.
-          added_in(4, text("trainer", offsetof(TrialRow, trainer), kNameChars)),
-          added_in(4, text("params", offsetof(TrialRow, params), kParamsChars)),
-          added_in(4, int32("processes", offsetof(TrialRow, processes), kOne)),
-          added_in(4, int64("rss_peak_hwm_sum", offsetof(TrialRow, rss_peak_hwm_sum), kBytes)),
-          added_in(4, int64("process_peak_max", offsetof(TrialRow, process_peak_max), kBytes)),
-          added_in(4, int32("bad_event_lines", offsetof(TrialRow, bad_event_lines), kOne)),
-      },
+      joined({
+          {
+              text("trial_id", offsetof(TrialRow, trial_id), kTrialIdChars),
+              int32("attempt", offsetof(TrialRow, attempt), kOne),
+              int32("repeat", offsetof(TrialRow, repeat), kOne),
+              int32("run", offsetof(TrialRow, run), kOne),
+              added_in(5, int32("plan_index", offsetof(TrialRow, plan_index), kOne)),
+          },
+          hyperparameter_columns<TrialRow>(),
+          {
+              uint64("seed", offsetof(TrialRow, seed), kOne),
+              int32("rank", offsetof(TrialRow, rank), kOne),
+              text("host", offsetof(TrialRow, host), kHostChars),
+              text("status", offsetof(TrialRow, status), kNameChars),
+              text("message", offsetof(TrialRow, message), kMessageChars),
+              float64("start_time", offsetof(TrialRow, start_time), kUnixTime),
+              float64("end_time", offsetof(TrialRow, end_time), kUnixTime),
+              float64("wall_seconds", offsetof(TrialRow, wall_seconds), kSeconds),
+              int64("rss_baseline", offsetof(TrialRow, rss_baseline), kBytes),
+              int64("rss_peak", offsetof(TrialRow, rss_peak), kBytes),
+              float64("rss_mean", offsetof(TrialRow, rss_mean), kBytes),
+              int64("rss_footprint", offsetof(TrialRow, rss_footprint), kBytes),
+              float64("sys_used_mean", offsetof(TrialRow, sys_used_mean), kBytes),
+              int64("predicted_bytes", offsetof(TrialRow, predicted_bytes), kBytes),
+              int32("epochs_done", offsetof(TrialRow, epochs_done), kOne),
+              float64("final_train_loss", offsetof(TrialRow, final_train_loss), kOne),
+              float64("test_accuracy", offsetof(TrialRow, test_accuracy), kOne),
+              uint64("samples", offsetof(TrialRow, samples), kOne),
+              uint64("dropped_samples", offsetof(TrialRow, dropped_samples), kOne),
+              text("definition", offsetof(TrialRow, definition), kDefinitionChars),
+              // Schema 3: how the trial's own process ended.
+              added_in(3, int32("pid", offsetof(TrialRow, pid), kOne)),
+              added_in(3, int32("end_signal", offsetof(TrialRow, end_signal), kOne)),
+              added_in(3, int32("oom_killed", offsetof(TrialRow, oom_killed), kOne)),
+              added_in(3, text("end_cause", offsetof(TrialRow, end_cause), kNameChars)),
+              added_in(3, text("isolation", offsetof(TrialRow, isolation), kNameChars)),
+              added_in(3, float64("start_seconds", offsetof(TrialRow, start_seconds), kSeconds)),
+              added_in(3, int64("cgroup_peak", offsetof(TrialRow, cgroup_peak), kBytes)),
+              // Schema 4: programs as trials, and their process trees.
+              added_in(4, text("trainer", offsetof(TrialRow, trainer), kNameChars)),
+              added_in(4, text("params", offsetof(TrialRow, params), kParamsChars)),
+              added_in(4, int32("processes", offsetof(TrialRow, processes), kOne)),
+              added_in(4, int64("rss_peak_hwm_sum", offsetof(TrialRow, rss_peak_hwm_sum), kBytes)),
+              added_in(4, int64("process_peak_max", offsetof(TrialRow, process_peak_max), kBytes)),
+              added_in(4, int32("bad_event_lines", offsetof(TrialRow, bad_event_lines), kOne)),
+              // Schema 6: the search a trial is a probe of.
+              added_in(6, int32("search", offsetof(TrialRow, search), kOne)),
+              added_in(6, int32("probe", offsetof(TrialRow, probe), kOne)),
+              added_in(6, int64("axis_value", offsetof(TrialRow, axis_value), kAxisUnit)),
+              added_in(6, int64("search_limit", offsetof(TrialRow, search_limit), kBytes)),
+              added_in(6, int32("full_run", offsetof(TrialRow, full_run), kOne)),
+              added_in(6, int32("reported_oom", offsetof(TrialRow, reported_oom), kOne)),
+          },
+      }),
       default_row<TrialRow>(),
   };
 }
@@ -249,6 +282,48 @@ TableSchema messages_schema() {
   };
 }
 
+TableSchema searches_schema() {
+  return TableSchema{
+      kSearchesTable,
+      "One row per search (a configuration at one memory limit), written when the search ends: the largest axis "
+      "value that trained within the limit (memsweep, docs/results-file.md).",
+      sizeof(SearchRow),
+      joined({
+          {
+              int32("search", offsetof(SearchRow, search), kOne),
+              int32("configuration", offsetof(SearchRow, configuration), kOne),
+              int32("limit_index", offsetof(SearchRow, limit_index), kOne),
+              int32("run", offsetof(SearchRow, run), kOne),
+              text("configuration_id", offsetof(SearchRow, configuration_id), kTrialIdChars),
+              text("trainer", offsetof(SearchRow, trainer), kNameChars),
+          },
+          hyperparameter_columns<SearchRow>(),
+          {
+              int32("repeat", offsetof(SearchRow, repeat), kOne),
+              text("params", offsetof(SearchRow, params), kParamsChars),
+              text("definition", offsetof(SearchRow, definition), kDefinitionChars),
+              text("axis", offsetof(SearchRow, axis), kAxisChars),
+              int64("range_low", offsetof(SearchRow, range_low), kAxisUnit),
+              int64("range_high", offsetof(SearchRow, range_high), kAxisUnit),
+              int64("limit", offsetof(SearchRow, limit), kBytes),
+              text("enforced_by", offsetof(SearchRow, enforced_by), kNameChars),
+              text("strategy", offsetof(SearchRow, strategy), kNameChars),
+              text("status", offsetof(SearchRow, status), kNameChars),
+              int64("fits", offsetof(SearchRow, fits), kAxisUnit),
+              int32("fits_verified", offsetof(SearchRow, fits_verified), kOne),
+              int64("does_not_fit", offsetof(SearchRow, does_not_fit), kAxisUnit),
+              float64("fit_a_mib", offsetof(SearchRow, fit_a_mib), kMiB),
+              float64("fit_b_mib", offsetof(SearchRow, fit_b_mib), kMiBPerUnit),
+              int64("predicted", offsetof(SearchRow, predicted), kAxisUnit),
+              int32("trials", offsetof(SearchRow, trials), kOne),
+              float64("seconds", offsetof(SearchRow, seconds), kSeconds),
+              text("message", offsetof(SearchRow, message), kMessageChars),
+          },
+      }),
+      {},  // the whole table is schema 6's: older files have none
+  };
+}
+
 TableSchema series_schema() {
   return TableSchema{
       kSamplesTable,
@@ -273,7 +348,10 @@ std::uint64_t samples_chunk_rows(const FileHeader& header, double flush_seconds)
 }
 
 TableSchema trial_id_schema(const std::string& table) {
-  return TableSchema{table, "", kTrialIdChars, {text("trial_id", 0, kTrialIdChars)}, {}};
+  // /searches names its configuration, not a trial: the same kind of id,
+  // and as surely set in every row written.
+  const char* column = table == kSearchesTable ? "configuration_id" : "trial_id";
+  return TableSchema{table, "", kTrialIdChars, {text(column, 0, kTrialIdChars)}, {}};
 }
 
 std::size_t column_bytes(const Column& column) {

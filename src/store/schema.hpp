@@ -24,6 +24,7 @@ inline constexpr char kSamplesTable[] = "samples";
 inline constexpr char kEpochsTable[] = "epochs";
 inline constexpr char kRunsTable[] = "runs";
 inline constexpr char kMessagesTable[] = "messages";  // schema 5
+inline constexpr char kSearchesTable[] = "searches";  // schema 6
 
 // Attribute names on each table: "unit:<column>" per column, and one
 // description.
@@ -64,6 +65,7 @@ TableSchema samples_schema(std::span<const std::string> counter_columns, const H
 TableSchema epochs_schema();
 TableSchema runs_schema();
 TableSchema messages_schema();
+TableSchema searches_schema();
 
 // The /samples columns a scan of the series needs, read through a partial
 // compound type so that HDF5 converts only these.
@@ -78,9 +80,10 @@ struct SeriesColumns {
 };
 TableSchema series_schema();
 
-// Just the trial_id column of /trials, /samples or /epochs. A row whose id
-// is empty was never written: its chunk did not reach the file while the
-// table's size did (a writer without SWMR killed during a flush).
+// Just the trial_id column of /trials, /samples, /epochs or /messages, or
+// /searches' configuration_id. A row whose id is empty was never written:
+// its chunk did not reach the file while the table's size did (a writer
+// without SWMR killed during a flush).
 TableSchema trial_id_schema(const std::string& table);
 
 // The row struct's layout (for reading and writing rows in memory) and the
@@ -107,8 +110,9 @@ struct TableStorage {
 // without SWMR it frees it, the next allocation can take that space before
 // the next flush, and a writer killed in between leaves a flushed index
 // pointing at other data. So compressed chunks are written once, whole:
-// - /trials, /runs and /messages: one row per chunk, each row its own chunk
-//   (a message's rows are written with its trial's row, and as durably);
+// - /trials, /runs, /messages and /searches: one row per chunk, each row
+//   its own chunk (a message's rows are written with its trial's row, and
+//   as durably);
 // - /samples: rows wait in the writer until they fill a chunk. A partial
 //   chunk is written too when a trial's row is (its series must be in the
 //   file with it), and once its first row is samples_max_age old, so that
@@ -130,6 +134,7 @@ struct StoreLayout {
   TableStorage epochs{1024, 0, false};
   TableStorage runs{1, 1, false};
   TableStorage messages{1, 1, false};
+  TableStorage searches{1, 1, false};
   std::chrono::milliseconds samples_max_age{1000};
 };
 

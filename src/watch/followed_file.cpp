@@ -65,9 +65,11 @@ std::optional<SweepSnapshot> FollowedFile::read(std::optional<bool> live, ino_t 
 }
 
 const std::string& FollowedFile::summary() {
-  const std::size_t rows = follower_->trial_rows().size();
+  // A search's row comes after its last trial's: either count changes the summary.
+  const std::size_t rows = follower_->trial_rows().size() + follower_->search_rows().size();
   if (!summary_ || summary_rows_ != rows) {
-    summary_ = format_summary({SummaryInput{options_.path.string(), follower_->header(), follower_->trial_rows(), {}}});
+    summary_ = format_summary({SummaryInput{
+        options_.path.string(), follower_->header(), follower_->trial_rows(), {}, follower_->search_rows()}});
     summary_rows_ = rows;
   }
   return *summary_;

@@ -1,6 +1,7 @@
 #include "watch/follower.hpp"
 
 #include "memsweep/error.hpp"
+#include "memsweep/search.hpp"
 #include "memsweep/sweep_split.hpp"
 
 #include <sys/stat.h>
@@ -84,6 +85,7 @@ SweepFollower::SweepFollower(const std::filesystem::path& path, std::string foll
 void SweepFollower::read_new_rows() {
   reader_.refresh();
   runs_ = reader_.runs();
+  search_rows_ = reader_.searches();  // a row per search that ended: few
   for (std::uint64_t total = reader_.trial_count(); trials_read_ < total;) {
     const std::vector<TrialRow> rows = reader_.trials(trials_read_, kReadBlockRows);
     if (rows.empty()) break;
@@ -105,6 +107,38 @@ void SweepFollower::add_trial_row(const TrialRow& row) {
   row_of_attempt_[key] = index;
   standing_.add(trial_rows_, index);  // the row that stands for its trial, as `summary` shows it
   if (!keeps_series(key)) attempts_.erase(key);
+  if (row.search >= 0) add_probe(row);
+}
+
+void SweepFollower::add_probe(const TrialRow& row) {
+  SearchView& view = searches_[row.search];
+  view.search = row.search;
+  view.limit = row.search_limit;
+  // The same judgement the scheduler makes of the probe (search.hpp).
+  switch (probe_outcome(row)) {
+    case ProbeOutcome::fits: view.fits = std::max(view.fits.value_or(row.axis_value), row.axis_value); break;
+    case ProbeOutcome::does_not_fit:
+      view.does_not_fit = std::min(view.does_not_fit.value_or(row.axis_value), row.axis_value);
+      break;
+    case ProbeOutcome::failed: break;
+    case ProbeOutcome::retry: return;  // not a result: the same probe runs again
+  }
+  ++view.trials;
+}
+
+std::vector<SearchView> SweepFollower::search_views() const {
+  std::map<std::int32_t, SearchView> views = searches_;
+  // An ended search's own row says what it found, and how it ended.
+  for (const SearchRow& row : search_rows_) {
+    SearchView& view = views[row.search];
+    view.search = row.search;
+    view.limit = row.limit;
+    view.axis = get_fixed(row.axis);
+    view.status = get_fixed(row.status);
+  }
+  std::vector<SearchView> ordered;
+  for (auto& [search, view] : views) ordered.push_back(std::move(view));
+  return ordered;
 }
 
 bool SweepFollower::keeps_series(const AttemptKey& key) const {
@@ -225,6 +259,7 @@ SweepSnapshot SweepFollower::update(std::optional<bool> writer_live, std::chrono
   add_times(snapshot, now);
   if (snapshot.state == SweepState::running && !runs_.empty()) snapshot.eta_s = eta_of(snapshot, left_ids, now);
   snapshot.nodes = node_memory();
+  snapshot.searches = search_views();
   return snapshot;
 }
 

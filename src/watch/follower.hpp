@@ -53,6 +53,8 @@ class SweepFollower {
 
   // Every trial row read so far (for the summary once the sweep ended).
   const std::vector<TrialRow>& trial_rows() const { return trial_rows_; }
+  // The searches that ended (/searches), as of the last update.
+  const std::vector<SearchRow>& search_rows() const { return search_rows_; }
 
  private:
   using AttemptKey = std::pair<std::string, std::int32_t>;  // (trial id, attempt)
@@ -69,6 +71,8 @@ class SweepFollower {
   void read_new_rows();
   void add_trial_row(const TrialRow& row);
   void add_sample(const SampleRow& row);
+  void add_probe(const TrialRow& row);
+  std::vector<SearchView> search_views() const;
   bool keeps_series(const AttemptKey& key) const;
   TrialView view_of(const AttemptKey& key, const Attempt& attempt) const;
   std::string host_of_rank(std::int32_t rank) const;
@@ -98,6 +102,8 @@ class SweepFollower {
   std::map<AttemptKey, Attempt> attempts_;            // with samples and no row yet, and the followed trial's
   std::map<std::int32_t, SampleRow> newest_sample_of_rank_;
   std::vector<RunRow> runs_;
+  std::map<std::int32_t, SearchView> searches_;  // by search number, from the probes' rows
+  std::vector<SearchRow> search_rows_;
   SweepEta eta_;
 };
 

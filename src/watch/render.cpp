@@ -265,6 +265,25 @@ std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
+// Each search's bracket: the largest value that fit so far and the smallest
+// that did not, narrowing as its probes end.
+void add_searches(Lines& out, const std::vector<SearchView>& searches) {
+  const auto value = [](const std::optional<std::int64_t>& v) { return v ? std::to_string(*v) : "-"; };
+  std::vector<Row> rows;
+  for (const SearchView& s : searches)
+    rows.push_back({std::to_string(s.search), s.axis.empty() ? "-" : s.axis, format_bytes(s.limit), value(s.fits),
+                    value(s.does_not_fit), std::to_string(s.trials), s.status});
+  const Table table({{"search", true},
+                     {"axis"},
+                     {"limit", true},
+                     {"fits", true},
+                     {"does not fit", true},
+                     {"trials", true},
+                     {"status"}},
+                    std::move(rows));
+  add_table(out, table, out.room(), "searches");
+}
+
 // What `memsweep summary` printed, cut to the room with a pointer to all of it.
 void add_summary(Lines& out, const SweepSnapshot& snapshot) {
   const std::vector<std::string> lines = split_lines(snapshot.summary);
@@ -317,6 +336,10 @@ std::vector<std::string> render_overview(const SweepSnapshot& snapshot, const Fr
   if (snapshot.state == SweepState::running || !snapshot.running_trials.empty()) {
     out.gap();
     add_running(out, snapshot.running_trials, frame);
+  }
+  if (!snapshot.searches.empty()) {
+    out.gap();
+    add_searches(out, snapshot.searches);
   }
   if (snapshot.state != SweepState::running && !snapshot.summary.empty()) {
     out.gap();

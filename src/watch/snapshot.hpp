@@ -58,6 +58,18 @@ struct TrialView {
   std::vector<double> counter_rates;
 };
 
+// One search (a configuration at one memory limit, [search]): its bracket
+// as its probes narrow it, from the trial rows of the search.
+struct SearchView {
+  std::int32_t search = 0;                   // TrialRow::search
+  std::int64_t limit = -1;                   // bytes
+  std::optional<std::int64_t> fits;          // the largest axis value that fit so far
+  std::optional<std::int64_t> does_not_fit;  // the smallest that did not
+  std::int32_t trials = 0;                   // probes with a result (not those to run again)
+  std::string axis;                          // empty until the search's /searches row is in
+  std::string status = "running";            // the /searches row's status once the search ended
+};
+
 enum class SweepState {
   running,   // a writer has the file open
   finished,  // no writer, and every planned trial has a final result
@@ -84,6 +96,7 @@ struct SweepSnapshot {
   std::vector<std::string> counter_names;  // /samples' counter columns
   std::vector<TrialView> running_trials;   // by rank
   std::vector<NodeMemory> nodes;           // by host name
+  std::vector<SearchView> searches;        // by search number; empty for a sweep without [search]
   std::string summary;                     // once the sweep ended: what `memsweep summary` prints
 };
 

@@ -128,6 +128,18 @@ TrialRow awkward_trial() {
   return row;
 }
 
+// A search that found nothing: its -1s are empty cells.
+SearchRow unanswered_search() {
+  SearchRow row = example_search(1, "below_range");
+  row.fits = -1;
+  row.fits_verified = 0;
+  row.fit_a_mib = -1.0;
+  row.fit_b_mib = -1.0;
+  row.predicted = -1;
+  set_fixed(row.message, "even 16, the range's low end, was killed, \"oom\"");
+  return row;
+}
+
 std::vector<SampleRow> numbered_samples(const std::string& trial_id, std::size_t counters) {
   std::vector<SampleRow> rows = example_samples(trial_id, 0, kSampleRows);
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -154,6 +166,8 @@ std::filesystem::path write_results(const std::filesystem::path& path, const std
   store.append_epoch(epoch);
   store.append_epoch(example_epoch(1));
   store.append_samples(numbered_samples(example_id(0), counters.size()));
+  store.append_search(example_search(0));
+  store.append_search(unanswered_search());
   store.close();
   return path;
 }
@@ -208,6 +222,70 @@ TEST_F(Export, TrialsCsvHoldsEveryRowWithUnitsInTheHeader) {
   EXPECT_EQ(table.at(1, "trainer"), "pytorch");
   EXPECT_EQ(table.at(1, "plan_index"), std::to_string(second.plan_index));
   EXPECT_EQ(table.at(2, "trial_id"), example_id(2));
+  // Schema 6: the search each trial is a probe of.
+  EXPECT_EQ(table.at(1, "search"), std::to_string(second.search));
+  EXPECT_EQ(table.at(1, "probe"), std::to_string(second.probe));
+  EXPECT_EQ(table.at(1, "axis_value"), std::to_string(second.axis_value));
+  EXPECT_EQ(table.at(1, "search_limit_bytes"), std::to_string(second.search_limit));
+  EXPECT_EQ(table.at(1, "full_run"), "1");
+  EXPECT_EQ(table.at(1, "reported_oom"), "1");
+}
+
+TEST_F(Export, SearchesEveryColumnInBothFormats) {
+  for (const std::string format : {"csv", "tsv"}) {
+    const std::string out = export_ok({"export", results.string(), "--table", "searches", "--format", format}).out;
+    const Table table = format == "csv" ? parse_csv(out) : parse_tsv(out);
+    EXPECT_THAT(table.columns,
+                ElementsAre("search", "configuration", "limit_index", "run", "configuration_id", "trainer", "dataset",
+                            "model", "optimizer", "learning_rate", "epochs", "batch_size", "depth", "hidden",
+                            "channels", "repeat", "params", "axis", "range_low", "range_high", "limit_bytes",
+                            "enforced_by", "strategy", "status", "fits", "fits_verified", "does_not_fit", "fit_a_mib",
+                            "fit_b_mib", "predicted", "trials", "seconds", "message", "definition"));
+    ASSERT_EQ(table.rows.size(), 2u) << format;
+    for (const auto& row : table.rows) EXPECT_EQ(row.size(), table.columns.size());
+    const SearchRow found = example_search(0);
+    EXPECT_EQ(table.at(0, "search"), std::to_string(found.search));
+    EXPECT_EQ(table.at(0, "configuration_id"), example_id(20));
+    EXPECT_EQ(table.at(0, "trainer"), "pytorch");
+    EXPECT_EQ(table.at(0, "hidden"), "300-100");
+    EXPECT_EQ(table.at(0, "channels"), "8");
+    EXPECT_EQ(table.at(0, "params"), get_fixed(found.params));
+    EXPECT_EQ(table.at(0, "axis"), "batch_size");
+    EXPECT_EQ(table.at(0, "range_high"), "4096");
+    EXPECT_EQ(table.at(0, "limit_bytes"), "2147483648");
+    EXPECT_EQ(table.at(0, "enforced_by"), "cgroup2");
+    EXPECT_EQ(table.at(0, "strategy"), "bisect");
+    EXPECT_EQ(table.at(0, "status"), "found");
+    EXPECT_EQ(table.at(0, "fits"), "700");
+    EXPECT_EQ(table.at(0, "fits_verified"), "1");
+    EXPECT_EQ(table.at(0, "does_not_fit"), "768");
+    EXPECT_EQ(std::stod(table.at(0, "fit_a_mib")), 512.25);
+    EXPECT_EQ(std::stod(table.at(0, "fit_b_mib")), 1.5);
+    EXPECT_EQ(table.at(0, "predicted"), "650");
+    EXPECT_EQ(table.at(0, "trials"), "7");
+    EXPECT_EQ(std::stod(table.at(0, "seconds")), 93.5);
+    EXPECT_EQ(table.at(0, "message"), get_fixed(found.message));
+    EXPECT_EQ(table.at(0, "definition"), get_fixed(found.definition));
+    // Nothing fits: empty cells, not -1.
+    EXPECT_EQ(table.at(1, "status"), "below_range");
+    for (const char* column : {"fits", "fit_a_mib", "fit_b_mib", "predicted"})
+      EXPECT_EQ(table.at(1, column), "") << column << " " << format;
+    EXPECT_EQ(table.at(1, "does_not_fit"), "769");
+    EXPECT_EQ(table.at(1, "message"), "even 16, the range's low end, was killed, \"oom\"");
+  }
+}
+
+TEST_F(Export, SearchesOfAFileWithoutThemIsTheHeaderAlone) {
+  const std::filesystem::path older = dir.path() / "v5.h5";
+  write_results(older, kCounterColumns);
+  rewrite_as_schema_version(older, 5);
+  const Table table = parse_csv(export_ok({"export", older.string(), "--table", "searches"}).out);
+  EXPECT_EQ(table.columns.front(), "search");
+  EXPECT_TRUE(table.rows.empty());
+  const Table trials = parse_csv(export_ok({"export", older.string()}).out);
+  ASSERT_EQ(trials.rows.size(), 3u);
+  EXPECT_EQ(trials.at(1, "search"), "");  // -1: no search
+  EXPECT_EQ(trials.at(1, "reported_oom"), "0");
 }
 
 TEST_F(Export, TrialsTsvIsOneLinePerRowWithLineBreaksAsSpaces) {

@@ -95,6 +95,52 @@ TrialRow example_trial(int index, std::string_view status) {
   row.rss_peak_hwm_sum = 190'000'000 + index;
   row.process_peak_max = 170'000'000 + index;
   row.bad_event_lines = index;
+  row.search = 5 + index;
+  row.probe = index;
+  row.axis_value = 128 + index;
+  row.search_limit = 3'000'000'000 + index;
+  row.full_run = index % 2;
+  row.reported_oom = 1;
+  return row;
+}
+
+SearchRow example_search(int index, std::string_view status) {
+  SearchRow row;
+  row.search = 3 + index;
+  row.configuration = 1 + index;
+  row.limit_index = index % 2;
+  row.run = 2;
+  set_fixed(row.configuration_id, example_id(20 + index));
+  set_fixed(row.trainer, "pytorch");
+  set_fixed(row.dataset, "fashion-mnist");
+  set_fixed(row.model, "cnn");
+  set_fixed(row.optimizer, "adam");
+  row.learning_rate = 0.003;
+  row.epochs = 4;
+  row.batch_size = 16;
+  row.depth = 2;
+  row.hidden[0] = 300 + index;
+  row.hidden[1] = 100;
+  row.channels[0] = 8;
+  row.repeat = 1;
+  set_fixed(row.params, R"({"width":2,"note":"é"})");
+  set_fixed(row.definition, "trainer=pytorch;dataset=fashion-mnist;model=cnn;index=" + std::to_string(index));
+  set_fixed(row.axis, "batch_size");
+  row.range_low = 16;
+  row.range_high = 4096;
+  row.limit = 2'147'483'648LL * (index + 1);
+  set_fixed(row.enforced_by, "cgroup2");
+  set_fixed(row.strategy, "bisect");
+  set_fixed(row.status, status);
+  row.fits = 700 + index;
+  row.fits_verified = 1;
+  row.does_not_fit = 768 + index;
+  row.fit_a_mib = 512.25;
+  row.fit_b_mib = 1.5;
+  row.predicted = 650;
+  row.trials = 7;
+  row.seconds = 93.5;
+  set_fixed(row.message, std::string(kMessageChars, 's'));  // fills every byte
   return row;
 }
 
@@ -221,6 +267,12 @@ void expect_same(const TrialRow& expected, const TrialRow& actual) {
   EXPECT_EQ(actual.rss_peak_hwm_sum, expected.rss_peak_hwm_sum);
   EXPECT_EQ(actual.process_peak_max, expected.process_peak_max);
   EXPECT_EQ(actual.bad_event_lines, expected.bad_event_lines);
+  EXPECT_EQ(actual.search, expected.search);
+  EXPECT_EQ(actual.probe, expected.probe);
+  EXPECT_EQ(actual.axis_value, expected.axis_value);
+  EXPECT_EQ(actual.search_limit, expected.search_limit);
+  EXPECT_EQ(actual.full_run, expected.full_run);
+  EXPECT_EQ(actual.reported_oom, expected.reported_oom);
 }
 
 void expect_same(const SampleRow& expected, const SampleRow& actual, std::size_t counters) {
@@ -258,6 +310,43 @@ void expect_same(const RunRow& expected, const RunRow& actual) {
   EXPECT_EQ(actual.hosts, expected.hosts);
   EXPECT_EQ(actual.command_line, expected.command_line);
   EXPECT_EQ(actual.memsweep_version, expected.memsweep_version);
+}
+
+void expect_same(const SearchRow& expected, const SearchRow& actual) {
+  EXPECT_EQ(actual.search, expected.search);
+  EXPECT_EQ(actual.configuration, expected.configuration);
+  EXPECT_EQ(actual.limit_index, expected.limit_index);
+  EXPECT_EQ(actual.run, expected.run);
+  EXPECT_EQ(actual.configuration_id, expected.configuration_id);
+  EXPECT_EQ(actual.trainer, expected.trainer);
+  EXPECT_EQ(actual.dataset, expected.dataset);
+  EXPECT_EQ(actual.model, expected.model);
+  EXPECT_EQ(actual.optimizer, expected.optimizer);
+  EXPECT_EQ(actual.learning_rate, expected.learning_rate);
+  EXPECT_EQ(actual.epochs, expected.epochs);
+  EXPECT_EQ(actual.batch_size, expected.batch_size);
+  EXPECT_EQ(actual.depth, expected.depth);
+  EXPECT_EQ(actual.hidden, expected.hidden);
+  EXPECT_EQ(actual.channels, expected.channels);
+  EXPECT_EQ(actual.repeat, expected.repeat);
+  EXPECT_EQ(actual.params, expected.params);
+  EXPECT_EQ(actual.definition, expected.definition);
+  EXPECT_EQ(actual.axis, expected.axis);
+  EXPECT_EQ(actual.range_low, expected.range_low);
+  EXPECT_EQ(actual.range_high, expected.range_high);
+  EXPECT_EQ(actual.limit, expected.limit);
+  EXPECT_EQ(actual.enforced_by, expected.enforced_by);
+  EXPECT_EQ(actual.strategy, expected.strategy);
+  EXPECT_EQ(actual.status, expected.status);
+  EXPECT_EQ(actual.fits, expected.fits);
+  EXPECT_EQ(actual.fits_verified, expected.fits_verified);
+  EXPECT_EQ(actual.does_not_fit, expected.does_not_fit);
+  EXPECT_EQ(actual.fit_a_mib, expected.fit_a_mib);
+  EXPECT_EQ(actual.fit_b_mib, expected.fit_b_mib);
+  EXPECT_EQ(actual.predicted, expected.predicted);
+  EXPECT_EQ(actual.trials, expected.trials);
+  EXPECT_EQ(actual.seconds, expected.seconds);
+  EXPECT_EQ(actual.message, expected.message);
 }
 
 std::string read_bytes(const std::filesystem::path& path) {
@@ -358,12 +447,16 @@ void drop_columns(hid_t file, const std::string& name, const std::vector<std::st
 }  // namespace
 
 void rewrite_as_schema_version(const std::filesystem::path& path, int version) {
-  ASSERT_TRUE(version >= 1 && version <= 4) << "no such older version: " << version;
+  ASSERT_TRUE(version >= 1 && version <= 5) << "no such older version: " << version;
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   ASSERT_GE(file, 0) << path;
-  EXPECT_GE(H5Ldelete(file, "messages", H5P_DEFAULT), 0) << "schema 5's /messages";
-  std::vector<std::string> dropped{"plan_index"};  // schema 5's
-  drop_columns(file, "samples", {"phase"});
+  EXPECT_GE(H5Ldelete(file, "searches", H5P_DEFAULT), 0) << "schema 6's /searches";
+  std::vector<std::string> dropped = kTrialColumnsOfVersion6;
+  if (version < 5) {
+    EXPECT_GE(H5Ldelete(file, "messages", H5P_DEFAULT), 0) << "schema 5's /messages";
+    dropped.emplace_back("plan_index");  // schema 5's
+    drop_columns(file, "samples", {"phase"});
+  }
   if (version < 4) dropped.insert(dropped.end(), kTrialColumnsOfVersion4.begin(), kTrialColumnsOfVersion4.end());
   if (version < 3) dropped.insert(dropped.end(), kTrialColumnsOfVersion3.begin(), kTrialColumnsOfVersion3.end());
   if (!dropped.empty()) drop_columns(file, "trials", dropped);

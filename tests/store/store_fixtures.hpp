@@ -18,6 +18,8 @@ inline const std::vector<std::string> kCounterColumns{"PAPI_L1_DCM", "perf::PAGE
 std::string example_id(int index);
 FileHeader example_header();
 TrialRow example_trial(int index, std::string_view status = "ok");
+// A search's row (schema 6), every column set.
+SearchRow example_search(int index, std::string_view status = "found");
 EpochRow example_epoch(int index);
 RunRow example_run(std::string_view command_line);
 // `count` samples of one attempt, t = 0.01 * i, rss rising by 4096 per row.
@@ -29,6 +31,7 @@ void expect_same(const TrialRow& expected, const TrialRow& actual);
 void expect_same(const SampleRow& expected, const SampleRow& actual, std::size_t counters);
 void expect_same(const EpochRow& expected, const EpochRow& actual);
 void expect_same(const RunRow& expected, const RunRow& actual);
+void expect_same(const SearchRow& expected, const SearchRow& actual);
 
 std::string read_bytes(const std::filesystem::path& path);
 
@@ -37,16 +40,19 @@ std::string read_bytes(const std::filesystem::path& path);
 std::string store_error(const std::function<void()>& action);
 
 // Turns a closed results file written by this memsweep into one of an older
-// schema `version` (1 to 4), as that version's memsweep wrote it: the
+// schema `version` (1 to 5), as that version's memsweep wrote it: the
 // columns added since are dropped from their tables (which are rewritten,
 // keeping their storage and unit attributes), tables added since are
 // deleted, and schema_version is set. Schema 2 added /samples' sys_total;
 // schema 3 the /trials columns of kTrialColumnsOfVersion3; schema 4 those of
-// kTrialColumnsOfVersion4; schema 5 the /messages table.
+// kTrialColumnsOfVersion4; schema 5 the /messages table; schema 6 the
+// /searches table and the /trials columns of kTrialColumnsOfVersion6.
 void rewrite_as_schema_version(const std::filesystem::path& path, int version);
 inline const std::vector<std::string> kTrialColumnsOfVersion3{"pid",       "end_signal",    "oom_killed", "end_cause",
                                                               "isolation", "start_seconds", "cgroup_peak"};
 inline const std::vector<std::string> kTrialColumnsOfVersion4{
     "trainer", "params", "processes", "rss_peak_hwm_sum", "process_peak_max", "bad_event_lines"};
+inline const std::vector<std::string> kTrialColumnsOfVersion6{"search",       "probe",    "axis_value",
+                                                              "search_limit", "full_run", "reported_oom"};
 
 }  // namespace memsweep::testing

@@ -1,6 +1,6 @@
-// Schema versions: this memsweep writes version 5 and reads 1 to 5, by
+// Schema versions: this memsweep writes version 6 and reads 1 to 6, by
 // column name (a column a file's version lacks reads as its "not measured"
-// value, a table it lacks as empty); it resumes only version 5, and leaves an
+// value, a table it lacks as empty); it resumes only version 6, and leaves an
 // older file as it was; versions it does not know are refused.
 
 #include "memsweep/store.hpp"
@@ -25,6 +25,7 @@ using testing::example_epoch;
 using testing::example_header;
 using testing::example_run;
 using testing::example_samples;
+using testing::example_search;
 using testing::example_trial;
 using testing::expect_same;
 using ::testing::HasSubstr;
@@ -43,6 +44,7 @@ void write_file(const std::filesystem::path& path) {
     store.append_epoch(example_epoch(i));
     store.append_trial(example_trial(i));
   }
+  store.append_search(example_search(0));
   store.close();
 }
 
@@ -89,6 +91,13 @@ TEST(CurrentSchemaVersion, WritesHowEachTrialProcessEndedAndWhatTrainedItWithUni
     EXPECT_EQ(samples[0].phase, 0);
     EXPECT_EQ(samples[1].phase, 1);
     EXPECT_EQ(samples[5].phase, 2);
+    // Schema 6: searches, and the trials' place in them.
+    EXPECT_EQ(trials[1].search, 6);
+    EXPECT_EQ(trials[1].axis_value, 129);
+    EXPECT_EQ(trials[1].reported_oom, 1);
+    const std::vector<SearchRow> searches = reader.searches();
+    ASSERT_EQ(searches.size(), 1u);
+    expect_same(example_search(0), searches[0]);
   }
   const std::vector<std::pair<std::string, std::string>> units{
       {"pid", "1"},
@@ -107,12 +116,47 @@ TEST(CurrentSchemaVersion, WritesHowEachTrialProcessEndedAndWhatTrainedItWithUni
       {"bad_event_lines", "1"},
       // Schema 5: the plan's numbering.
       {"plan_index", "1"},
+      // Schema 6: searches.
+      {"search", "1"},
+      {"probe", "1"},
+      {"axis_value", "1"},
+      {"search_limit", "bytes"},
+      {"full_run", "1"},
+      {"reported_oom", "1"},
   };
   for (const auto& [column, unit] : units) EXPECT_EQ(unit_of(path, "trials", column), unit) << column;
   EXPECT_EQ(unit_of(path, "samples", "phase"), "1");
   // Schema 5: messages whole.
   for (const char* column : {"attempt", "run", "piece"}) EXPECT_EQ(unit_of(path, "messages", column), "1") << column;
   EXPECT_EQ(unit_of(path, "messages", "text"), "text");
+  // Schema 6: /searches.
+  const std::vector<std::pair<std::string, std::string>> search_units{
+      {"search", "1"},      {"limit", "bytes"},    {"fits", "1"},
+      {"fit_a_mib", "MiB"}, {"seconds", "s"},      {"fit_b_mib", "MiB per unit of the axis"},
+      {"axis", "text"},     {"does_not_fit", "1"}, {"range_low", "1"},
+  };
+  for (const auto& [column, unit] : search_units) EXPECT_EQ(unit_of(path, "searches", column), unit) << column;
+}
+
+TEST(CurrentSchemaVersion, SearchesAreReadByTheWriterAndAResume) {
+  const testing::TempDir dir;
+  const auto path = dir.path() / "results.h5";
+  {
+    ResultStore store = ResultStore::create(path, example_header(), false, {});
+    EXPECT_TRUE(store.read_searches().empty());
+    store.append_search(example_search(0, "below_range"));
+    ASSERT_EQ(store.read_searches().size(), 1u);
+    expect_same(example_search(0, "below_range"), store.read_searches()[0]);
+    store.close();
+  }
+  ResultStore resumed = ResultStore::open_for_resume(path, example_run("memsweep run --resume"), {});
+  resumed.append_search(example_search(1, "stopped"));
+  const std::vector<SearchRow> searches = resumed.read_searches();
+  ASSERT_EQ(searches.size(), 2u);
+  expect_same(example_search(0, "below_range"), searches[0]);
+  expect_same(example_search(1, "stopped"), searches[1]);
+  resumed.close();
+  EXPECT_EQ(ResultReader(path).searches().size(), 2u);
 }
 
 TEST(CurrentSchemaVersion, AHeaderAskingForAnotherVersionIsWrittenAsTheCurrentOne) {
@@ -142,9 +186,11 @@ class OlderVersion : public ::testing::TestWithParam<int> {
     EXPECT_EQ(H5Tget_member_index(trial_type, "pid") >= 0, version() >= 3);
     EXPECT_EQ(H5Tget_member_index(trial_type, "cgroup_peak") >= 0, version() >= 3);
     EXPECT_EQ(H5Tget_member_index(trial_type, "trainer") >= 0, version() >= 4);
-    EXPECT_LT(H5Tget_member_index(trial_type, "plan_index"), 0);
-    EXPECT_LT(H5Tget_member_index(sample_type, "phase"), 0);
-    EXPECT_EQ(H5Lexists(file, "messages", H5P_DEFAULT), 0);
+    EXPECT_EQ(H5Tget_member_index(trial_type, "plan_index") >= 0, version() >= 5);
+    EXPECT_EQ(H5Tget_member_index(sample_type, "phase") >= 0, version() >= 5);
+    EXPECT_EQ(H5Lexists(file, "messages", H5P_DEFAULT) > 0, version() >= 5);
+    EXPECT_LT(H5Tget_member_index(trial_type, "search"), 0);
+    EXPECT_EQ(H5Lexists(file, "searches", H5P_DEFAULT), 0);
     EXPECT_EQ(H5Tget_member_index(sample_type, "sys_total") >= 0, version() >= 2);
     H5Tclose(sample_type);
     H5Tclose(trial_type);
@@ -159,6 +205,13 @@ class OlderVersion : public ::testing::TestWithParam<int> {
 // What an old file's trial row reads as: its own columns, and "not
 // measured" for those added after its version.
 TrialRow as_read_from_an_older_file(TrialRow row, int version) {
+  if (version >= 6) return row;
+  row.search = -1;
+  row.probe = -1;
+  row.axis_value = -1;
+  row.search_limit = -1;
+  row.full_run = -1;
+  row.reported_oom = 0;
   if (version >= 5) return row;
   row.plan_index = -1;
   if (version >= 4) return row;
@@ -197,21 +250,26 @@ TEST_P(OlderVersion, ReadsItsColumnsAndDefaultsForTheNewOnes) {
     expect_same(as_read_from_an_older_file(example_trial(2), version()), reader.trials(1, 5)[1]);
 
     std::vector<SampleRow> expected_samples = example_samples(testing::example_id(0), 0, kSamples);
-    for (SampleRow& row : expected_samples) row.phase = -1;  // schema 5's: unknown
+    if (version() < 5)
+      for (SampleRow& row : expected_samples) row.phase = -1;  // schema 5's: unknown
     if (version() < 2)
       for (SampleRow& row : expected_samples) row.sys_total = -1;  // not in version 1
     ASSERT_EQ(reader.sample_count(), kSamples);
     const std::vector<SampleRow> samples = reader.samples(0, kSamples);
     for (std::size_t i = 0; i < kSamples; ++i) expect_same(expected_samples[i], samples[i], kCounterColumns.size());
     EXPECT_EQ(samples[7].sys_total, version() >= 2 ? 16'000'000'000 : -1);
-    EXPECT_EQ(samples[7].phase, -1);
-    EXPECT_EQ(trials[1].plan_index, -1);
+    EXPECT_EQ(samples[7].phase, version() >= 5 ? 1 : -1);
+    EXPECT_EQ(trials[1].plan_index, version() >= 5 ? 41 : -1);
+    EXPECT_EQ(trials[1].search, -1);
+    EXPECT_EQ(trials[1].reported_oom, 0);
+    // No /searches: none to read.
+    EXPECT_TRUE(reader.searches().empty());
 
     ASSERT_EQ(reader.epochs().size(), static_cast<std::size_t>(kTrials));
     expect_same(example_epoch(1), reader.epochs()[1]);
-    // No /messages: a row's message is its own message column.
+    // Before schema 5, no /messages: a row's message is its own message column.
     const TrialMessages messages = reader.messages();
-    EXPECT_TRUE(messages.empty());
+    EXPECT_EQ(messages.empty(), version() < 5);
     EXPECT_EQ(whole_message(trials[1], messages), get_fixed(example_trial(1).message));
     ASSERT_EQ(reader.runs().size(), 1u);
     EXPECT_EQ(get_fixed(reader.runs()[0].command_line), example_header().command_line);
@@ -264,7 +322,7 @@ TEST_P(OlderVersion, ATableReadsTheDefaultsWhateverTheBufferHeld) {
     expect_same(as_read_from_an_older_file(example_trial(i), version()), rows[static_cast<std::size_t>(i)]);
 }
 
-INSTANTIATE_TEST_SUITE_P(Versions1To4, OlderVersion, ::testing::Values(1, 2, 3, 4),
+INSTANTIATE_TEST_SUITE_P(Versions1To5, OlderVersion, ::testing::Values(1, 2, 3, 4, 5),
                          [](const ::testing::TestParamInfo<int>& case_info) {
                            return fmt::format("Version{}", case_info.param);
                          });
@@ -299,6 +357,19 @@ TEST(SchemaVersion, AVersion5FileWithoutMessagesIsDamaged) {
   const std::string message = store_error([&] { ResultReader reader(path); });
   EXPECT_THAT(message, HasSubstr(path.string()));
   EXPECT_THAT(message, HasSubstr("damaged memsweep results file: table /messages is missing"));
+}
+
+TEST(SchemaVersion, AVersion6FileWithoutSearchesIsDamaged) {
+  const testing::TempDir dir;
+  const auto path = dir.path() / "results.h5";
+  write_file(path);
+  {
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    EXPECT_GE(H5Ldelete(file, "searches", H5P_DEFAULT), 0);
+    H5Fclose(file);
+  }
+  EXPECT_THAT(store_error([&] { ResultReader reader(path); }),
+              HasSubstr("damaged memsweep results file: table /searches is missing"));
 }
 
 TEST(SchemaVersion, AVersion2FileWithoutSysTotalIsDamaged) {

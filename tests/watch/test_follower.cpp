@@ -10,6 +10,7 @@
 #include "watch/follower.hpp"
 #include "watch/watch_fixtures.hpp"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -288,6 +289,76 @@ INSTANTIATE_TEST_SUITE_P(Versions1And2, OlderFile, ::testing::Values(1, 2),
 TEST(WriterIsLive, CannotTellForAMissingFile) {
   const memsweep::testing::TempDir dir;
   EXPECT_EQ(writer_is_live(dir.path() / "nothing.h5"), std::nullopt);
+}
+
+// A probe of search `search` at `value`, limit 1 GiB.
+TrialRow probe_of(const TrialSpec& trial, std::int32_t search, std::int32_t probe, std::int64_t value,
+                  std::string_view status, std::int64_t peak) {
+  TrialRow row = row_of(trial, 0, status, 1.0);
+  set_fixed(row.trial_id, fmt::format("{}{:02}", trial.id.substr(0, kTrialIdChars - 2), probe));
+  row.search = search;
+  row.probe = probe;
+  row.axis_value = value;
+  row.search_limit = 1 << 30;
+  row.full_run = 0;
+  row.rss_peak = peak;
+  return row;
+}
+
+TEST(SweepFollower, ShowsEachSearchsBracketAsItsProbesEnd) {
+  const memsweep::testing::TempDir dir;
+  const auto path = dir.path() / "results.h5";
+  const std::vector<TrialSpec> trials = sweep_trials();
+  // Expected by the simple rule (until probe_outcome is in): ok within the
+  // limit fits; over_budget, or a program's own out-of-memory, does not; an
+  // interrupted probe is no result and runs again.
+  {
+    ResultStore store = ResultStore::create(path, follow_header(), false, StoreOptions{false});
+    store.append_trial(probe_of(trials[0], 0, 0, 64, "ok", 500'000'000));
+    store.append_trial(probe_of(trials[0], 0, 1, 256, "over_budget", 1'100'000'000));
+    TrialRow own_oom = probe_of(trials[0], 0, 2, 128, "failed", 900'000'000);
+    own_oom.reported_oom = 1;
+    store.append_trial(own_oom);
+    store.append_trial(probe_of(trials[0], 0, 3, 96, "interrupted", 700'000'000));
+    store.append_trial(probe_of(trials[1], 1, 0, 32, "ok", 300'000'000));
+    SearchRow ended = memsweep::testing::example_search(0, "above_range");
+    ended.search = 1;
+    ended.limit = 1 << 30;
+    store.append_search(ended);
+    store.append_trial(row_of(trials[2], 0, "ok", 2.0));  // not a probe
+    store.close();
+  }
+  SweepFollower follower(path);
+  const SweepSnapshot snapshot = follower.update(false, std::chrono::system_clock::now());
+  ASSERT_EQ(snapshot.searches.size(), 2u);
+  const SearchView& narrowing = snapshot.searches[0];
+  EXPECT_EQ(narrowing.search, 0);
+  EXPECT_EQ(narrowing.limit, 1 << 30);
+  EXPECT_EQ(narrowing.fits, 64);
+  EXPECT_EQ(narrowing.does_not_fit, 128);
+  EXPECT_EQ(narrowing.trials, 3);
+  EXPECT_EQ(narrowing.status, "running");
+  EXPECT_EQ(narrowing.axis, "");
+  const SearchView& ended = snapshot.searches[1];
+  EXPECT_EQ(ended.search, 1);
+  EXPECT_EQ(ended.fits, 32);
+  EXPECT_EQ(ended.does_not_fit, std::nullopt);
+  EXPECT_EQ(ended.trials, 1);
+  EXPECT_EQ(ended.status, "above_range");
+  EXPECT_EQ(ended.axis, "batch_size");
+  ASSERT_EQ(follower.search_rows().size(), 1u);
+}
+
+TEST(SweepFollower, ASweepWithoutSearchesShowsNone) {
+  const memsweep::testing::TempDir dir;
+  const auto path = dir.path() / "results.h5";
+  {
+    ResultStore store = ResultStore::create(path, follow_header(), false, StoreOptions{false});
+    store.append_trial(row_of(sweep_trials()[0], 0, "ok", 1.0));
+    store.close();
+  }
+  SweepFollower follower(path);
+  EXPECT_TRUE(follower.update(false, std::chrono::system_clock::now()).searches.empty());
 }
 
 }  // namespace

@@ -192,6 +192,34 @@ TEST_P(OverviewWidth, NoLineIsWiderThanTheFrame) {
 
 INSTANTIATE_TEST_SUITE_P(Widths, OverviewWidth, ::testing::Range(60, 201));
 
+TEST(Overview, ShowsEachSearchsBracket) {
+  SweepSnapshot s = snapshot_with(1);
+  SearchView narrowing;
+  narrowing.search = 0;
+  narrowing.limit = 2 * kGiB;
+  narrowing.fits = 512;
+  narrowing.does_not_fit = 1024;
+  narrowing.trials = 3;
+  SearchView ended;
+  ended.search = 1;
+  ended.limit = 4 * kGiB;
+  ended.fits = 900;
+  ended.trials = 6;
+  ended.axis = "batch_size";
+  ended.status = "above_range";
+  s.searches = {narrowing, ended};
+  const std::vector<std::string> lines = render_overview(s, {120, 0, Glyphs::unicode()});
+  const std::string header = line_with(lines, "does not fit");
+  for (const char* column : {"search", "axis", "limit", "fits", "trials", "status"})
+    EXPECT_THAT(header, HasSubstr(column)) << column;
+  EXPECT_THAT(line_with(lines, "1024"), HasSubstr("512"));
+  EXPECT_THAT(line_with(lines, "1024"), HasSubstr("running"));
+  EXPECT_THAT(line_with(lines, "above_range"), HasSubstr("batch_size"));
+  EXPECT_THAT(line_with(lines, "above_range"), HasSubstr("900"));
+  // Without searches, no such table.
+  EXPECT_TRUE(line_with(render_overview(snapshot_with(1), {120, 0, Glyphs::unicode()}), "does not fit").empty());
+}
+
 TEST(Overview, FinishedSaysSoFirstAndShowsTheSummary) {
   SweepSnapshot s = snapshot_with(0);
   s.state = SweepState::finished;
