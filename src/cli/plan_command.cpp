@@ -258,14 +258,15 @@ void write_searches(std::FILE* out, const SweepSpec& sweep) {
   std::vector<std::string> limits;
   for (const std::uint64_t limit : search.limits) limits.push_back(format_byte_size(limit));
   const std::size_t searches = sweep.trials.size() * search.limits.size();
-  fmt::print(out,
-             "\nsearch ({}): the largest {} in [{}, {}] that trains within {}; {} configuration{} x {} = {}; strategy "
-             "{}, resolution {:g} %, at most {} trials each; probes train {} epoch{}{}\n",
-             search.place, search.axis, search.low, search.high, fmt::join(limits, ", "), sweep.trials.size(),
-             sweep.trials.size() == 1 ? "" : "s", counted(search.limits.size(), "limit"), counted(searches, "search"),
-             strategy_name(search.strategy), search.resolution * 100.0, search.max_trials, search.probe_epochs,
-             search.probe_epochs == 1 ? "" : "s",
-             search.verify ? ", and the answer trains in full before it is one" : " (verify = false: answers untested)");
+  fmt::print(
+      out,
+      "\nsearch ({}): the largest {} in [{}, {}] that trains within {}; {} configuration{} x {} = {}; strategy "
+      "{}, resolution {:g} %, at most {} trials each; probes train {} epoch{}{}\n",
+      search.place, search.axis, search.low, search.high, fmt::join(limits, ", "), sweep.trials.size(),
+      sweep.trials.size() == 1 ? "" : "s", counted(search.limits.size(), "limit"), counted(searches, "search"),
+      strategy_name(search.strategy), search.resolution * 100.0, search.max_trials, search.probe_epochs,
+      search.probe_epochs == 1 ? "" : "s",
+      search.verify ? ", and the answer trains in full before it is one" : " (verify = false: answers untested)");
   PackedTable table;
   table.add(Row{"search", "trial", "id", "limit", "estimate's answer"});
   for (std::size_t position = 0; position < sweep.trials.size() && position < kPlanListedTrials; ++position) {

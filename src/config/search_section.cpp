@@ -64,8 +64,8 @@ std::uint64_t limit_bytes(const TomlValue& value, const Place& place) {
   else if (value.is_string() && !is_too_large_byte_size(value.as_string().str))
     bytes = parse_byte_size(value.as_string().str);
   if (!bytes || *bytes == 0 || *bytes > kMaxByteSize)
-    fail(place, fmt::format("expected a memory size of at most {} ({}), or a list of them; found {}",
-                            kMaxByteSizeText, kByteSizeHelp, describe(value)));
+    fail(place, fmt::format("expected a memory size of at most {} ({}), or a list of them; found {}", kMaxByteSizeText,
+                            kByteSizeHelp, describe(value)));
   return *bytes;
 }
 
@@ -75,7 +75,8 @@ std::vector<std::uint64_t> read_limits(const TomlValue& value, const Place& plac
   const TomlArray& items = value.as_array();
   if (items.empty()) fail(place, "expected a memory size, or a non-empty list of them; found an empty list");
   for (std::size_t i = 0; i < items.size(); ++i) {
-    const std::uint64_t bytes = limit_bytes(items[i], Place{place.file, place.line, fmt::format("{}[{}]", place.key, i)});
+    const std::uint64_t bytes =
+        limit_bytes(items[i], Place{place.file, place.line, fmt::format("{}[{}]", place.key, i)});
     if (std::find(limits.begin(), limits.end(), bytes) != limits.end())
       fail(place, fmt::format("the limit {} is listed twice; expected each limit once", format_byte_size(bytes)));
     limits.push_back(bytes);
@@ -120,29 +121,31 @@ std::optional<SearchSpec> read_search_section(const TomlTable& top, const std::s
                                  "hidden layer's), or params.NAME; found \"{}\"",
                                  search.axis));
   read_range(required("range", "[smallest, largest]"), key_place(table, table_place, "range"), *maximum, search);
-  search.limits = read_limits(required("limit", "the memory each trial may use"), key_place(table, table_place, "limit"));
+  search.limits =
+      read_limits(required("limit", "the memory each trial may use"), key_place(table, table_place, "limit"));
   if (const auto found = table.find("resolution"); found != table.end()) {
     const Place place = key_place(table, table_place, "resolution");
     search.resolution = expect_number(found->second, place);
     if (search.resolution < 0.0 || search.resolution >= 1.0)
-      fail(place, fmt::format("expected a fraction from 0 to below 1 (0.02: within 2 %), found {}",
-                              describe(found->second)));
+      fail(place,
+           fmt::format("expected a fraction from 0 to below 1 (0.02: within 2 %), found {}", describe(found->second)));
   }
   if (const auto found = table.find("max_trials"); found != table.end())
-    search.max_trials = static_cast<int>(expect_integer(found->second, key_place(table, table_place, "max_trials"), 1, 1000));
+    search.max_trials =
+        static_cast<int>(expect_integer(found->second, key_place(table, table_place, "max_trials"), 1, 1000));
   if (const auto found = table.find("probe_epochs"); found != table.end())
     search.probe_epochs =
         static_cast<int>(expect_integer(found->second, key_place(table, table_place, "probe_epochs"), 1, kMaxEpochs));
   if (const auto found = table.find("verify"); found != table.end()) {
     if (!found->second.is_boolean())
-      fail(key_place(table, table_place, "verify"), fmt::format("expected true or false, found {}", describe(found->second)));
+      fail(key_place(table, table_place, "verify"),
+           fmt::format("expected true or false, found {}", describe(found->second)));
     search.verify = found->second.as_boolean();
   }
   if (const auto found = table.find("strategy"); found != table.end()) {
     const Place place = key_place(table, table_place, "strategy");
     const std::optional<SearchStrategy> strategy = parse_strategy(expect_string(found->second, place));
-    if (!strategy)
-      fail(place, fmt::format("expected one of {}, found {}", kStrategyNames, describe(found->second)));
+    if (!strategy) fail(place, fmt::format("expected one of {}, found {}", kStrategyNames, describe(found->second)));
     search.strategy = *strategy;
   }
   return search;
@@ -209,11 +212,13 @@ TrialSpec search_trial(const TrialSpec& configuration, const SearchSpec& search,
     std::fill(trial.hidden.begin(), trial.hidden.end(), as_int());
   } else {
     const std::string name = search.axis.substr(search_axis::kParamsPrefix.size());
-    const auto param = std::find_if(trial.params.begin(), trial.params.end(), [&](const auto& p) { return p.first == name; });
+    const auto param =
+        std::find_if(trial.params.begin(), trial.params.end(), [&](const auto& p) { return p.first == name; });
     const ParamValue text{std::to_string(value), std::to_string(value)};
     if (param == trial.params.end()) {
       trial.params.emplace_back(name, text);
-      std::sort(trial.params.begin(), trial.params.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::sort(trial.params.begin(), trial.params.end(),
+                [](const auto& a, const auto& b) { return a.first < b.first; });
     } else {
       param->second = text;
     }

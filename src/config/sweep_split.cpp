@@ -132,9 +132,10 @@ std::vector<SweepPart> walked_parts(const SweepTrials& trials, std::string_view 
 std::vector<SweepPart> split_sweep(const SweepSpec& sweep, std::string_view field) {
   // Each probe's value is the search's to choose, not a part's.
   if (sweep.search && (field == sweep.search->axis || (sweep.search->axis == search_axis::kWidth && field == "hidden")))
-    throw InputError(fmt::format("--split-by {}: {}: axis: {} is the axis [search] moves along, which no part can "
-                                 "hold apart; split by another field (each part then searches its configurations)",
-                                 field, sweep.search->place, sweep.search->axis));
+    throw InputError(
+        fmt::format("--split-by {}: {}: axis: {} is the axis [search] moves along, which no part can "
+                    "hold apart; split by another field (each part then searches its configurations)",
+                    field, sweep.search->place, sweep.search->axis));
   const SplitField which = parse_field(field);
   std::optional<std::vector<SweepPart>> strided = strided_parts(sweep.trials, field, which);
   std::vector<SweepPart> parts = strided ? std::move(*strided) : walked_parts(sweep.trials, field, which);

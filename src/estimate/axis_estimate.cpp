@@ -16,7 +16,8 @@ std::optional<AxisEstimate> estimate_along_axis(const TrialSpec& configuration, 
   const std::int64_t high = std::min(search.high, std::max(low + 1, low * 8));
   if (high <= low) return std::nullopt;
   const auto footprint = [&](std::int64_t value) -> std::optional<double> {
-    const TrialSpec trial = search_trial(configuration, search, SearchPoint{.value = value, .limit_bytes = 1, .full = true});
+    const TrialSpec trial =
+        search_trial(configuration, search, SearchPoint{.value = value, .limit_bytes = 1, .full = true});
     const MemoryEstimate estimate = estimate_trial(trial, counts);
     if (estimate.at_least) return std::nullopt;
     return static_cast<double>(estimate.total());

@@ -799,8 +799,8 @@ void TrainingRunner::Impl::watch_program(Attempt& attempt, const TrialSpec& tria
     // Caught by the program itself (a GPU's OOM in PyTorch): not the
     // kernel's, so only the program can say it; a search counts it as not fitting.
     attempt.row.reported_oom = 1;
-    set_message(attempt, fmt::format("out of memory, the program says ({}); {}", *progress.out_of_memory,
-                                     attempt.message));
+    set_message(attempt,
+                fmt::format("out of memory, the program says ({}); {}", *progress.out_of_memory, attempt.message));
   }
   if (progress.bad_lines > 0 && get_fixed(row.status) == status_name(TrialStatus::ok))
     set_message(attempt, fmt::format("{} events line{} not understood; the first: {}", progress.bad_lines,

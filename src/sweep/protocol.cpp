@@ -218,7 +218,8 @@ TrialSpec assigned_trial(const Assignment& assignment, const SweepTrials& trials
   // Made here from its position: no rank holds the sweep's list.
   TrialSpec trial = trials[assignment.index];
   if (assignment.search < 0) return trial;
-  if (search == nullptr) throw std::runtime_error("sweep protocol: rank 0 assigned a search's probe to a sweep without one");
+  if (search == nullptr)
+    throw std::runtime_error("sweep protocol: rank 0 assigned a search's probe to a sweep without one");
   return search_trial(trial, *search,
                       SearchPoint{.search = assignment.search,
                                   .probe = assignment.probe,

@@ -39,8 +39,7 @@ SearchBoard::SearchBoard(const SweepTrials& configurations, const SearchSpec& sp
   for (std::size_t position = 0; position < configurations.size(); ++position) {
     made_.push_back(configurations[position]);
     const TrialSpec& configuration = made_.back();
-    estimates_.push_back(
-        estimate_along_axis(configuration, spec, canonical_example_counts(configuration.dataset)));
+    estimates_.push_back(estimate_along_axis(configuration, spec, canonical_example_counts(configuration.dataset)));
     // A probe as long as the trial itself is its own verification.
     const bool probes_are_full = spec.axis == search_axis::kEpochs || spec.probe_epochs >= configuration.epochs;
     for (std::size_t limit = 0; limit < spec.limits.size(); ++limit) {
@@ -105,7 +104,10 @@ std::optional<Job> SearchBoard::next() {
     Search& search = searches_[index];
     if (search.ended) continue;
     if (search.queued.empty()) {
-      const int wanted = share - static_cast<int>(search.running.size());
+      // A k-section spends trials k at a time: it keeps a third of what
+      // is left of max_trials for each round, so that it has rounds left.
+      const int left = search.settings.max_trials - static_cast<int>(search.finished.size() + search.running.size());
+      const int wanted = std::min(share, std::max(1, left / 3)) - static_cast<int>(search.running.size());
       if (wanted <= 0) continue;
       const SearchStep next = next_probes(search.settings, search.finished, search.running, wanted);
       if (next.standing.state != SearchState::running) {
@@ -233,8 +235,8 @@ SearchRow SearchBoard::row_of(std::size_t index, const SearchStanding& standing)
 std::string search_note(const SearchRow& row) {
   const std::string axis = get_fixed(row.axis);
   std::string text = fmt::format("search {} (configuration {} {}, limit {}): {}", row.search, row.configuration + 1,
-                                 get_fixed(row.configuration_id), format_byte_size(static_cast<std::uint64_t>(row.limit)),
-                                 get_fixed(row.status));
+                                 get_fixed(row.configuration_id),
+                                 format_byte_size(static_cast<std::uint64_t>(row.limit)), get_fixed(row.status));
   if (row.fits >= 0)
     text += fmt::format(", {} {} fits{}", axis, row.fits, row.fits_verified == 1 ? " (verified)" : " (unverified)");
   if (row.does_not_fit >= 0) text += fmt::format(", {} does not", row.does_not_fit);

@@ -58,10 +58,10 @@ class SearchBoard final : public JobSource {
   const SearchSpec& spec_;
   std::int32_t run_ = 0;
   int workers_ = 1;
-  std::vector<TrialSpec> made_;                     // by configuration
+  std::vector<TrialSpec> made_;                         // by configuration
   std::vector<std::optional<AxisEstimate>> estimates_;  // by configuration
   std::vector<Search> searches_;
-  std::size_t turn_ = 0;  // the search the next request looks at first
+  std::size_t turn_ = 0;                              // the search the next request looks at first
   std::map<std::string, std::int32_t> next_attempt_;  // by probe trial id
   std::map<std::string, int> lost_;                   // by probe trial id: attempts that were no result
   std::set<std::int32_t> written_;

@@ -203,10 +203,10 @@ class Session {
   ProgressReporter progress_reporter(const ExampleLimits& limits) const {
     const SweepSpec& sweep = steps_.sweep();
     if (sweep.search)
-      return ProgressReporter(std::cerr, steps_.verbosity(),
-                              sweep.trials.size() * sweep.search->limits.size() *
-                                  static_cast<std::size_t>(sweep.search->max_trials),
-                              workers());
+      return ProgressReporter(
+          std::cerr, steps_.verbosity(),
+          sweep.trials.size() * sweep.search->limits.size() * static_cast<std::size_t>(sweep.search->max_trials),
+          workers());
     return ProgressReporter(std::cerr, steps_.verbosity(),
                             root_ ? waiting_costs(sweep.trials, opened_.pending, limits) : WaitingCosts{}, workers(),
                             limits);

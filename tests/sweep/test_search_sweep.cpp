@@ -64,9 +64,9 @@ class CurveRunner final : public TrialRunner {
 };
 
 SweepSpec search_sweep(std::string_view search, std::string_view grid = "learning_rate = [0.01, 0.02, 0.05]") {
-  return parse_sweep(fmt::format("[defaults]\ndataset = \"synthetic\"\nepochs = 2\n[grid]\n{}\n[search]\n{}\n", grid,
-                                 search),
-                     "search.toml");
+  return parse_sweep(
+      fmt::format("[defaults]\ndataset = \"synthetic\"\nepochs = 2\n[grid]\n{}\n[search]\n{}\n", grid, search),
+      "search.toml");
 }
 
 // The largest batch whose (full-run) peak is within `limit`.
@@ -103,8 +103,7 @@ SearchRun run_search(const SweepSpec& sweep, int ranks, const Curve& curve, cons
     const auto errors = group.run_on_every_rank([&](Communicator& comm) {
       SweepOptions own = options;
       if (comm.rank() == 0) own.search_history = history;
-      run_sweep(comm, sweep.trials, {}, comm.rank() == 0 ? nullptr : &runner, comm.rank() == 0 ? &sink : nullptr,
-                own);
+      run_sweep(comm, sweep.trials, {}, comm.rank() == 0 ? nullptr : &runner, comm.rank() == 0 ? &sink : nullptr, own);
     });
     for (const auto& error : errors) EXPECT_EQ(message_of(error), "");
   }
@@ -126,8 +125,8 @@ void expect_found_answers(const SearchRun& run, const SweepSpec& sweep, const Cu
     EXPECT_LE(row.fits, truth);
     EXPECT_GE(static_cast<double>(row.fits), static_cast<double>(truth) * (1.0 - search.resolution) - 1.0);
     EXPECT_GT(row.does_not_fit, row.fits);
-    EXPECT_LE(row.does_not_fit - row.fits, std::max<std::int64_t>(1, static_cast<std::int64_t>(search.resolution *
-                                                                                                static_cast<double>(row.fits))));
+    EXPECT_LE(row.does_not_fit - row.fits,
+              std::max<std::int64_t>(1, static_cast<std::int64_t>(search.resolution * static_cast<double>(row.fits))));
     // The answer trained in full within the limit: a row says so.
     const bool verified = std::any_of(run.trials.begin(), run.trials.end(), [&](const TrialRow& trial) {
       return trial.search == row.search && trial.axis_value == row.fits && trial.full_run == 1 &&
@@ -160,9 +159,10 @@ TEST(SearchSweep, EachConfigurationAndLimitFindsTheLargestBatchThatFitsAloneAndO
 }
 
 TEST(SearchSweep, OneSearchOnFourWorkersProbesSeveralPointsOfItsBracketAtOnce) {
-  const SweepSpec sweep = search_sweep("axis = \"batch_size\"\nrange = [8, 65536]\nlimit = \"300MiB\"\nstrategy = "
-                                       "\"bisect\"\nresolution = 0.01",
-                                       "learning_rate = [0.01]");
+  const SweepSpec sweep = search_sweep(
+      "axis = \"batch_size\"\nrange = [8, 65536]\nlimit = \"300MiB\"\nstrategy = "
+      "\"bisect\"\nresolution = 0.01\nmax_trials = 40",
+      "learning_rate = [0.01]");
   const Curve curve;
   const SearchRun alone = run_search(sweep, 1, curve);
   const SearchRun four = run_search(sweep, 5, curve, nullptr, std::chrono::milliseconds(40));
@@ -174,7 +174,10 @@ TEST(SearchSweep, OneSearchOnFourWorkersProbesSeveralPointsOfItsBracketAtOnce) {
   std::set<int> ranks;
   for (const TrialRow& trial : four.trials) ranks.insert(trial.rank);
   EXPECT_GE(ranks.size(), 3U) << "one search kept " << ranks.size() << " of 4 workers busy";
-  EXPECT_EQ(four.searches.front().fits, alone.searches.front().fits);
+  // Both within the resolution of the truth (expect_found_answers); the
+  // points probed differ, so the answers may differ within it too.
+  EXPECT_NEAR(static_cast<double>(four.searches.front().fits), static_cast<double>(alone.searches.front().fits),
+              sweep.search->resolution * static_cast<double>(alone.searches.front().fits) + 1.0);
 }
 
 TEST(SearchSweep, AResumeReplaysTheFilesProbesRunsNoneTwiceAndEndsWithTheSameAnswers) {
@@ -210,9 +213,9 @@ TEST(SearchSweep, AResumeReplaysTheFilesProbesRunsNoneTwiceAndEndsWithTheSameAns
 }
 
 TEST(SearchSweep, AVerificationThatDoesNotFitLowersTheBoundAndTheAnswerIsOneThatTrainedInFull) {
-  const SweepSpec sweep = search_sweep(
-      "axis = \"batch_size\"\nrange = [8, 65536]\nlimit = \"300MiB\"\nresolution = 0.02\nmax_trials = 20",
-      "learning_rate = [0.01]");
+  const SweepSpec sweep =
+      search_sweep("axis = \"batch_size\"\nrange = [8, 65536]\nlimit = \"300MiB\"\nresolution = 0.02\nmax_trials = 20",
+                   "learning_rate = [0.01]");
   Curve curve;
   curve.full_costs_more = true;  // a full run needs 10 % more than its probe
   const SearchRun run = run_search(sweep, 1, curve);

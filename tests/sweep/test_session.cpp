@@ -78,7 +78,8 @@ class ScriptedSteps final : public SessionSteps {
     return {.sink = &*sink_,
             .pending = all_pending(sweep_.trials.size()),
             .counter_columns = {{"page-faults", CounterSourceChoice::kernel}},
-            .run_index = 3};
+            .run_index = 3,
+            .search_history = {}};
   }
   std::unique_ptr<TrialRunner> make_runner(const RunRow&, const RunnerSetup& setup) override {
     runner_setup = setup;

@@ -392,7 +392,7 @@ TEST(WorkerProtocol, ATruncatedAssignmentIsAProtocolError) {
                                    comm.send(1, tag::kAssign, eight_bytes);
                                  },
                                  worker(trials, runner)});
-  EXPECT_EQ(message_of(errors[1]), bad_payload("ASSIGN", 0, 8, 16));
+  EXPECT_EQ(message_of(errors[1]), bad_payload("ASSIGN", 0, 8, sizeof(Assignment)));
 }
 
 }  // namespace
