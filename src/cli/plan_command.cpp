@@ -263,9 +263,9 @@ void write_searches(std::FILE* out, const SweepSpec& sweep) {
       "\nsearch ({}): the largest {} in [{}, {}] that trains within {}; {} configuration{} x {} = {}; strategy "
       "{}, resolution {:g} %, at most {} trials each; probes train {} epoch{}{}\n",
       search.place, search.axis, search.low, search.high, fmt::join(limits, ", "), sweep.trials.size(),
-      sweep.trials.size() == 1 ? "" : "s", counted(search.limits.size(), "limit"), counted(searches, "search"),
-      strategy_name(search.strategy), search.resolution * 100.0, search.max_trials, search.probe_epochs,
-      search.probe_epochs == 1 ? "" : "s",
+      sweep.trials.size() == 1 ? "" : "s", counted(search.limits.size(), "limit"),
+      fmt::format("{} search{}", searches, searches == 1 ? "" : "es"), strategy_name(search.strategy),
+      search.resolution * 100.0, search.max_trials, search.probe_epochs, search.probe_epochs == 1 ? "" : "s",
       search.verify ? ", and the answer trains in full before it is one" : " (verify = false: answers untested)");
   PackedTable table;
   table.add(Row{"search", "trial", "id", "limit", "estimate's answer"});

@@ -225,6 +225,14 @@ std::optional<double> crossing(const SearchSettings& settings, const PeakLine& l
   return std::floor((settings.limit_bytes - line.a) / line.b + kEpsilon);
 }
 
+bool crept_up(const SearchSettings& settings, const Known& known) {
+  if (!known.fit) return false;
+  return std::any_of(known.results.begin(), known.results.end(), [&](const ProbeResult& result) {
+    return result.outcome == ProbeOutcome::fits && result.value < *known.fit &&
+           *known.fit - result.value <= closing_step(settings, result.value);
+  });
+}
+
 // model: where the line meets the limit.
 void add_model(Candidates& out, Value lo, Value hi, int count) {
   const SearchSettings& settings = out.settings;
@@ -233,6 +241,11 @@ void add_model(Candidates& out, Value lo, Value hi, int count) {
     out.add(settings.low);
     return add_sections(out, settings.low, settings.high, count - 1);
   }
+  // Two fits within a step of each other below the bracket's top: the line
+  // crept up instead of jumping, so memory is not linear here (a trainer's
+  // last partial batch makes it rise and fall along the batch size). The
+  // bracket's midpoint then, as bisect would.
+  if (crept_up(settings, known)) return add_sections(out, lo, hi, count);
   const std::optional<PeakLine> line = prediction_line(settings, known, least_squares(known));
   const std::optional<double> x = line ? crossing(settings, *line) : std::nullopt;
   if (!x) return add_sections(out, lo, hi, count);

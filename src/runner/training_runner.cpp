@@ -454,8 +454,11 @@ void TrainingRunner::Impl::take_baseline(Attempt& attempt) {
 
 // A trial whose prediction over its baseline passes its budget is not
 // started: the process is told to exit, and the row says why.
+// A search's probe always runs: its answer is what trained, never what
+// the estimate says would not have (docs/search.md).
 void TrainingRunner::Impl::check_budget_before_start(Attempt& attempt) {
   if (!attempt.budget || !attempt.predicted || attempt.baseline.rss_bytes < 0) return;
+  if (attempt.row.search >= 0) return;
   const std::optional<std::string> message = over_budget_before_start(
       *attempt.predicted, static_cast<std::uint64_t>(attempt.baseline.rss_bytes), *attempt.budget);
   if (!message) return;

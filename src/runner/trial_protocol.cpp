@@ -149,6 +149,10 @@ Frame encode(const TrialJob& job) {
   out.value(t.optimizer.momentum).value(t.optimizer.beta1).value(t.optimizer.beta2).value(t.optimizer.epsilon);
   out.value(t.learning_rate).value<std::int32_t>(t.epochs).value<std::int32_t>(t.batch_size).ints(t.hidden);
   out.value(t.seed);
+  // A search's probe: its limit is part of its id.
+  const SearchPoint point = t.search.value_or(SearchPoint{.search = -1});
+  out.value<std::int32_t>(point.search).value<std::int32_t>(point.probe).value<std::int64_t>(point.value);
+  out.value<std::uint64_t>(point.limit_bytes).value<std::int32_t>(point.full ? 1 : 0);
   out.value(job.threads).value(job.predicted_bytes);
   return std::move(out).frame(FrameType::job);
 }
@@ -183,6 +187,13 @@ TrialJob decode_job(const Frame& frame) {
   t.batch_size = in.value<std::int32_t>();
   t.hidden = in.ints();
   t.seed = in.value<std::uint64_t>();
+  SearchPoint point;
+  point.search = in.value<std::int32_t>();
+  point.probe = in.value<std::int32_t>();
+  point.value = in.value<std::int64_t>();
+  point.limit_bytes = in.value<std::uint64_t>();
+  point.full = in.value<std::int32_t>() != 0;
+  if (point.search >= 0) t.search = point;
   job.threads = in.value<std::int32_t>();
   job.predicted_bytes = in.value<std::int64_t>();
   in.finish();

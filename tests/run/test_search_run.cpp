@@ -1,0 +1,159 @@
+// Searches end to end (docs/search.md): memsweep run under mpirun with real
+// trial processes, each probe held to its limit by the trial's memory
+// cgroup where the node allows it and by the rank's budget kill; the file
+// read back with h5py.
+
+#include "run/results_file.hpp"
+#include "support/exit_statuses.hpp"
+#include "support/subprocess.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+namespace memsweep::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+CommandResult memsweep_on(int ranks, const std::vector<std::string>& args, const TempDir& dir) {
+  return run_command(on_ranks(MEMSWEEP_MPIEXEC, ranks, memsweep_argv(args)), dir.path().string(), kEnvironment);
+}
+
+// Probes train one epoch of two: each answer is then trained in full.
+constexpr const char* kThreeConfigurations = R"([defaults]
+dataset = "synthetic"
+epochs = 2
+[grid]
+hidden = [[1024, 512], [2048, 1024], [2048, 2048]]
+[search]
+axis = "batch_size"
+range = [8, 6000]
+limit = "160MiB"
+resolution = 0.05
+)";
+
+// The file's rows of one search, by what they say about the limit.
+struct SearchTrials {
+  bool answer_trained_in_full_within_the_limit = false;
+  bool first_value_above_did_not_fit = false;
+};
+
+SearchTrials search_trials(const TsvTable& trials, const std::string& search, const std::string& fits,
+                           const std::string& does_not_fit, double limit) {
+  SearchTrials seen;
+  for (const std::size_t row : trials.where("search", search)) {
+    const std::string status = trials.at(row, "status");
+    const double peak = trials.number(row, "rss_peak");
+    if (trials.at(row, "axis_value") == fits && trials.at(row, "full_run") == "1" && status == "ok" && peak <= limit)
+      seen.answer_trained_in_full_within_the_limit = true;
+    const bool refused = status == "over_budget" || trials.at(row, "oom_killed") == "1" ||
+                         trials.at(row, "reported_oom") == "1" || (status == "ok" && peak > limit);
+    if (trials.at(row, "axis_value") == does_not_fit && refused) seen.first_value_above_did_not_fit = true;
+  }
+  return seen;
+}
+
+TEST(SearchRun, ThreeConfigurationsOnThreeRanksEachAnswerTrainedInFullWithinItsLimit) {
+  const TempDir dir;
+  dir.write("search.toml", kThreeConfigurations);
+  const CommandResult run = memsweep_on(3, {"run", "search.toml", "-o", "s.h5"}, dir);
+  ASSERT_EQ(run.exit_status, kOk) << run.err;
+  const TsvTable searches = h5py_table(dir.path() / "s.h5", "searches");
+  const TsvTable trials = h5py_table(dir.path() / "s.h5", "trials");
+  ASSERT_EQ(searches.rows.size(), 3U);
+  constexpr double kLimit = 160.0 * 1024 * 1024;
+  for (std::size_t row = 0; row < searches.rows.size(); ++row) {
+    SCOPED_TRACE(searches.at(row, "search"));
+    EXPECT_EQ(searches.at(row, "status"), "found") << searches.at(row, "message");
+    EXPECT_EQ(searches.at(row, "fits_verified"), "1");
+    EXPECT_EQ(searches.number(row, "limit"), kLimit);
+    EXPECT_THAT(searches.at(row, "enforced_by"), ::testing::AnyOf("cgroup1", "cgroup2", "budget"));
+    const double fits = searches.number(row, "fits");
+    const double does_not_fit = searches.number(row, "does_not_fit");
+    EXPECT_GT(does_not_fit, fits);
+    EXPECT_LE(does_not_fit - fits, std::max(1.0, 0.05 * fits));
+    const SearchTrials seen = search_trials(trials, searches.at(row, "search"), searches.at(row, "fits"),
+                                            searches.at(row, "does_not_fit"), kLimit);
+    EXPECT_TRUE(seen.answer_trained_in_full_within_the_limit);
+    EXPECT_TRUE(seen.first_value_above_did_not_fit);
+  }
+  // Wider networks fit smaller batches.
+  EXPECT_GT(searches.number(0, "fits"), searches.number(2, "fits"));
+
+  const CommandResult summary = run_memsweep({"summary", (dir.path() / "s.h5").string()});
+  ASSERT_EQ(summary.exit_status, kOk) << summary.err;
+  EXPECT_THAT(summary.out, HasSubstr(searches.at(2, "fits")));
+
+  // Everything ended: a resume runs nothing and writes no second row.
+  const CommandResult resumed = memsweep_on(3, {"run", "search.toml", "-o", "s.h5", "--resume"}, dir);
+  ASSERT_EQ(resumed.exit_status, kOk) << resumed.err;
+  EXPECT_EQ(h5py_table(dir.path() / "s.h5", "trials").rows.size(), trials.rows.size()) << resumed.err;
+  EXPECT_EQ(h5py_table(dir.path() / "s.h5", "searches").rows.size(), 3U);
+}
+
+// A program that catches its own out-of-memory error (as PyTorch's CUDA
+// one) and says so on the events channel: above batch 100 here.
+constexpr const char* kProgramThatRunsOutAbove100 = R"([programs.toy]
+command = ["sh", "-c", "if [ {batch_size} -gt 100 ]; then echo '{{\"out_of_memory\": \"cuda\"}}' >&3; exit 1; fi"]
+[defaults]
+program = "toy"
+[[trial]]
+learning_rate = 0.1
+[search]
+axis = "batch_size"
+range = [8, 1000]
+limit = "1GiB"
+resolution = 0
+probe_epochs = 1
+)";
+
+TEST(SearchRun, AProgramThatReportsOutOfMemoryInItsEventsDoesNotFit) {
+  const TempDir dir;
+  dir.write("toy.toml", kProgramThatRunsOutAbove100);
+  const CommandResult run = memsweep_on(2, {"run", "toy.toml", "-o", "toy.h5"}, dir);
+  ASSERT_EQ(run.exit_status, kOk) << run.err;
+  const TsvTable searches = h5py_table(dir.path() / "toy.h5", "searches");
+  ASSERT_EQ(searches.rows.size(), 1U);
+  EXPECT_EQ(searches.at(0, "status"), "found") << searches.at(0, "message");
+  EXPECT_EQ(searches.at(0, "fits"), "100");
+  EXPECT_EQ(searches.at(0, "does_not_fit"), "101");
+  const TsvTable trials = h5py_table(dir.path() / "toy.h5", "trials");
+  const auto above = trials.where("axis_value", "101");
+  ASSERT_FALSE(above.empty());
+  EXPECT_EQ(trials.at(above.front(), "reported_oom"), "1");
+}
+
+TEST(SearchRun, BadSearchTablesAreOneLineWithStatusTwoAndNoFile) {
+  const TempDir dir;
+  for (const auto& [name, search, where] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"axis", "axis = \"learning_rate\"\nrange = [8, 64]\nlimit = \"1GiB\"", "search.axis"},
+           {"range", "axis = \"batch_size\"\nrange = [64, 8]\nlimit = \"1GiB\"", "search.range"},
+           {"limit", "axis = \"batch_size\"\nrange = [8, 64]\nlimit = \"lots\"", "search.limit"},
+           {"unknown", "axis = \"batch_size\"\nrange = [8, 64]\nlimit = \"1GiB\"\ntries = 3", "tries"}}) {
+    SCOPED_TRACE(name);
+    dir.write(name + ".toml", "[[trial]]\nlearning_rate = 0.1\n[search]\n" + search + "\n");
+    const CommandResult run = memsweep_on(2, {"run", name + ".toml", "-o", name + ".h5"}, dir);
+    EXPECT_EQ(run.exit_status, kBadInput);
+    EXPECT_THAT(run.err, HasSubstr(name + ".toml:"));
+    EXPECT_THAT(run.err, HasSubstr(where));
+    EXPECT_FALSE(std::filesystem::exists(dir.path() / (name + ".h5")));
+  }
+  dir.write("grid.toml",
+            "[grid]\nbatch_size = [8, 16]\n[search]\naxis = \"batch_size\"\nrange = [8, 64]\nlimit = \"1GiB\"\n");
+  const CommandResult run = memsweep_on(2, {"run", "grid.toml", "-o", "grid.h5"}, dir);
+  EXPECT_EQ(run.exit_status, kBadInput);
+  EXPECT_THAT(run.err, HasSubstr("grid.toml:2: grid.batch_size"));
+  // A part per batch size would take the search's axis from it.
+  dir.write("split.toml",
+            "[grid]\nlearning_rate = [0.1, 0.2]\n[search]\naxis = \"batch_size\"\nrange = [8, 64]\nlimit = \"1GiB\"\n");
+  const CommandResult split = run_memsweep({"plan", (dir.path() / "split.toml").string(), "--split-by", "batch_size"});
+  EXPECT_EQ(split.exit_status, kBadInput);
+  EXPECT_THAT(split.err, HasSubstr("split.toml:3: [search]: axis"));
+}
+
+}  // namespace
+}  // namespace memsweep::testing
