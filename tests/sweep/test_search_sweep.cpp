@@ -2,6 +2,7 @@
 // [search], the scheduler over threads as ranks, and a runner whose trials
 // use memory along a known line, so that each search's true answer is known.
 
+#include "sweep/search_support.hpp"
 #include "sweep/sweep_support.hpp"
 #include "sweep/thread_communicator.hpp"
 
@@ -15,71 +16,6 @@
 
 namespace memsweep::testing {
 namespace {
-
-constexpr std::int64_t kMiB = 1 << 20;
-
-// Peak = base + per_example × batch (+ 10 % for a full run, when `full_costs_more`).
-struct Curve {
-  std::int64_t base = 40 * kMiB;
-  std::int64_t per_example = 64 * 1024;
-  bool full_costs_more = false;
-  std::int64_t peak(const TrialSpec& trial) const {
-    const std::int64_t peak = base + per_example * trial.batch_size;
-    return full_costs_more && trial.search && trial.search->full ? peak + peak / 10 : peak;
-  }
-};
-
-// Trains nothing: each trial's row says what the curve says it would use,
-// `over_budget` past its memory budget (the search's limit).
-class CurveRunner final : public TrialRunner {
- public:
-  explicit CurveRunner(Curve curve, std::chrono::milliseconds duration = std::chrono::milliseconds(5))
-      : curve_(curve), duration_(duration) {}
-  TrialRecord run(const TrialSpec& trial, const TrialContext& context, TrialSink&) override {
-    std::this_thread::sleep_for(duration_);
-    TrialRecord record{trial_row_for(trial, context.attempt), {}};
-    TrialRow& row = record.row;
-    row.rank = context.rank;
-    row.run = context.run;
-    const std::int64_t peak = curve_.peak(trial);
-    const bool over = trial.mem_budget_bytes && peak > static_cast<std::int64_t>(*trial.mem_budget_bytes);
-    row.rss_peak = over ? static_cast<std::int64_t>(*trial.mem_budget_bytes) : peak;
-    set_fixed(row.status, status_name(over ? TrialStatus::over_budget : TrialStatus::ok));
-    set_fixed(row.isolation, "proc");
-    row.wall_seconds = 0.005;
-    std::lock_guard lock(mutex_);
-    ran_.push_back(trial.id);
-    return record;
-  }
-  std::vector<std::string> ran() const {
-    std::lock_guard lock(mutex_);
-    return ran_;
-  }
-
- private:
-  Curve curve_;
-  std::chrono::milliseconds duration_;
-  mutable std::mutex mutex_;
-  std::vector<std::string> ran_;
-};
-
-SweepSpec search_sweep(std::string_view search, std::string_view grid = "learning_rate = [0.01, 0.02, 0.05]") {
-  return parse_sweep(
-      fmt::format("[defaults]\ndataset = \"synthetic\"\nepochs = 2\n[grid]\n{}\n[search]\n{}\n", grid, search),
-      "search.toml");
-}
-
-// The largest batch whose (full-run) peak is within `limit`.
-std::int64_t true_answer(const Curve& curve, std::int64_t limit, std::int64_t low, std::int64_t high) {
-  std::int64_t best = low - 1;
-  TrialSpec trial;
-  trial.search = SearchPoint{.full = true};
-  for (std::int64_t batch = low; batch <= high; ++batch) {
-    trial.batch_size = static_cast<int>(batch);
-    if (curve.peak(trial) <= limit) best = batch;
-  }
-  return best;
-}
 
 struct SearchRun {
   std::vector<SearchRow> searches;
@@ -110,41 +46,6 @@ SearchRun run_search(const SweepSpec& sweep, int ranks, const Curve& curve, cons
   return {sink.searches, sink.trials, runner.ran()};
 }
 
-void expect_found_answers(const SearchRun& run, const SweepSpec& sweep, const Curve& curve) {
-  const SearchSpec& search = *sweep.search;
-  ASSERT_EQ(run.searches.size(), sweep.trials.size() * search.limits.size());
-  std::set<std::int32_t> seen;
-  for (const SearchRow& row : run.searches) {
-    EXPECT_TRUE(seen.insert(row.search).second) << "search " << row.search << " has two rows";
-    const auto limit = static_cast<std::int64_t>(search.limits.at(static_cast<std::size_t>(row.limit_index)));
-    EXPECT_EQ(row.limit, limit);
-    const std::int64_t truth = true_answer(curve, limit, search.low, search.high);
-    EXPECT_EQ(get_fixed(row.status), "found") << get_fixed(row.message);
-    EXPECT_EQ(row.fits_verified, 1);
-    // Within the resolution below the truth, never above it.
-    EXPECT_LE(row.fits, truth);
-    EXPECT_GE(static_cast<double>(row.fits), static_cast<double>(truth) * (1.0 - search.resolution) - 1.0);
-    EXPECT_GT(row.does_not_fit, row.fits);
-    EXPECT_LE(row.does_not_fit - row.fits,
-              std::max<std::int64_t>(1, static_cast<std::int64_t>(search.resolution * static_cast<double>(row.fits))));
-    // The answer trained in full within the limit: a row says so.
-    const bool verified = std::any_of(run.trials.begin(), run.trials.end(), [&](const TrialRow& trial) {
-      return trial.search == row.search && trial.axis_value == row.fits && trial.full_run == 1 &&
-             get_fixed(trial.status) == "ok" && trial.rss_peak <= limit;
-    });
-    EXPECT_TRUE(verified) << "search " << row.search << ": " << row.fits << " never trained in full";
-    // The smallest value seen not to fit was a trial that did not fit.
-    const bool refused = std::any_of(run.trials.begin(), run.trials.end(), [&](const TrialRow& trial) {
-      return trial.search == row.search && trial.axis_value == row.does_not_fit &&
-             get_fixed(trial.status) == "over_budget";
-    });
-    EXPECT_TRUE(refused) << "search " << row.search << ": " << row.does_not_fit << " was never seen not to fit";
-  }
-  // No trial ran twice.
-  std::set<std::string> ids(run.ran.begin(), run.ran.end());
-  EXPECT_EQ(ids.size(), run.ran.size());
-}
-
 TEST(SearchSweep, EachConfigurationAndLimitFindsTheLargestBatchThatFitsAloneAndOnWorkers) {
   const SweepSpec sweep =
       search_sweep("axis = \"batch_size\"\nrange = [8, 65536]\nlimit = [\"100MiB\", \"300MiB\"]\nresolution = 0.02");
@@ -152,7 +53,7 @@ TEST(SearchSweep, EachConfigurationAndLimitFindsTheLargestBatchThatFitsAloneAndO
   for (const int ranks : {1, 2, 3, 5}) {
     SCOPED_TRACE(ranks);
     const SearchRun run = run_search(sweep, ranks, curve);
-    expect_found_answers(run, sweep, curve);
+    expect_found_answers(run.searches, run.trials, run.ran, sweep, curve);
     // Probes train probe_epochs (1), verifications the configuration's 2.
     for (const TrialRow& trial : run.trials) EXPECT_EQ(trial.epochs, trial.full_run == 1 ? 2 : 1);
   }
@@ -166,8 +67,8 @@ TEST(SearchSweep, OneSearchOnFourWorkersProbesSeveralPointsOfItsBracketAtOnce) {
   const Curve curve;
   const SearchRun alone = run_search(sweep, 1, curve);
   const SearchRun four = run_search(sweep, 5, curve, nullptr, std::chrono::milliseconds(40));
-  expect_found_answers(alone, sweep, curve);
-  expect_found_answers(four, sweep, curve);
+  expect_found_answers(alone.searches, alone.trials, alone.ran, sweep, curve);
+  expect_found_answers(four.searches, four.trials, four.ran, sweep, curve);
   // With four workers, probes of the one search overlap in time: the
   // bracket is split among them (the trials' start order and their count
   // say so: more trials than alone, in fewer rounds).
@@ -219,7 +120,7 @@ TEST(SearchSweep, AVerificationThatDoesNotFitLowersTheBoundAndTheAnswerIsOneThat
   Curve curve;
   curve.full_costs_more = true;  // a full run needs 10 % more than its probe
   const SearchRun run = run_search(sweep, 1, curve);
-  expect_found_answers(run, sweep, curve);
+  expect_found_answers(run.searches, run.trials, run.ran, sweep, curve);
 }
 
 }  // namespace

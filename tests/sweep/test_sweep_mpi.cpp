@@ -10,6 +10,7 @@
 #include "memsweep/stop_signals.hpp"
 #include "memsweep/sweep.hpp"
 #include "support/time_scale.hpp"
+#include "sweep/search_support.hpp"
 #include "sweep/sweep_support.hpp"
 
 #include <gmock/gmock.h>
@@ -377,6 +378,101 @@ TEST_F(SweepOverMpi, ResumeCompletesAStoppedSweep) {
   }
   EXPECT_EQ(final_rows.size(), trials.size());
   for (const auto& [id, count] : final_rows) EXPECT_EQ(count, 1) << id;
+}
+
+// ---- searches ([search]) --------------------------------------------------
+
+// The ids of the rows that are results (not interrupted): what ran to its end.
+std::vector<std::string> finished_ids(const std::vector<TrialRow>& rows) {
+  std::vector<std::string> ids;
+  for (const TrialRow& row : rows)
+    if (status_of(row) != "interrupted") ids.push_back(get_fixed(row.trial_id));
+  return ids;
+}
+
+class SearchesOverMpi : public SweepOverMpi {
+ protected:
+  SweepResult run_search(const SweepSpec& sweep, CurveRunner& runner, MemorySink& sink, SweepOptions options) {
+    options.search = &*sweep.search;
+    if (!is_rank_zero()) options.search_history = nullptr;
+    return run_sweep(*comm_, sweep.trials, {}, &runner, is_rank_zero() ? &sink : nullptr, options);
+  }
+};
+
+TEST_F(SearchesOverMpi, EverySearchEndsWithAVerifiedAnswer) {
+  const SweepSpec sweep =
+      search_sweep("axis = \"batch_size\"\nrange = [8, 65536]\nlimit = [\"100MiB\", \"300MiB\"]\nresolution = 0.02");
+  const Curve curve;
+  CurveRunner runner(curve);
+  MemorySink sink;
+  run_search(sweep, runner, sink, {});
+  if (is_rank_zero()) expect_found_answers(sink.searches, sink.trials, finished_ids(sink.trials), sweep, curve);
+}
+
+// With fewer searches than workers, one search's probes run at once.
+TEST_F(SearchesOverMpi, OneSearchKeepsSeveralWorkersBusy) {
+  const SweepSpec sweep = search_sweep(
+      "axis = \"batch_size\"\nrange = [8, 65536]\nlimit = \"300MiB\"\nstrategy = \"bisect\"\nresolution = "
+      "0.01\nmax_trials = 40",
+      "learning_rate = [0.01]");
+  const Curve curve;
+  CurveRunner runner(curve, scaled(milliseconds(60)));
+  MemorySink sink;
+  run_search(sweep, runner, sink, {});
+  if (!is_rank_zero()) return;
+  expect_found_answers(sink.searches, sink.trials, finished_ids(sink.trials), sweep, curve);
+  // The most probes that ran at the same time.
+  std::size_t most = 0;
+  for (const TrialRow& row : sink.trials) {
+    const double middle = (row.start_time + row.end_time) / 2;
+    most = std::max<std::size_t>(most, static_cast<std::size_t>(std::count_if(
+                                           sink.trials.begin(), sink.trials.end(), [&](const TrialRow& other) {
+                                             return other.start_time <= middle && middle <= other.end_time;
+                                           })));
+  }
+  if (workers() >= 3) EXPECT_GE(most, 3U) << "one search on " << workers() << " workers";
+  if (size() == 1) EXPECT_EQ(most, 1U);
+}
+
+TEST_F(SearchesOverMpi, AStoppedSearchSweepResumesToTheSameAnswersRunningNoProbeTwice) {
+  const SweepSpec sweep =
+      search_sweep("axis = \"batch_size\"\nrange = [8, 65536]\nlimit = [\"100MiB\", \"300MiB\"]\nresolution = 0.02");
+  const Curve curve;
+  CurveRunner runner(curve, scaled(milliseconds(30)));
+  MemorySink whole;
+  run_search(sweep, runner, whole, {});
+
+  MemorySink sink;
+  std::atomic<bool> stop{false};
+  SweepOptions first;
+  if (is_rank_zero()) first.stop = &stop;
+  SweepResult stopped;
+  {
+    const Timer timer(scaled(milliseconds(150)), [&] { stop = true; });
+    stopped = run_search(sweep, runner, sink, first);
+  }
+  SearchHistory history;
+  std::size_t rows_before = 0;
+  if (is_rank_zero()) {
+    EXPECT_TRUE(stopped.stopped);
+    history = search_history(sink.trials, {}, sink.searches);
+    rows_before = sink.trials.size();
+  }
+  SweepOptions second;
+  second.run = 1;
+  second.search_history = &history;
+  const SweepResult resumed = run_search(sweep, runner, sink, second);
+  if (!is_rank_zero()) return;
+  EXPECT_FALSE(resumed.stopped);
+  EXPECT_LT(rows_before, sink.trials.size()) << "the stop left searches to finish";
+  expect_found_answers(sink.searches, sink.trials, finished_ids(sink.trials), sweep, curve);
+  for (const SearchRow& row : sink.searches) {
+    const auto same = std::find_if(whole.searches.begin(), whole.searches.end(),
+                                   [&](const SearchRow& other) { return other.search == row.search; });
+    ASSERT_NE(same, whole.searches.end());
+    EXPECT_NEAR(static_cast<double>(row.fits), static_cast<double>(same->fits), 0.02 * static_cast<double>(same->fits) + 1)
+        << "search " << row.search;
+  }
 }
 
 // A real signal on every rank (as mpirun forwards SIGUSR1 from Slurm). The
