@@ -4,6 +4,7 @@
 // read back with h5py.
 
 #include "run/results_file.hpp"
+#include "support/background_process.hpp"
 #include "support/exit_statuses.hpp"
 #include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
@@ -11,7 +12,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <filesystem>
+#include <map>
+#include <regex>
+#include <set>
 #include <string>
 
 namespace memsweep::testing {
@@ -94,6 +100,89 @@ TEST(SearchRun, ThreeConfigurationsOnThreeRanksEachAnswerTrainedInFullWithinItsL
   EXPECT_EQ(h5py_table(dir.path() / "s.h5", "trials").rows.size(), trials.rows.size()) << resumed.err;
   EXPECT_EQ(h5py_table(dir.path() / "s.h5", "searches").rows.size(), 3U);
 }
+
+// Kill or stop a search sweep once a few probes have ended, then resume:
+// every search ends with the answer an uninterrupted run gives (within the
+// resolution: a real trial's peak varies by a fraction of a MiB), and no
+// probe has two results.
+struct Interruption {
+  const char* name;
+  const char* rank;  // OMPI_COMM_WORLD_RANK of the victim; nullptr: every rank (as Slurm signals its tasks)
+  int signal;
+  int exit_status;  // mpirun's; -1: any (a job that lost a rank)
+};
+
+class SearchInterrupted : public ::testing::TestWithParam<Interruption> {};
+
+constexpr const char* kTwoConfigurations = R"([defaults]
+dataset = "synthetic"
+epochs = 2
+[grid]
+hidden = [[1024, 512], [2048, 1024]]
+[search]
+axis = "batch_size"
+range = [8, 6000]
+limit = "160MiB"
+resolution = 0.05
+)";
+
+std::size_t finished_lines(const std::string& err) {
+  static const std::regex kLine(R"(\[ *\d+/\d+\] [0-9a-f]{12} )");
+  return static_cast<std::size_t>(
+      std::distance(std::sregex_iterator(err.begin(), err.end(), kLine), std::sregex_iterator()));
+}
+
+TEST_P(SearchInterrupted, TheResumeEndsWithTheSameAnswersAndNoProbeTwice) {
+  const Interruption& how = GetParam();
+  const TempDir dir;
+  dir.write("search.toml", kTwoConfigurations);
+  ASSERT_EQ(memsweep_on(3, {"run", "search.toml", "-o", "whole.h5", "-q"}, dir).exit_status, kOk);
+  const TsvTable whole = h5py_table(dir.path() / "whole.h5", "searches");
+
+  {
+    BackgroundProcess run(on_ranks(MEMSWEEP_MPIEXEC, 3, memsweep_argv({"run", "search.toml", "-o", "cut.h5"})),
+                          dir.path(), kEnvironment, dir.path());
+    ASSERT_TRUE(run.wait_for([&] { return finished_lines(run.err()) >= 4; }, std::chrono::seconds(120))) << run.err();
+    std::vector<pid_t> victims;
+    for (const char* rank : {"0", "1", "2"})
+      if (how.rank == nullptr || std::string(how.rank) == rank)
+        for (const pid_t pid : child_processes_with_environment(run.pid(), "OMPI_COMM_WORLD_RANK", rank))
+          victims.push_back(pid);
+    ASSERT_EQ(victims.size(), how.rank == nullptr ? 3U : 1U);
+    for (const pid_t victim : victims) ASSERT_EQ(::kill(victim, how.signal), 0);
+    const int status = run.wait();
+    if (how.exit_status >= 0) EXPECT_EQ(status, how.exit_status) << run.err();
+    EXPECT_NE(status, kOk);
+  }
+  const std::size_t rows_before = h5py_table(dir.path() / "cut.h5", "trials", true).rows.size();
+  const CommandResult resumed = memsweep_on(3, {"run", "search.toml", "-o", "cut.h5", "--resume"}, dir);
+  ASSERT_EQ(resumed.exit_status, kOk) << resumed.err;
+  const TsvTable searches = h5py_table(dir.path() / "cut.h5", "searches");
+  const TsvTable trials = h5py_table(dir.path() / "cut.h5", "trials");
+  EXPECT_GT(trials.rows.size(), rows_before) << "the interruption left probes to run";
+  ASSERT_EQ(searches.rows.size(), whole.rows.size());
+  for (std::size_t row = 0; row < searches.rows.size(); ++row) {
+    const std::size_t same = whole.where("search", searches.at(row, "search")).at(0);
+    EXPECT_EQ(searches.at(row, "status"), "found");
+    EXPECT_EQ(searches.at(row, "fits_verified"), "1");
+    EXPECT_NEAR(searches.number(row, "fits"), whole.number(same, "fits"), 0.05 * whole.number(same, "fits") + 1);
+  }
+  std::map<std::string, int> results;  // rows that are a probe's result, by trial id
+  for (std::size_t row = 0; row < trials.rows.size(); ++row) {
+    const std::string status = trials.at(row, "status");
+    if (status == "ok" || status == "over_budget" || trials.at(row, "oom_killed") == "1")
+      ++results[trials.at(row, "trial_id")];
+  }
+  for (const auto& [id, count] : results) EXPECT_EQ(count, 1) << id << " has " << count << " results";
+}
+
+INSTANTIATE_TEST_SUITE_P(Victims, SearchInterrupted,
+                         ::testing::Values(Interruption{"Sigterm", nullptr, SIGTERM, kStopped},
+                                           Interruption{"WorkerKilled", "1", SIGKILL, -1},
+                                           Interruption{"RankZeroKilled", "0", SIGKILL, -1}),
+                         [](const ::testing::TestParamInfo<Interruption>& info) {
+                           return std::string(info.param.name);
+                         });
 
 // A program that catches its own out-of-memory error (as PyTorch's CUDA
 // one) and says so on the events channel: above batch 100 here.

@@ -20,7 +20,9 @@ TrialRecord CurveRunner::run(const TrialSpec& trial, const TrialContext& context
   row.rank = context.rank;
   row.run = context.run;
   set_fixed(row.isolation, "proc");
-  const auto now = [] { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); };
+  const auto now = [] {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  };
   row.start_time = now();
   const auto end = std::chrono::steady_clock::now() + duration_;
   while (std::chrono::steady_clock::now() < end) {
@@ -47,9 +49,9 @@ std::vector<std::string> CurveRunner::ran() const {
 }
 
 SweepSpec search_sweep(std::string_view search, std::string_view grid) {
-  return parse_sweep(fmt::format("[defaults]\ndataset = \"synthetic\"\nepochs = 2\n[grid]\n{}\n[search]\n{}\n", grid,
-                                 search),
-                     "search.toml");
+  return parse_sweep(
+      fmt::format("[defaults]\ndataset = \"synthetic\"\nepochs = 2\n[grid]\n{}\n[search]\n{}\n", grid, search),
+      "search.toml");
 }
 
 std::int64_t true_answer(const Curve& curve, std::int64_t limit, std::int64_t low, std::int64_t high) {

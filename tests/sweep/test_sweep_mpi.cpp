@@ -470,7 +470,8 @@ TEST_F(SearchesOverMpi, AStoppedSearchSweepResumesToTheSameAnswersRunningNoProbe
     const auto same = std::find_if(whole.searches.begin(), whole.searches.end(),
                                    [&](const SearchRow& other) { return other.search == row.search; });
     ASSERT_NE(same, whole.searches.end());
-    EXPECT_NEAR(static_cast<double>(row.fits), static_cast<double>(same->fits), 0.02 * static_cast<double>(same->fits) + 1)
+    EXPECT_NEAR(static_cast<double>(row.fits), static_cast<double>(same->fits),
+                0.02 * static_cast<double>(same->fits) + 1)
         << "search " << row.search;
   }
 }
