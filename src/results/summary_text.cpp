@@ -515,8 +515,13 @@ std::string failed_searches(const std::vector<ShownSearch>& shown, bool several)
 // The capacity table of the files' searches, file by file; empty without any.
 std::string capacity_section(const std::vector<SummaryInput>& files) {
   std::vector<ShownSearch> shown;
-  for (std::size_t f = 0; f < files.size(); ++f)
+  for (std::size_t f = 0; f < files.size(); ++f) {
+    const std::size_t first = shown.size();
     for (const SearchRow& row : files[f].searches) shown.push_back({&row, f + 1});
+    // In the plan's order (configuration, then limit), not the order the searches ended.
+    std::sort(shown.begin() + static_cast<std::ptrdiff_t>(first), shown.end(),
+              [](const ShownSearch& a, const ShownSearch& b) { return a.row->search < b.row->search; });
+  }
   if (shown.empty()) return {};
   const bool several = files.size() > 1;
   return fmt::format("\ncapacity ({} search{})\n", shown.size(), shown.size() == 1 ? "" : "es") +
