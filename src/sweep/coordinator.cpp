@@ -204,7 +204,7 @@ class Coordinator {
   void write_ended_searches() {
     for (const SearchRow& row : source_->take_ended()) {
       write([&] { sink_.search(row); });
-      if (options_.progress != nullptr) options_.progress->note(search_note(row));
+      if (options_.progress != nullptr) report_ended_search(*options_.progress, row, options_);
     }
   }
 

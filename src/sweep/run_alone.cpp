@@ -46,7 +46,7 @@ SweepResult run_alone(Communicator& comm, const SweepTrials& trials, const Pendi
   const auto write_ended_searches = [&] {
     for (const SearchRow& row : source->take_ended()) {
       sink.search(row);
-      if (options.progress != nullptr) options.progress->note(search_note(row));
+      if (options.progress != nullptr) report_ended_search(*options.progress, row, options);
     }
   };
   write_ended_searches();  // a resume's searches that its file's rows already end

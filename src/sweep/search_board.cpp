@@ -246,6 +246,12 @@ std::string search_note(const SearchRow& row) {
   return text;
 }
 
+void report_ended_search(ProgressReporter& progress, const SearchRow& row, const SweepOptions& options) {
+  progress.note(search_note(row));
+  if (options.search != nullptr && row.trials < options.search->max_trials)
+    progress.trials_skipped(static_cast<std::size_t>(options.search->max_trials - row.trials));
+}
+
 std::unique_ptr<JobSource> make_job_source(const SweepTrials& trials, const PendingTrials& pending,
                                            const SweepOptions& options, int workers) {
   if (options.search != nullptr)

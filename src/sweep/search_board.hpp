@@ -73,4 +73,8 @@ class SearchBoard final : public JobSource {
 // GiB): found batch_size 1234 (verified); 1260 does not fit; 5 trials".
 std::string search_note(const SearchRow& row);
 
+// The note on the progress lines, and the trials the search did not use
+// taken off the count (which starts at searches × max_trials).
+void report_ended_search(ProgressReporter& progress, const SearchRow& row, const SweepOptions& options);
+
 }  // namespace memsweep::detail
