@@ -3,6 +3,7 @@
 // defines becomes one search per memory limit along one integer axis, for
 // the largest value that trains within the limit (docs/search.md).
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -19,6 +20,10 @@ enum class SearchStrategy { model, bisect, doubling };
 std::string_view strategy_name(SearchStrategy strategy);  // "model", "bisect", "double"
 std::optional<SearchStrategy> parse_strategy(std::string_view name);
 inline constexpr std::string_view kStrategyNames = "model, bisect, double";
+
+// Configurations × limits a sweep may search: rank 0 keeps each search's
+// probes, and makes each configuration's estimate, when the sweep starts.
+inline constexpr std::size_t kMaxSearches = 10'000;
 
 // The axes a search may move along: integer fields of a trial.
 namespace search_axis {
@@ -39,6 +44,7 @@ struct SearchSpec {
   bool verify = true;                 // the answer trained in full (its own epochs) before it is one
   SearchStrategy strategy = SearchStrategy::model;
   std::string place;  // "sweep.toml:12: [search]", for messages
+  int line = 0;       // of [search] in the file
 };
 
 }  // namespace memsweep

@@ -113,6 +113,7 @@ std::optional<SearchSpec> read_search_section(const TomlTable& top, const std::s
 
   SearchSpec search;
   search.place = fmt::format("{}:{}: [search]", table_place.file, table_place.line);
+  search.line = table_place.line;
   const Place axis_place = key_place(table, table_place, "axis");
   search.axis = expect_string(required("axis", "the trial field to search along"), axis_place);
   const std::optional<std::int64_t> maximum = axis_maximum(search.axis);

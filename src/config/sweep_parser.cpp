@@ -395,6 +395,12 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
   else
     check_large(*defined);
   spec.trials = SweepTrials(defined);
+  if (spec.search && spec.trials.size() * spec.search->limits.size() > kMaxSearches)
+    throw ConfigError(source_name, spec.search->line, "search",
+                      fmt::format("the sweep defines {} configurations x {} limits = {} searches, more than {}; "
+                                  "split it into several sweeps (--split-by on a field other than the axis)",
+                                  spec.trials.size(), spec.search->limits.size(),
+                                  spec.trials.size() * spec.search->limits.size(), kMaxSearches));
   spec.definition = definition_of(top, spec);
   reject_integers_beyond_64_bits(root);  // those no field read as a number
   return spec;

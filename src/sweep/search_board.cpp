@@ -13,8 +13,8 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-// A probe that comes back without a result this often (its process killed
-// by a signal, its rank lost) is a failure of the search, not a retry.
+// A probe that comes back killed without a result this often (its process
+// killed by a signal, its rank lost) is a failure of the search, not a retry.
 constexpr int kMaxLostAttempts = 3;
 
 bool same_probe(const NextProbe& probe, const TrialRow& row) {
@@ -79,7 +79,9 @@ void SearchBoard::add_result(Search& search, const TrialRow& row) {
                      .status = get_fixed(row.status),
                      .message = get_fixed(row.message)};
   if (result.outcome == ProbeOutcome::retry) {
-    if (++lost_[id] < kMaxLostAttempts) return;
+    // A stop (a signal, a Slurm requeue) interrupts a probe through no
+    // fault of its own: only a probe killed without a result counts.
+    if (result.status == status_name(TrialStatus::interrupted) || ++lost_[id] < kMaxLostAttempts) return;
     result.outcome = ProbeOutcome::failed;
     result.message = fmt::format("no result in {} attempts; the last: {}", kMaxLostAttempts, result.message);
   }

@@ -126,6 +126,19 @@ TEST(ConfigSearch, AProbeIsItsConfigurationAtTheValueWithItsLimitInItsId) {
       << "the probe's number is bookkeeping, not what the trial is";
 }
 
+TEST(ConfigSearch, MoreSearchesThanRankZeroKeepsAreRefusedWithTheCount) {
+  std::string rates;
+  for (int k = 1; k <= 5001; ++k) rates += (k > 1 ? ", " : "") + std::to_string(k) + "e-5";
+  try {
+    with_search("axis = \"batch_size\"\nrange = [8, 64]\nlimit = [\"1GiB\", \"2GiB\"]\n",
+                "[grid]\nlearning_rate = [" + rates + "]\n");
+    FAIL() << "accepted";
+  } catch (const ConfigError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("s.toml:3: search"));
+    EXPECT_THAT(error.what(), HasSubstr("5001 configurations x 2 limits = 10002 searches"));
+  }
+}
+
 TEST(ConfigSearch, WidthAndParamsAxesSetWhatTheySay) {
   const SweepSpec width =
       with_search("axis = \"width\"\nrange = [16, 4096]\nlimit = \"1GiB\"\n", "[[trial]]\nhidden = [10, 20, 30]\n");
