@@ -165,7 +165,7 @@ SEARCH_COLUMNS = [
     ("fits_verified", "<i4", ONE),
     ("does_not_fit", "<i8", ONE),
     ("fit_a_mib", "<f8", "MiB"),
-    ("fit_b_mib", "<f8", "MiB"),
+    ("fit_b_mib", "<f8", "MiB per unit of the axis"),
     ("predicted", "<i8", ONE),
     ("trials", "<i4", ONE),
     ("seconds", "<f8", SECONDS),

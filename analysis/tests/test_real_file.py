@@ -96,7 +96,9 @@ def test_the_builder_writes_the_real_schema(real, tmp_path):
             assert sorted(mine.attrs) == sorted(source.attrs)
             for name in source.attrs:
                 assert attribute_kind(mine, name) == attribute_kind(source, name), name
-            tables = ["epochs", "runs", "samples", "trials"] + (["messages"] if source.attrs["schema_version"] >= 5 else [])
+            version = source.attrs["schema_version"]
+            tables = ["epochs", "runs", "samples", "trials"] + (["messages"] if version >= 5 else []) + \
+                (["searches"] if version >= 6 else [])
             assert sorted(mine) == sorted(source) == sorted(tables)
             for table in source:
                 theirs, ours = source[table], mine[table]
