@@ -96,12 +96,10 @@ std::string part_text(const std::string& part) { return part.empty() ? "the whol
 // `part`: SweepPart::name() when the run is one part of the sweep, else empty.
 void check_same_sweep_in_file(const FileHeader& found, const RunOptions& options, const fs::path& output,
                               const SweepSpec& sweep, const std::string& part, const std::string& hash) {
-  // A file written before issue 29 holds the hash of the trial ids; such a
-  // sweep has at most 10^6 trials, which make that hash in seconds.
-  constexpr std::size_t kLegacyHashedTrials = 1'000'000;
-  const bool legacy_match = found.sweep_hash != hash && found.part == part &&
-                            sweep.trials.size() <= kLegacyHashedTrials && found.sweep_hash == legacy_sweep_hash(sweep);
-  if (legacy_match) return;
+  // Another schema's file: the store refuses it, naming the version that
+  // wrote it (files before issue 29 held the hash of their trial ids, and
+  // another hash would only mislead).
+  if (found.schema_version != kSchemaVersion) return;
   // The hash covers the trials, so another part's file (or the whole
   // sweep's) never matches; the message then says which part it holds.
   if (found.sweep_hash != hash && found.part != part)
