@@ -31,15 +31,26 @@ std::int64_t predicted_answer(const std::optional<AxisEstimate>& estimate, const
   return static_cast<std::int64_t>(std::min(value, static_cast<double>(spec.high)));
 }
 
+// The estimate along the axis, where memsweep can make one. One that
+// fails (oneDNN refusing a shape) leaves the model strategy to start from
+// a line through the origin, as for a program; the row's `predicted` is -1.
+std::optional<AxisEstimate> axis_estimate_of(const TrialSpec& configuration, const SearchSpec& spec) {
+  try {
+    return estimate_along_axis(configuration, spec, canonical_example_counts(configuration.dataset));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 
 SearchBoard::SearchBoard(const SweepTrials& configurations, const SearchSpec& spec, const SearchHistory* history,
                          std::int32_t run, int workers)
-    : configurations_(configurations), spec_(spec), run_(run), workers_(std::max(1, workers)) {
+    : spec_(spec), run_(run), workers_(std::max(1, workers)) {
   for (std::size_t position = 0; position < configurations.size(); ++position) {
     made_.push_back(configurations[position]);
     const TrialSpec& configuration = made_.back();
-    estimates_.push_back(estimate_along_axis(configuration, spec, canonical_example_counts(configuration.dataset)));
+    estimates_.push_back(axis_estimate_of(configuration, spec));
     // A probe as long as the trial itself is its own verification.
     const bool probes_are_full = spec.axis == search_axis::kEpochs || spec.probe_epochs >= configuration.epochs;
     for (std::size_t limit = 0; limit < spec.limits.size(); ++limit) {

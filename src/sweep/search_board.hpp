@@ -22,7 +22,7 @@ namespace memsweep::detail {
 
 class SearchBoard final : public JobSource {
  public:
-  // `configurations` outlives the board; `history` may be null (a new file).
+  // Each configuration is made once, here; `history` may be null (a new file).
   SearchBoard(const SweepTrials& configurations, const SearchSpec& spec, const SearchHistory* history, std::int32_t run,
               int workers);
 
@@ -54,7 +54,6 @@ class SearchBoard final : public JobSource {
   void add_result(Search& search, const TrialRow& row);
   SearchRow row_of(std::size_t index, const SearchStanding& standing) const;
 
-  const SweepTrials& configurations_;
   const SearchSpec& spec_;
   std::int32_t run_ = 0;
   int workers_ = 1;
