@@ -565,7 +565,9 @@ TEST(TrainingRunner, RejectsABadSamplerInterval) {
 // The point of a process per trial: a trial's footprint does not depend on
 // what ran before it. The same small trial first, after a trial of several
 // hundred MiB, and after ten others, gives the same peak - baseline within
-// 1 % or 256 KiB, whichever is larger.
+// 2 % or 1 MiB, whichever is larger: far below the large trial's hundreds of
+// MiB that a shared process would carry over, and above the trial's own
+// noise (under CI's sequence of tests, 6.7-7.4 MB for the same 7 MB trial).
 TEST_F(TrainingRunnerTest, AFootprintDoesNotDependOnTheTrialsBefore) {
   TrainingRunner runner(options());
   RecordingSink sink;
@@ -581,7 +583,7 @@ TEST_F(TrainingRunnerTest, AFootprintDoesNotDependOnTheTrialsBefore) {
   for (int i = 0; i < 10; ++i)
     ASSERT_EQ(status_of(runner.run(synthetic_trial({16 + 8 * i}, 1, 8 + 8 * i), plain_context(), sink)), "ok");
   const std::int64_t after_small = footprint();
-  const auto tolerance = [](std::int64_t a) { return std::max<std::int64_t>(a / 100, 256 * 1024); };
+  const auto tolerance = [](std::int64_t a) { return std::max<std::int64_t>(a / 50, 1024 * 1024); };
   std::printf("footprint first %lld, after a large trial %lld, after ten small ones %lld bytes\n",
               static_cast<long long>(first), static_cast<long long>(after_big), static_cast<long long>(after_small));
   EXPECT_NEAR(static_cast<double>(after_big), static_cast<double>(first), static_cast<double>(tolerance(first)));
