@@ -7,10 +7,14 @@
 // Each trial has a predicted work: its training's floating-point operations
 // (forward pass × 3 for each training example, × 1 for each test example,
 // every epoch). Finished trials turn work into seconds: a ratio fitted per
-// group of like trials (the same trainer and model kind), since a FLOP of a
-// small MLP and one of a CNN do not take the same time; a group with no
-// finished trial yet borrows its trainer's ratio, then every trial's. A
-// sweep whose slow trials come last is then not mistaken for a quick one.
+// group of like trials, the most alike that has a finished trial: the same
+// configuration (its repeats, a search's probes), then the same trainer and
+// model kind, then the same trainer, then every trial. A FLOP of a small MLP
+// and one of a CNN do not take the same time, and neither do a batch of 8 and
+// one of 512 of the same network, nor a program's FLOPs (counted from fields
+// its command may not even use) and memsweep's. A sweep whose slow trials
+// come last is then not mistaken for a quick one, and a repeat is expected
+// to take what its first run took.
 
 #include "memsweep/config.hpp"
 #include "memsweep/results.hpp"
@@ -36,6 +40,9 @@ struct TrialCost {
   std::string kind;     // trainer and model: "memsweep mlp", "memsweep cnn", "torch cnn"
   int epochs = 1;
   double work = 0.0;  // predicted floating-point operations of the whole trial
+  // The trainer and everything that defines the trial but its repeat (of a
+  // search's probe: the search): trials alike enough to take the same time.
+  std::string configuration;
 };
 
 // The trial's predicted work on its dataset's published split sizes (a
@@ -99,21 +106,28 @@ struct CostRate {
   double seconds_per_flop = 0.0;
 };
 
-// The rate for trials of `cost`'s kind: fitted from the finished trials of
-// that kind that did some work, else of its trainer, else of all; nullopt
-// when none did. A trial that ran to its end did its whole work; one that
+// The rate for trials like `cost`: fitted from the finished trials of its
+// configuration that did some work, else of its kind, else of its trainer,
+// else of all; nullopt when none did. A trial that ran to its end did its whole work; one that
 // ended early (diverged, over its budget, timed out) did the epochs it
 // finished, and one that finished none (failed at start, skipped over its
 // budget) is left out, so that its short time does not make the others look
 // cheap.
 std::optional<CostRate> fitted_rate(std::span<const FinishedTrial> finished, const TrialCost& cost);
 
+// A running trial past its predicted time is expected to run on for this
+// share of the time it has run: the prediction was wrong, and nothing says by
+// how much, but it has not ended (an ETA of 0 while trials run is the one
+// answer known to be wrong). Chosen on the CNN study's recorded trials
+// (docs/sweep.md, "ETA").
+inline constexpr double kOverrunShare = 0.25;
+
 // Seconds until the last trial ends: the running trials' predicted time
-// left (floored at 0), then the waiting ones handed in order to whichever
+// left (kOverrunShare of their time so far once past it), then the waiting ones handed in order to whichever
 // worker frees first, as the dynamic scheduler does; the latest finish.
-// Exactly 0 when nothing runs or waits; nullopt while the model has nothing
-// to fit (no finished trial trained an epoch): there is no prior for this
-// machine's speed.
+// Exactly 0 when nothing runs or waits, and more than 0 otherwise; nullopt
+// while the model has nothing to fit (no finished trial trained an epoch):
+// there is no prior for this machine's speed.
 std::optional<double> remaining_seconds(const EtaInputs& inputs);
 // The same, for a caller that holds the trials itself (rank 0's progress
 // lines: copying 10^6 waiting trials for every line cost more than the ETA).
@@ -125,6 +139,11 @@ std::optional<double> remaining_seconds(std::span<const FinishedTrial> finished,
 // than kWaitingWorkedOutEachTime trials wait (a pass over 10^6 of them took
 // 80 ms, more than a small trial's run), and counted down from the last one
 // in between.
+// The ETA as the progress lines and `memsweep watch` write it: "unknown"
+// without an estimate, whole seconds rounded up (a sweep with work left is
+// never "0s"), then minutes and hours as format_duration() writes them.
+std::string eta_text(std::optional<double> seconds);
+
 class SweepEta {
  public:
   static constexpr std::size_t kWaitingWorkedOutEachTime = 10'000;

@@ -4,10 +4,14 @@
 
 #include "memsweep/eta.hpp"
 
+#include "common/duration_text.hpp"
 #include "memsweep/estimate.hpp"
 #include "memsweep/model_spec.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <queue>
@@ -49,8 +53,9 @@ struct Fit {
   }
 };
 
-// The three levels a trial's rate comes from, most specific first.
+// The four levels a trial's rate comes from, most specific first.
 struct Fits {
+  std::map<std::string, Fit> by_configuration;
   std::map<std::string, Fit> by_kind;
   std::map<std::string, Fit> by_trainer;
   Fit all;
@@ -60,12 +65,15 @@ struct Fits {
       // A trial that never finished an epoch (failed at start, skipped over
       // its budget, diverged in the first) says nothing of its work's cost.
       if ((!trial.ran_to_end && trial.epochs_done < 1) || trial.cost.work <= 0.0) continue;
+      by_configuration[trial.cost.configuration].add(trial);
       by_kind[trial.cost.kind].add(trial);
       by_trainer[trial.cost.trainer].add(trial);
       all.add(trial);
     }
   }
   std::optional<CostRate> rate(const TrialCost& cost) const {
+    if (const auto same = by_configuration.find(cost.configuration); same != by_configuration.end())
+      return same->second.rate();
     if (const auto kind = by_kind.find(cost.kind); kind != by_kind.end()) return kind->second.rate();
     if (const auto trainer = by_trainer.find(cost.trainer); trainer != by_trainer.end()) return trainer->second.rate();
     if (all.trials > 0) return all.rate();
@@ -75,6 +83,20 @@ struct Fits {
 
 double predicted_seconds(const CostRate& rate, const TrialCost& cost) {
   return rate.fixed_seconds + rate.seconds_per_flop * cost.work;
+}
+
+double seconds_left_of(const CostRate& rate, const RunningTrial& trial) {
+  const double elapsed = std::max(trial.elapsed_seconds, 0.0);
+  return std::max(predicted_seconds(rate, trial.cost) - elapsed, kOverrunShare * elapsed);
+}
+
+// A search's probes are one configuration whatever their value on the axis
+// (their work follows the value); repeats differ only in their repeat.
+std::string configuration_key(const TrialSpec& trial) {
+  if (trial.search) return fmt::format("{} search {}", trial.trainer(), trial.search->search);
+  TrialSpec first = trial;
+  first.repeat = 0;
+  return fmt::format("{} {}", trial.trainer(), first.canonical_text());
 }
 
 }  // namespace
@@ -89,6 +111,7 @@ TrialCost trial_cost(const TrialSpec& trial, ExampleLimits limits) {
   cost.trainer = std::string(trial.trainer());
   cost.kind = cost.trainer + " " + std::string(model_name(trial.model));
   cost.epochs = std::max(trial.epochs, 1);
+  cost.configuration = configuration_key(trial);
   // Every epoch trains on the train split and then evaluates the test split.
   cost.work = static_cast<double>(cost.epochs) * forward * (kTrainingPassesPerExample * train + test);
   return cost;
@@ -157,8 +180,7 @@ std::optional<double> remaining_seconds(std::span<const FinishedTrial> finished,
     free_at.push(end);
     last_end = std::max(last_end, end);
   };
-  for (const RunningTrial& trial : running)
-    assign(std::max(predicted_seconds(*fits.rate(trial.cost), trial.cost) - trial.elapsed_seconds, 0.0));
+  for (const RunningTrial& trial : running) assign(seconds_left_of(*fits.rate(trial.cost), trial));
   for (const TrialCost& cost : waiting) assign(predicted_seconds(*fits.rate(cost), cost));
   if (tail.trials == 0 || tail.sample.empty()) return last_end;
   // So many trials that the workers end together: their busy time shared.
@@ -170,6 +192,11 @@ std::optional<double> remaining_seconds(std::span<const FinishedTrial> finished,
     free_at.pop();
   }
   return std::max(last_end, busy / std::max(workers, 1));
+}
+
+std::string eta_text(std::optional<double> seconds) {
+  if (!seconds || std::isnan(*seconds)) return "unknown";
+  return format_duration(std::ceil(std::max(*seconds, 0.0)));
 }
 
 std::optional<double> SweepEta::seconds_left(std::span<const FinishedTrial> finished,

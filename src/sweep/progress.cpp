@@ -97,8 +97,9 @@ void ProgressReporter::trial_finished(const TrialRow& row) {
   line += fmt::format(" rank {}", row.rank);
   if (finished_ >= total_) {
     line += " done in " + format_duration(std::chrono::duration<double>(Clock::now() - start_).count());
-  } else if (const std::optional<std::chrono::seconds> left = eta()) {
-    line += " ETA " + format_duration(static_cast<double>(left->count()));
+  } else {
+    const std::optional<std::chrono::seconds> left = eta();
+    line += " ETA " + eta_text(left ? std::optional<double>(static_cast<double>(left->count())) : std::nullopt);
   }
   if (!ok) {
     // The row's message column: the message's first bytes, enough for a line.
@@ -128,7 +129,8 @@ std::optional<std::chrono::seconds> ProgressReporter::eta() const {
       std::chrono::duration<double>(now.time_since_epoch()).count(), WaitingTail{beyond_, beyond_sample_});
   if (!seconds || std::isnan(*seconds)) return std::nullopt;
   // llround past 2^63 has no answer; an ETA past ten years is only "long".
-  return std::chrono::seconds(std::llround(std::clamp(*seconds, 0.0, kMaxDurationSeconds)));
+  // Rounded up: a sweep with work left has not 0 s left.
+  return std::chrono::seconds(static_cast<long long>(std::ceil(std::clamp(*seconds, 0.0, kMaxDurationSeconds))));
 }
 
 }  // namespace memsweep

@@ -1,6 +1,7 @@
 #include "watch/render.hpp"
 
 #include "common/duration_text.hpp"
+#include "memsweep/eta.hpp"
 
 #include <fmt/format.h>
 
@@ -151,7 +152,7 @@ std::string counts_line(const SweepSnapshot& s) {
 }
 
 std::string times_line(const SweepSnapshot& s) {
-  const std::string eta = s.eta_s ? format_duration(*s.eta_s) : "-";
+  const std::string eta = eta_text(s.eta_s);
   const std::string age = s.file_age_s >= 0.0 ? "updated " + format_duration(s.file_age_s) + " ago" : "updated -";
   return fmt::format("elapsed {}  ETA {}  ranks {}  workers {}  {}", format_duration(s.elapsed_s), eta, s.ranks,
                      s.workers, age);

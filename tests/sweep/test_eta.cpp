@@ -13,8 +13,10 @@
 namespace memsweep {
 namespace {
 
-TrialCost cost(std::string id, std::string trainer, std::string model, double work, int epochs = 1) {
-  return TrialCost{std::move(id), trainer, trainer + " " + model, epochs, work};
+// Each its own configuration (its id), unless a test says otherwise.
+TrialCost cost(const std::string& id, const std::string& trainer, const std::string& model, double work,
+               int epochs = 1) {
+  return TrialCost{id, trainer, trainer + " " + model, epochs, work, id};
 }
 
 FinishedTrial ended(TrialCost trial_cost, double wall_seconds, bool ran_to_end = true, int epochs_done = -1) {
@@ -101,6 +103,30 @@ TEST(TrialCost, RealDatasetsUseTheirPublishedSizesAndProgramsTheirTrainer) {
   EXPECT_EQ(trial_cost(trial, {}).trainer, "torch");
 }
 
+TEST(TrialCost, RepeatsAndASearchsProbesShareAConfigurationOtherFieldsDoNot) {
+  TrialSpec first = synthetic_trial(1);
+  TrialSpec repeat = first;
+  repeat.repeat = 2;
+  repeat.id = trial_id(repeat);
+  ASSERT_NE(repeat.id, first.id);
+  EXPECT_EQ(trial_cost(repeat, {}).configuration, trial_cost(first, {}).configuration);
+  TrialSpec larger_batch = first;
+  larger_batch.batch_size = 512;
+  EXPECT_NE(trial_cost(larger_batch, {}).configuration, trial_cost(first, {}).configuration);
+  TrialSpec program = first;
+  program.program = ProgramSpec{};
+  program.program->name = "torch";
+  EXPECT_NE(trial_cost(program, {}).configuration, trial_cost(first, {}).configuration) << "another trainer";
+
+  TrialSpec probe = larger_batch;
+  probe.search = SearchPoint{.search = 3, .probe = 0, .value = 512, .limit_bytes = 1 << 30};
+  TrialSpec next_probe = first;
+  next_probe.search = SearchPoint{.search = 3, .probe = 1, .value = 32, .limit_bytes = 1 << 30};
+  EXPECT_EQ(trial_cost(probe, {}).configuration, trial_cost(next_probe, {}).configuration);
+  next_probe.search->search = 4;
+  EXPECT_NE(trial_cost(probe, {}).configuration, trial_cost(next_probe, {}).configuration);
+}
+
 TEST(TrialCost, PendingCostsFollowTheDispatchOrder) {
   const std::vector<TrialSpec> trials = {synthetic_trial(1), synthetic_trial(3)};
   const std::vector<PendingTrial> pending = {{.index = 1, .attempt = 0}, {.index = 0, .attempt = 2}};
@@ -172,12 +198,66 @@ TEST(RemainingSeconds, TheLastLongTrialIsNotSpreadOverIdleWorkers) {
   EXPECT_NEAR(*remaining_seconds(inputs), kCnnSeconds, 1e-9);
 }
 
-TEST(RemainingSeconds, ARunningTrialPastItsPredictionHasNothingLeft) {
+TEST(RemainingSeconds, ARunningTrialPastItsPredictionRunsOnForAShareOfItsTimeSoFar) {
   EtaInputs inputs = after_the_mlps();
   inputs.finished.push_back(ended(inputs.waiting[0], kCnnSeconds));
   inputs.running.push_back({inputs.waiting[1], 45.0});
   inputs.waiting.clear();
-  EXPECT_EQ(remaining_seconds(inputs), 0.0);
+  // Predicted 30 s, running for 45: not ended, so not 0 s left.
+  EXPECT_NEAR(*remaining_seconds(inputs), kOverrunShare * 45.0, 1e-9);
+  EXPECT_GT(kOverrunShare, 0.0);
+  // Before its prediction, the prediction's rest.
+  inputs.running[0].elapsed_seconds = 20.0;
+  EXPECT_NEAR(*remaining_seconds(inputs), 10.0, 1e-9);
+}
+
+// The user's sweep of issue 31: a program (the PyTorch MNIST example) over
+// batch size and learning rate, 2 workers. The small batches end first; the
+// two batch-1024 trials take far longer (their FLOPs, counted from fields
+// the program does not use, are the same as everyone's). They ran for 129 s
+// after the others ended, with "ETA 0s" shown all along.
+TEST(RemainingSeconds, TheLastSlowProgramTrialsNeverShowZeroWhileTheyRun) {
+  std::vector<FinishedTrial> finished;
+  for (int i = 0; i < 6; ++i)
+    finished.push_back(ended(cost("small" + std::to_string(i), "pytorch-mnist", "mlp", 1e9), 60.0));
+  const std::vector<RunningTrial> running = {{cost("large1", "pytorch-mnist", "mlp", 1e9), 70.0},
+                                             {cost("large2", "pytorch-mnist", "mlp", 1e9), 75.0}};
+  for (double elapsed = 0.0; elapsed <= 129.0; elapsed += 1.0) {
+    std::vector<RunningTrial> now = running;
+    for (RunningTrial& trial : now) trial.elapsed_seconds += elapsed;
+    const std::optional<double> left = remaining_seconds(finished, now, {}, 2);
+    ASSERT_TRUE(left);
+    EXPECT_GT(*left, 0.0) << elapsed;
+    EXPECT_NE(eta_text(left), "0s") << elapsed;
+  }
+}
+
+TEST(RemainingSeconds, ARepeatIsExpectedToTakeWhatItsConfigurationTook) {
+  // Two configurations of one kind and the same work: batch 8 took 40 s,
+  // batch 512 took 4 s. Their repeats wait; the kind's rate would say 22 s each.
+  TrialCost small_batch = cost("b8", "memsweep", "cnn", 1e10);
+  small_batch.configuration = "memsweep batch=8";
+  TrialCost large_batch = cost("b512", "memsweep", "cnn", 1e10);
+  large_batch.configuration = "memsweep batch=512";
+  const std::vector<FinishedTrial> finished = {ended(small_batch, 40.0), ended(large_batch, 4.0)};
+  TrialCost small_repeat = small_batch;
+  small_repeat.trial_id = "b8-repeat";
+  EXPECT_NEAR(*remaining_seconds(finished, {}, std::vector<TrialCost>{small_repeat}, 1), 40.0, 1e-9);
+  TrialCost large_repeat = large_batch;
+  large_repeat.trial_id = "b512-repeat";
+  EXPECT_NEAR(*remaining_seconds(finished, {}, std::vector<TrialCost>{large_repeat}, 1), 4.0, 1e-9);
+  // A configuration not seen yet: its kind's, (40 + 4) / 2e10 per FLOP.
+  TrialCost other = cost("b64", "memsweep", "cnn", 1e10);
+  other.configuration = "memsweep batch=64";
+  EXPECT_NEAR(*remaining_seconds(finished, {}, std::vector<TrialCost>{other}, 1), 22.0, 1e-9);
+}
+
+TEST(EtaText, UnknownWithoutAnEstimateAndWholeSecondsRoundedUp) {
+  EXPECT_EQ(eta_text(std::nullopt), "unknown");
+  EXPECT_EQ(eta_text(0.0), "0s");
+  EXPECT_EQ(eta_text(0.01), "1s");
+  EXPECT_EQ(eta_text(59.2), "1m00s");
+  EXPECT_EQ(eta_text(3 * 3600.0 + 1), "3h00m");
 }
 
 TEST(RemainingSeconds, NothingFinishedMeansNoEstimateAndNothingLeftMeansZero) {

@@ -66,19 +66,19 @@ TEST(ProgressReporter, EtaFromThePlannedTrialsWork) {
   const double expected = (costs[1].work + costs[2].work) / costs[0].work;
   EXPECT_GT(expected, 90.0);
   ASSERT_TRUE(progress.eta());
-  EXPECT_EQ(progress.eta()->count(), std::llround(expected));
+  EXPECT_EQ(progress.eta()->count(), std::ceil(expected));
   EXPECT_THAT(out.str(), HasSubstr(" ETA 1m"));  // 90 s or more, under 2 min
   EXPECT_LT(expected, 119.5);
 
   // A running trial counts with its prediction less what it has done (~0 s here).
   progress.trial_started(trials[1], 0, 1);
-  EXPECT_EQ(progress.eta()->count(), std::llround(expected));
+  EXPECT_EQ(progress.eta()->count(), std::ceil(expected));
   // The reporter is remaining_seconds() of what it saw.
   EtaInputs inputs;
   inputs.finished.push_back(finished_trial(costs[0], finished_row(trials[0], TrialStatus::ok, 1.0, 1)));
   inputs.running.push_back({costs[1], 0.0});
   inputs.waiting.push_back(costs[2]);
-  EXPECT_EQ(progress.eta()->count(), std::llround(*remaining_seconds(inputs)));
+  EXPECT_EQ(progress.eta()->count(), std::ceil(*remaining_seconds(inputs)));
 }
 
 TEST(ProgressReporter, LastTrialSaysDoneInsteadOfAnEta) {

@@ -99,10 +99,12 @@ TEST(Overview, ShowsTheCountsTimesAndWhatIsWatched) {
   EXPECT_THAT(text, HasSubstr("running"));
 }
 
-TEST(Overview, WithoutAnEstimateTheEtaIsADash) {
+TEST(Overview, WithoutAnEstimateTheEtaIsUnknownAndWithWorkLeftNeverZero) {
   SweepSnapshot s = snapshot_with(1);
   s.eta_s.reset();
-  EXPECT_THAT(joined(render_overview(s, {100, 0, Glyphs::ascii()})), HasSubstr("ETA -"));
+  EXPECT_THAT(joined(render_overview(s, {100, 0, Glyphs::ascii()})), HasSubstr("ETA unknown"));
+  s.eta_s = 0.2;  // a trial about to end
+  EXPECT_THAT(joined(render_overview(s, {100, 0, Glyphs::ascii()})), HasSubstr("ETA 1s"));
 }
 
 TEST(Overview, NodesTableShowsUnknownsAsDashes) {
