@@ -5,6 +5,7 @@
 
 #include "memsweep/program.hpp"
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -24,6 +25,22 @@ std::optional<std::string> find_executable(const std::string& name, std::string_
 // replacing or adding entries. Order: base's, then the new names.
 std::vector<std::string> merged_environment(const std::vector<std::string>& base,
                                             const std::vector<std::pair<std::string, std::string>>& overrides);
+
+// How far a program's child may grow between the rank's reading of its
+// peak at the start gate and its exec (a few pages of code it faults in on
+// the way, the kernel's unsynced RSS counters of older kernels): generous,
+// since a real peak below it is still seen by the samples and checks.
+inline constexpr std::int64_t kPreExecGrowthBytes = std::int64_t{1} << 20;
+
+// Pure: wait4's ru_maxrss of a program, where it is surely the program's;
+// -1 where it may be the rank's. The child runs the rank's image (a fork)
+// until its exec, and Linux keeps that image's peak RSS in the process's
+// maxrss across the exec (fs/exec.c, exec_mmap; with vfork and posix_spawn
+// too), so ru_maxrss is max(rank's image, program, descendants it waited
+// for). Above the image's peak read at the gate (plus the growth allowed
+// before the exec), that maximum cannot be the image's; at or below it, it
+// says nothing about the program. -1 for either figure: unknown.
+std::int64_t program_max_rss(std::int64_t max_rss_bytes, std::int64_t pre_exec_peak_bytes);
 
 // This process's environment as "NAME=value" entries.
 std::vector<std::string> current_environment();
