@@ -337,8 +337,9 @@ class Sampler {
   // memory is the rank's: docs/runner.md, "Programs"). A region ended
   // before release() has no samples.
   void begin_held_region(const RegionBaseline& baseline);
-  // The first sample at once; sample times count from here. Nothing when
-  // the region is not held.
+  // The first sample at once: returns once it is taken, so that it carries
+  // the phase in force now. Sample times count from here. Nothing when the
+  // region is not held.
   void release();
   RegionSummary end_region();
 

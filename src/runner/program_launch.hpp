@@ -26,20 +26,22 @@ std::optional<std::string> find_executable(const std::string& name, std::string_
 std::vector<std::string> merged_environment(const std::vector<std::string>& base,
                                             const std::vector<std::pair<std::string, std::string>>& overrides);
 
-// How far a program's child may grow between the rank's reading of its
-// peak at the start gate and its exec (a few pages of code it faults in on
-// the way, the kernel's unsynced RSS counters of older kernels): generous,
-// since a real peak below it is still seen by the samples and checks.
-inline constexpr std::int64_t kPreExecGrowthBytes = std::int64_t{1} << 20;
+// How far a program's child may grow beyond the rank's image and its own
+// reading at the start gate before it execs: the code it faults in on its
+// way (libc's and memsweep's pages, 64 KiB a fault with the kernel's fault
+// around; over 1 MiB was seen when the reading came early), and the
+// kernel's unsynced RSS counters of older kernels. Generous: a program
+// whose peak is below the bound is still seen by the samples and checks.
+inline constexpr std::int64_t kPreExecGrowthBytes = std::int64_t{2} << 20;
 
 // Pure: wait4's ru_maxrss of a program, where it is surely the program's;
 // -1 where it may be the rank's. The child runs the rank's image (a fork)
 // until its exec, and Linux keeps that image's peak RSS in the process's
 // maxrss across the exec (fs/exec.c, exec_mmap; with vfork and posix_spawn
 // too), so ru_maxrss is max(rank's image, program, descendants it waited
-// for). Above the image's peak read at the gate (plus the growth allowed
-// before the exec), that maximum cannot be the image's; at or below it, it
-// says nothing about the program. -1 for either figure: unknown.
+// for). Above the image's peak (`pre_exec_peak_bytes`, plus the growth
+// allowed before the exec), that maximum cannot be the image's; at or
+// below it, it says nothing about the program. -1 for either: unknown.
 std::int64_t program_max_rss(std::int64_t max_rss_bytes, std::int64_t pre_exec_peak_bytes);
 
 // This process's environment as "NAME=value" entries.

@@ -149,8 +149,8 @@ struct Attempt {
   std::optional<FrameReader> report_reader;
   std::unique_ptr<MemoryProbe> probe;  // the process's /proc files, on the runner's thread
   RegionBaseline baseline;
-  // A program's child's VmHWM at its start gate, before its exec: the
-  // rank's image, which wait4's ru_maxrss may carry (program_max_rss()).
+  // The most a program's child can have had before its exec: the rank's
+  // image, which wait4's ru_maxrss may carry (program_max_rss()).
   std::int64_t pre_exec_peak = -1;
   bool ended = false;  // the row has its status
 };
@@ -624,13 +624,18 @@ void kill_tree(pid_t root, const ProcessTreeProbe& probe, const TrialCgroup* cgr
   }
 }
 
-// The child's VmHWM while it waits at its start gate: the rank's image it
-// was forked with (and the pages it touched since), -1 if unreadable. Read
-// through a probe of its own, so that the tree's peaks never include it.
+// The most the child had of the rank's image before its exec, short of the
+// pages it faults in on its way there (kPreExecGrowthBytes): the larger of
+// its own VmHWM now, waiting at its start gate or still on its way (read
+// through a probe of its own, so that the tree's peaks never include it),
+// and the rank's own VmHWM, which bounds what the fork copied (the child's
+// RSS at the fork is pages the rank had). -1 if the child's is unreadable.
 std::int64_t pre_exec_peak(pid_t pid) {
-  std::int64_t peak = -1;
-  if (!make_proc_memory_probe(pid)->read_peak_rss(peak)) return -1;
-  return peak;
+  std::int64_t child = -1;
+  std::int64_t rank = -1;
+  if (!make_proc_memory_probe(pid)->read_peak_rss(child)) return -1;
+  make_proc_memory_probe()->read_peak_rss(rank);
+  return std::max(child, rank);
 }
 
 // What starting the program takes, found before its fork.

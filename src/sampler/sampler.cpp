@@ -59,7 +59,8 @@ struct Sampler::Shared {
   std::atomic<int> ready{0};
   std::atomic<int> tick_tid{0};
   std::atomic<int> pss_tid{0};
-  std::int64_t t0_ns = 0;  // written before `go`
+  std::atomic<bool> first_taken{false};  // the run's first sample is in the buffer
+  std::int64_t t0_ns = 0;                // written before `go`
   bool counters_active = false;
 
   std::atomic<std::int64_t> pss_bytes{-1};
@@ -194,6 +195,10 @@ void Sampler::release() {
   if (!running_ || !held_) return;
   held_ = false;
   open_go();
+  // The first sample before the caller goes on: it is the region's starting
+  // point, with the phase in force at the release, however late a loaded
+  // machine lets the sampling thread run.
+  shared_->first_taken.wait(false, std::memory_order_acquire);
 }
 
 void Sampler::stop() {
@@ -343,6 +348,10 @@ void Sampler::tick_loop() {
       shared.counter_failures.fetch_add(1, relaxed);
     }
     buffer_->push(sample, max_age);
+    if (totals.samples == 0) {
+      shared.first_taken.store(true, std::memory_order_release);
+      shared.first_taken.notify_all();
+    }
 
     ++totals.samples;
     if (sample.rss_bytes >= 0) {

@@ -109,7 +109,9 @@ INSTANTIATE_TEST_SUITE_P(SleepAndTwoMiB, ProgramPeaks,
                                            PeakCase{"sleep_mpirun", true, Launch::mpirun},
                                            PeakCase{"touch_2mib_alone", false, Launch::alone},
                                            PeakCase{"touch_2mib_mpirun", false, Launch::mpirun}),
-                         [](const ::testing::TestParamInfo<PeakCase>& info) { return std::string(info.param.name); });
+                         [](const ::testing::TestParamInfo<PeakCase>& tested) {
+                           return std::string(tested.param.name);
+                         });
 
 }  // namespace
 }  // namespace memsweep::testing

@@ -247,6 +247,58 @@ TEST_F(ProgramTrialTest, ARelativeProgramRunsInItsRelativeWorkdir) {
   std::filesystem::remove(report);
 }
 
+// Until its exec the program's child is a fork of this test process (the
+// rank): neither its samples nor its peak may count that image. A program
+// touching 2 MiB reports its own VmHWM (hwm_program.cpp); the run under
+// mpirun and by `memsweep run` is tests/run/test_program_peaks.cpp.
+TEST_F(ProgramTrialTest, ATinyProgramsPeakIsItsOwnNotItsRanks) {
+  constexpr double kToleranceBytes = 0.3 * kMiB;
+  const auto own_path = scratch("own.txt");
+  TrialSpec trial = program_trial({});
+  trial.program->command = {MEMSWEEP_HWM_PROGRAM, "2", "300", own_path.string()};
+  trial.id = trial_id(trial);
+  TrainingRunner runner(options());
+  RecordingSink sink;
+  const TrialRow row = runner.run(trial, plain_context(), sink).row;
+  ASSERT_EQ(status_of(row), "ok") << message_of(row);
+  std::ifstream report(own_path);
+  double own = -1;
+  ASSERT_TRUE(report >> own) << "hwm_program wrote no " << own_path;
+
+  EXPECT_NEAR(static_cast<double>(row.rss_peak), own, kToleranceBytes);
+  EXPECT_NEAR(static_cast<double>(row.process_peak_max), own, kToleranceBytes);
+  std::size_t readable = 0;
+  for (const SampleRow& sample : sink.sample_rows) {
+    if (sample.rss < 0) continue;
+    ++readable;
+    EXPECT_GT(sample.rss, 0) << "at " << sample.t << " s";
+    EXPECT_LE(static_cast<double>(sample.rss), own + kToleranceBytes) << "at " << sample.t << " s";
+  }
+  EXPECT_GE(readable, 10U);
+  EXPECT_GE(row.rss_mean, 0.75 * own);
+  std::printf("recorded %.3f MiB, its own VmHWM %.3f MiB\n", static_cast<double>(row.rss_peak) / kMiB, own / kMiB);
+}
+
+// A program larger than its rank that reaches its peak just before it
+// exits, between two reads: wait4's ru_maxrss, above the rank's image, is
+// then the program's and counts.
+TEST_F(ProgramTrialTest, ALargeProgramsLastMomentCountsThroughItsRusage) {
+  constexpr double kToleranceBytes = 0.3 * kMiB;
+  const auto own_path = scratch("own.txt");
+  TrialSpec trial = program_trial({});
+  trial.program->command = {MEMSWEEP_HWM_PROGRAM, "96", "0", own_path.string()};
+  trial.id = trial_id(trial);
+  TrainingRunner runner(options());
+  RecordingSink sink;
+  const TrialRow row = runner.run(trial, plain_context(), sink).row;
+  ASSERT_EQ(status_of(row), "ok") << message_of(row);
+  std::ifstream report(own_path);
+  double own = -1;
+  ASSERT_TRUE(report >> own) << "hwm_program wrote no " << own_path;
+  EXPECT_NEAR(static_cast<double>(row.process_peak_max), own, kToleranceBytes);
+  EXPECT_NEAR(static_cast<double>(row.rss_peak), own, kToleranceBytes);
+}
+
 TEST_F(ProgramTrialTest, AMissingProgramFailsTheTrialNamingIt) {
   TrialSpec trial = program_trial({});
   trial.program->command = {"memsweep-no-such-program"};

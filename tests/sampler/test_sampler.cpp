@@ -204,7 +204,10 @@ TEST(Sampler, AHeldRegionCountsAtOnceAndSamplesOnlyFromItsRelease) {
   EXPECT_EQ(sampler.stats().samples, 0U) << "no sample before the release";
 
   const auto released = std::chrono::steady_clock::now();
+  sampler.set_phase(0, sample_phase::kUnknown);
   sampler.release();
+  EXPECT_GE(sampler.stats().samples, 1U) << "release() returns once the first sample is taken";
+  sampler.set_phase(1, sample_phase::kTraining);  // a program's first event, right after its exec
   std::this_thread::sleep_for(milliseconds(60));
   const RegionSummary region = sampler.end_region();
   const auto since_release = std::chrono::steady_clock::now() - released;
@@ -213,6 +216,7 @@ TEST(Sampler, AHeldRegionCountsAtOnceAndSamplesOnlyFromItsRelease) {
   EXPECT_EQ(region.samples, samples.size());
   EXPECT_LE(samples.front().t_ns, std::chrono::duration_cast<std::chrono::nanoseconds>(since_release).count())
       << "times count from the release, not from the start 60 ms before";
+  EXPECT_EQ(samples.front().phase, sample_phase::kUnknown) << "the first sample has the phase of the release";
   EXPECT_GE(samples.front().counters[0], static_cast<std::int64_t>(touched.pages()))
       << "the faults while held were counted";
 }
