@@ -330,6 +330,17 @@ class Sampler {
   // start() from a baseline the caller read (a watched process's, when it
   // was ready): nothing is trimmed or reset.
   void begin_region(const RegionBaseline& baseline);
+  // begin_region(baseline), but no sample is taken until release(): the
+  // counters open now, on a trial process still waiting before its exec, so
+  // that they count it from its first instruction, while its memory is
+  // sampled only once it runs its own image (until then a forked child's
+  // memory is the rank's: docs/runner.md, "Programs"). A region ended
+  // before release() has no samples.
+  void begin_held_region(const RegionBaseline& baseline);
+  // The first sample at once: returns once it is taken, so that it carries
+  // the phase in force now. Sample times count from here. Nothing when the
+  // region is not held.
+  void release();
   RegionSummary end_region();
 
   // The epoch and phase (sample_phase) the samples taken from now on carry;
@@ -350,6 +361,8 @@ class Sampler {
 
  private:
   struct Shared;  // what the sampling threads and the caller share
+  void launch(bool held);
+  void open_go();
   void tick_loop();
   void pss_loop();
 
@@ -366,6 +379,7 @@ class Sampler {
   std::thread tick_thread_;
   std::thread pss_thread_;
   bool running_ = false;
+  bool held_ = false;  // running, its threads waiting for release()
   RegionBaseline baseline_;
 };
 

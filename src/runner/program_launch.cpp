@@ -39,6 +39,11 @@ std::vector<std::string> merged_environment(const std::vector<std::string>& base
   return merged;
 }
 
+std::int64_t program_max_rss(std::int64_t max_rss_bytes, std::int64_t pre_exec_peak_bytes) {
+  if (max_rss_bytes < 0 || pre_exec_peak_bytes < 0) return -1;
+  return max_rss_bytes > pre_exec_peak_bytes + kPreExecGrowthBytes ? max_rss_bytes : -1;
+}
+
 std::vector<std::string> current_environment() {
   std::vector<std::string> entries;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) entries.emplace_back(*entry);

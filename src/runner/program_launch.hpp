@@ -5,6 +5,7 @@
 
 #include "memsweep/program.hpp"
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -24,6 +25,24 @@ std::optional<std::string> find_executable(const std::string& name, std::string_
 // replacing or adding entries. Order: base's, then the new names.
 std::vector<std::string> merged_environment(const std::vector<std::string>& base,
                                             const std::vector<std::pair<std::string, std::string>>& overrides);
+
+// How far a program's child may grow beyond the rank's image and its own
+// reading at the start gate before it execs: the code it faults in on its
+// way (libc's and memsweep's pages, 64 KiB a fault with the kernel's fault
+// around; over 1 MiB was seen when the reading came early), and the
+// kernel's unsynced RSS counters of older kernels. Generous: a program
+// whose peak is below the bound is still seen by the samples and checks.
+inline constexpr std::int64_t kPreExecGrowthBytes = std::int64_t{2} << 20;
+
+// Pure: wait4's ru_maxrss of a program, where it is surely the program's;
+// -1 where it may be the rank's. The child runs the rank's image (a fork)
+// until its exec, and Linux keeps that image's peak RSS in the process's
+// maxrss across the exec (fs/exec.c, exec_mmap; with vfork and posix_spawn
+// too), so ru_maxrss is max(rank's image, program, descendants it waited
+// for). Above the image's peak (`pre_exec_peak_bytes`, plus the growth
+// allowed before the exec), that maximum cannot be the image's; at or
+// below it, it says nothing about the program. -1 for either: unknown.
+std::int64_t program_max_rss(std::int64_t max_rss_bytes, std::int64_t pre_exec_peak_bytes);
 
 // This process's environment as "NAME=value" entries.
 std::vector<std::string> current_environment();

@@ -149,6 +149,9 @@ struct Attempt {
   std::optional<FrameReader> report_reader;
   std::unique_ptr<MemoryProbe> probe;  // the process's /proc files, on the runner's thread
   RegionBaseline baseline;
+  // The most a program's child can have had before its exec: the rank's
+  // image, which wait4's ru_maxrss may carry (program_max_rss()).
+  std::int64_t pre_exec_peak = -1;
   bool ended = false;  // the row has its status
 };
 
@@ -203,7 +206,7 @@ struct TrainingRunner::Impl {
   void hand_over_job(Attempt& attempt, const TrialSpec& trial);
   void take_baseline(Attempt& attempt);
   void check_budget_before_start(Attempt& attempt);
-  void begin_region(Attempt& attempt, std::int32_t phase, std::unique_ptr<MemoryProbe> probe);
+  void begin_region(Attempt& attempt, std::int32_t phase, std::unique_ptr<MemoryProbe> probe, bool held = false);
   WatchSettings watch_settings(const Attempt& attempt, const TrialSpec& trial, const TrialContext& context) const;
   void train(Attempt& attempt, const TrialSpec& trial, const TrialContext& context, TrialSink& sink);
   // A user's program instead of memsweep's trial process (docs/runner.md, "Programs").
@@ -470,12 +473,17 @@ void TrainingRunner::Impl::check_budget_before_start(Attempt& attempt) {
 }
 
 // The sampler on the process, from a fresh region: what a trial whose sink
-// threw left behind is dropped first.
-void TrainingRunner::Impl::begin_region(Attempt& attempt, std::int32_t phase, std::unique_ptr<MemoryProbe> probe) {
+// threw left behind is dropped first. `held`: its first sample waits for
+// Sampler::release().
+void TrainingRunner::Impl::begin_region(Attempt& attempt, std::int32_t phase, std::unique_ptr<MemoryProbe> probe,
+                                        bool held) {
   sampler->drain([](const SampleChunk&) {});
   sampler->set_phase(0, phase);
   sampler->set_target(attempt.process->pid(), std::move(probe));
-  sampler->begin_region(attempt.baseline);
+  if (held)
+    sampler->begin_held_region(attempt.baseline);
+  else
+    sampler->begin_region(attempt.baseline);
 }
 
 WatchSettings TrainingRunner::Impl::watch_settings(const Attempt& attempt, const TrialSpec& trial,
@@ -616,6 +624,20 @@ void kill_tree(pid_t root, const ProcessTreeProbe& probe, const TrialCgroup* cgr
   }
 }
 
+// The most the child had of the rank's image before its exec, short of the
+// pages it faults in on its way there (kPreExecGrowthBytes): the larger of
+// its own VmHWM now, waiting at its start gate or still on its way (read
+// through a probe of its own, so that the tree's peaks never include it),
+// and the rank's own VmHWM, which bounds what the fork copied (the child's
+// RSS at the fork is pages the rank had). -1 if the child's is unreadable.
+std::int64_t pre_exec_peak(pid_t pid) {
+  std::int64_t child = -1;
+  std::int64_t rank = -1;
+  if (!make_proc_memory_probe(pid)->read_peak_rss(child)) return -1;
+  make_proc_memory_probe()->read_peak_rss(rank);
+  return std::max(child, rank);
+}
+
 // What starting the program takes, found before its fork.
 struct PreparedProgram {
   ProgramInvocation invocation;
@@ -625,11 +647,15 @@ struct PreparedProgram {
 };
 
 // The row's memory columns from the program's tree: its peak is the
-// largest of what the sampler, the tree probe, the kernel's rusage and the
-// watch saw; it has no ready point, so its footprint is its whole peak.
+// largest of what the sampler and the watch's tree probe saw, all of it
+// read after the exec (the samples from the exec on, each member's VmHWM,
+// which a new image starts afresh), and of wait4's ru_maxrss only where it
+// cannot be the rank's image from before the exec (program_max_rss()); it
+// has no ready point, so its footprint is its whole peak.
 void record_program_measures(TrialRow& row, const ProcessTreeStats& stats, const ProcessEnd& end,
-                             const RegionSummary& region, const WatchReport& seen) {
-  row.process_peak_max = std::max({stats.largest_peak, end.max_rss_bytes, seen.last_peak});
+                             std::int64_t pre_exec_peak, const RegionSummary& region, const WatchReport& seen) {
+  row.process_peak_max =
+      std::max({stats.largest_peak, program_max_rss(end.max_rss_bytes, pre_exec_peak), seen.last_peak});
   row.rss_peak = std::max(region.max_sampled_rss_bytes, row.process_peak_max);
   row.rss_peak_hwm_sum = stats.peak_sum >= 0 ? std::max(stats.peak_sum, row.process_peak_max) : row.process_peak_max;
   row.rss_footprint = row.rss_peak;
@@ -680,18 +706,23 @@ void TrainingRunner::Impl::run_program(Attempt& attempt, const TrialSpec& trial,
   if (attempt.ended) return;
   limit_cgroup_to_budget(attempt);
 
-  // The sampler and its counters on the waiting child, then its exec: the
-  // program is counted from its first instruction. It has no ready point, so
-  // its baseline is nothing and its footprint is its whole peak.
+  // The sampler's counters on the waiting child, then its exec: the program
+  // is counted from its first instruction. Its memory is sampled only from
+  // the exec on: until then the child is a fork of the rank, whose image
+  // (10 to 15 MiB) is not the program's. It has no ready point, so its
+  // baseline is nothing and its footprint is its whole peak.
   const std::string procs = attempt.cgroup ? attempt.cgroup->procs_file() : std::string();
   std::unique_ptr<ProcessTreeProbe> tree = make_process_tree_probe(attempt.process->pid(), procs);
   attempt.baseline.rss_bytes = 0;
   attempt.row.rss_baseline = 0;
   // Unknown until the program reports a phase: one that reports none has
   // every sample unknown, not "setup".
-  begin_region(attempt, sample_phase::kUnknown, make_process_tree_probe(attempt.process->pid(), procs));
+  begin_region(attempt, sample_phase::kUnknown, make_process_tree_probe(attempt.process->pid(), procs), true);
+  attempt.pre_exec_peak = pre_exec_peak(attempt.process->pid());
   open_gate(attempt, gate);
-  if (!attempt.ended) watch_program(attempt, trial, context, sink, event_pipe, *tree, program->output);
+  if (attempt.ended) return;
+  sampler->release();
+  watch_program(attempt, trial, context, sink, event_pipe, *tree, program->output);
 }
 
 // Its command line, environment, executable and output files.
@@ -793,7 +824,7 @@ void TrainingRunner::Impl::watch_program(Attempt& attempt, const TrialSpec& tria
 
   const ProcessTreeStats stats = tree.stats();
   const ProcessEnd end = process.reap();
-  record_program_measures(row, stats, end, region, seen);
+  record_program_measures(row, stats, end, attempt.pre_exec_peak, region, seen);
   const ProgramProgress& progress = reports.progress();
   record_program_progress(row, progress, trial);
   seen.outcome.output_tail = output_tail(read_file_end(output.err.get(), kTailReadBytes), kTailLines, kTailBytes);

@@ -55,11 +55,12 @@ struct Sampler::Shared {
   std::atomic<std::uint32_t> stop{0};
   static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
   std::atomic<bool> go{false};
-  std::atomic<bool> abandoned{false};  // start() failed before the run began
+  std::atomic<bool> abandoned{false};  // start() failed, or a held region ended, before the run began
   std::atomic<int> ready{0};
   std::atomic<int> tick_tid{0};
   std::atomic<int> pss_tid{0};
-  std::int64_t t0_ns = 0;  // written before `go`
+  std::atomic<bool> first_taken{false};  // the run's first sample is in the buffer
+  std::int64_t t0_ns = 0;                // written before `go`
   bool counters_active = false;
 
   std::atomic<std::int64_t> pss_bytes{-1};
@@ -136,7 +137,9 @@ void Sampler::set_target(int pid, std::unique_ptr<MemoryProbe> probe) {
   probe_ = std::move(probe);
 }
 
-void Sampler::start() {
+void Sampler::start() { launch(false); }
+
+void Sampler::launch(bool held) {
   using std::chrono::milliseconds;
   if (running_) throw std::logic_error("the sampler is already running");
   if (options_.interval < milliseconds(kMinSamplerIntervalMs) ||
@@ -176,15 +179,38 @@ void Sampler::start() {
     abandon();
     throw;
   }
+  running_ = true;
+  held_ = held;
+  if (!held) open_go();
+}
+
+void Sampler::open_go() {
+  Shared& shared = *shared_;
   shared.t0_ns = now_ns();
   shared.go.store(true, std::memory_order_release);
   shared.go.notify_all();
-  running_ = true;
+}
+
+void Sampler::release() {
+  if (!running_ || !held_) return;
+  held_ = false;
+  open_go();
+  // The first sample before the caller goes on: it is the region's starting
+  // point, with the phase in force at the release, however late a loaded
+  // machine lets the sampling thread run.
+  shared_->first_taken.wait(false, std::memory_order_acquire);
 }
 
 void Sampler::stop() {
   if (!running_) return;
   Shared& shared = *shared_;
+  if (held_) {
+    // Never released: the threads end without a sample.
+    held_ = false;
+    shared.abandoned.store(true, std::memory_order_release);
+    shared.go.store(true, std::memory_order_release);
+    shared.go.notify_all();
+  }
   shared.request_stop();
   if (tick_thread_.joinable()) tick_thread_.join();
   if (pss_thread_.joinable()) pss_thread_.join();
@@ -211,6 +237,11 @@ void Sampler::begin_region() {
 void Sampler::begin_region(const RegionBaseline& baseline) {
   baseline_ = baseline;
   start();
+}
+
+void Sampler::begin_held_region(const RegionBaseline& baseline) {
+  baseline_ = baseline;
+  launch(true);
 }
 
 RegionSummary Sampler::end_region() {
@@ -317,6 +348,10 @@ void Sampler::tick_loop() {
       shared.counter_failures.fetch_add(1, relaxed);
     }
     buffer_->push(sample, max_age);
+    if (totals.samples == 0) {
+      shared.first_taken.store(true, std::memory_order_release);
+      shared.first_taken.notify_all();
+    }
 
     ++totals.samples;
     if (sample.rss_bytes >= 0) {

@@ -152,6 +152,32 @@ TEST(MergedEnvironment, ReplacesAndAddsNames) {
   EXPECT_FALSE(environment_value(merged, "OMP"));
 }
 
+// ru_maxrss = max(the rank's image before the exec, the program's): the
+// program's only where it is above the image's peak read at the gate.
+struct MaxRssCase {
+  std::int64_t max_rss;
+  std::int64_t pre_exec_peak;
+  std::int64_t expected;
+};
+
+class ProgramMaxRss : public ::testing::TestWithParam<MaxRssCase> {};
+
+TEST_P(ProgramMaxRss, IsTheProgramsOnlyAboveTheRanksImage) {
+  const MaxRssCase& test = GetParam();
+  EXPECT_EQ(program_max_rss(test.max_rss, test.pre_exec_peak), test.expected);
+}
+
+constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+INSTANTIATE_TEST_SUITE_P(
+    Table, ProgramMaxRss,
+    ::testing::Values(MaxRssCase{12 * kMiB, 12 * kMiB, -1},  // sleep: the rank's 12 MiB image, never the program's
+                      MaxRssCase{12 * kMiB + kPreExecGrowthBytes, 12 * kMiB, -1},  // within what the fork may touch
+                      MaxRssCase{12 * kMiB + kPreExecGrowthBytes + 1, 12 * kMiB,
+                                 12 * kMiB + kPreExecGrowthBytes + 1},  // above it: the program's
+                      MaxRssCase{400 * kMiB, 12 * kMiB, 400 * kMiB},    // a real training program
+                      MaxRssCase{400 * kMiB, -1, -1},                   // the image unknown: not used
+                      MaxRssCase{-1, 12 * kMiB, -1}));                  // no rusage
+
 TEST(OutputTail, TheLastNonBlankLinesBounded) {
   EXPECT_EQ(output_tail("a\nb\n\nc\nd\n\n", 3, 100), "b | c | d");
   EXPECT_EQ(output_tail("only", 3, 100), "only");

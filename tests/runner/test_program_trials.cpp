@@ -71,6 +71,8 @@ class ProgramTrialTest : public ::testing::Test {
     return settings;
   }
   std::filesystem::path scratch(const std::string& name) const { return logs_.path() / name; }
+  // hwm_program touching `mib` MiB, holding it `hold_ms`, as a trial.
+  struct OwnPeakRun run_hwm_program(int mib, int hold_ms) const;
   void TearDown() override { EXPECT_THAT(child_processes(), ::testing::IsEmpty()) << "a program outlived its trial"; }
   TempDir logs_;
 
@@ -246,6 +248,65 @@ TEST_F(ProgramTrialTest, ARelativeProgramRunsInItsRelativeWorkdir) {
   EXPECT_TRUE(std::filesystem::exists(report)) << "written in the workdir";
   std::filesystem::remove(report);
 }
+
+// hwm_program.cpp's run as a trial: the row, its samples, and the peak the
+// program read from its own /proc/self/status (-1 if it wrote none).
+struct OwnPeakRun {
+  TrialRow row;
+  std::vector<SampleRow> samples;
+  double own = -1;
+};
+
+OwnPeakRun ProgramTrialTest::run_hwm_program(int mib, int hold_ms) const {
+  const auto own_path = scratch("own.txt");
+  TrialSpec trial = program_trial({});
+  trial.program->command = {MEMSWEEP_HWM_PROGRAM, std::to_string(mib), std::to_string(hold_ms), own_path.string()};
+  trial.id = trial_id(trial);
+  TrainingRunner runner(options());
+  RecordingSink sink;
+  OwnPeakRun run;
+  run.row = runner.run(trial, plain_context(), sink).row;
+  run.samples = sink.sample_rows;
+  std::ifstream report(own_path);
+  if (!(report >> run.own)) run.own = -1;
+  return run;
+}
+
+// Within a third of a MiB of the program's own peak (the bound).
+constexpr double kOwnPeakToleranceBytes = 0.3 * kMiB;
+
+// An ok trial whose peak, tree and largest process, is the program's own.
+void expect_own_peak(const OwnPeakRun& run) {
+  ASSERT_EQ(status_of(run.row), "ok") << message_of(run.row);
+  ASSERT_GT(run.own, 0) << "hwm_program's report";
+  EXPECT_NEAR(static_cast<double>(run.row.rss_peak), run.own, kOwnPeakToleranceBytes);
+  EXPECT_NEAR(static_cast<double>(run.row.process_peak_max), run.own, kOwnPeakToleranceBytes);
+}
+
+// Until its exec the program's child is a fork of this test process (the
+// rank): neither its samples nor its peak may count that image. A program
+// touching 2 MiB reports its own VmHWM; the run under mpirun and by
+// `memsweep run` is tests/run/test_program_peaks.cpp.
+TEST_F(ProgramTrialTest, ATinyProgramsPeakIsItsOwnNotItsRanks) {
+  const OwnPeakRun run = run_hwm_program(2, 300);
+  expect_own_peak(run);
+  std::size_t readable = 0;
+  for (const SampleRow& sample : run.samples) {
+    if (sample.rss < 0) continue;
+    ++readable;
+    EXPECT_GT(sample.rss, 0) << "at " << sample.t << " s";
+    EXPECT_LE(static_cast<double>(sample.rss), run.own + kOwnPeakToleranceBytes) << "at " << sample.t << " s";
+  }
+  EXPECT_GE(readable, 10U);
+  EXPECT_GE(run.row.rss_mean, 0.75 * run.own);
+  std::printf("recorded %.3f MiB, its own VmHWM %.3f MiB\n", static_cast<double>(run.row.rss_peak) / kMiB,
+              run.own / kMiB);
+}
+
+// A program larger than its rank that reaches its peak just before it
+// exits, between two reads: wait4's ru_maxrss, above the rank's image, is
+// then the program's and counts.
+TEST_F(ProgramTrialTest, ALargeProgramsLastMomentCountsThroughItsRusage) { expect_own_peak(run_hwm_program(96, 0)); }
 
 TEST_F(ProgramTrialTest, AMissingProgramFailsTheTrialNamingIt) {
   TrialSpec trial = program_trial({});

@@ -189,6 +189,56 @@ TEST(Sampler, StartsAndStopsCleanlyManyTimes) {
   EXPECT_EQ(open_fds(), fds_before) << "counters and threads leave nothing open";
 }
 
+// A program trial's region (docs/runner.md, "Programs"): its counters open
+// while its child waits before the exec, its samples start at the exec.
+TEST(Sampler, AHeldRegionCountsAtOnceAndSamplesOnlyFromItsRelease) {
+  CounterSetup setup = open_counters({"perf::PAGE-FAULTS"});
+  ASSERT_NE(setup.source, nullptr);
+  Sampler sampler(every(milliseconds(5)), make_proc_memory_probe(), std::move(setup.source));
+  sampler.begin_held_region(RegionBaseline{});
+  EXPECT_TRUE(sampler.running());
+  // Faults while held: counted, not sampled.
+  TouchedPages touched(std::size_t{1} << 20);
+  touched.touch();
+  std::this_thread::sleep_for(milliseconds(60));
+  EXPECT_EQ(sampler.stats().samples, 0U) << "no sample before the release";
+
+  const auto released = std::chrono::steady_clock::now();
+  sampler.set_phase(0, sample_phase::kUnknown);
+  sampler.release();
+  EXPECT_GE(sampler.stats().samples, 1U) << "release() returns once the first sample is taken";
+  sampler.set_phase(1, sample_phase::kTraining);  // a program's first event, right after its exec
+  std::this_thread::sleep_for(milliseconds(60));
+  const RegionSummary region = sampler.end_region();
+  const auto since_release = std::chrono::steady_clock::now() - released;
+  const std::vector<Sample> samples = all_samples(sampler);
+  ASSERT_GE(samples.size(), 3U);
+  EXPECT_EQ(region.samples, samples.size());
+  EXPECT_LE(samples.front().t_ns, std::chrono::duration_cast<std::chrono::nanoseconds>(since_release).count())
+      << "times count from the release, not from the start 60 ms before";
+  EXPECT_EQ(samples.front().phase, sample_phase::kUnknown) << "the first sample has the phase of the release";
+  EXPECT_GE(samples.front().counters[0], static_cast<std::int64_t>(touched.pages()))
+      << "the faults while held were counted";
+}
+
+TEST(Sampler, AHeldRegionEndedBeforeItsReleaseHasNoSamples) {
+  Sampler sampler(every(milliseconds(5)), make_proc_memory_probe(), nullptr);
+  sampler.begin_held_region(RegionBaseline{});
+  std::this_thread::sleep_for(milliseconds(30));
+  const RegionSummary region = sampler.end_region();
+  EXPECT_FALSE(sampler.running());
+  EXPECT_EQ(region.samples, 0U);
+  EXPECT_LT(region.mean_rss_bytes, 0);
+  EXPECT_TRUE(all_samples(sampler).empty());
+  sampler.release();  // nothing: not running
+  EXPECT_FALSE(sampler.running());
+  // And the sampler starts again as usual.
+  sampler.start();
+  std::this_thread::sleep_for(milliseconds(20));
+  sampler.stop();
+  EXPECT_FALSE(all_samples(sampler).empty());
+}
+
 TEST(Sampler, RejectsBadIntervalsAndDoubleStart) {
   EXPECT_THROW(Sampler(every(milliseconds(0)), std::make_unique<FakeProbe>(), nullptr).start(), std::invalid_argument);
   EXPECT_THROW(Sampler(every(milliseconds(kMaxSamplerIntervalMs + 1)), std::make_unique<FakeProbe>(), nullptr).start(),
