@@ -221,11 +221,19 @@ void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<Planne
     Row row{t.id, std::to_string(t.plan_index + 1)};
     if (split) row.push_back(std::to_string(part_of_value.at(split_value(t, parts.front().part.field))));
     if (any_program) row.push_back(std::string(t.trainer()));
-    for (std::string cell : {std::to_string(t.repeat), dataset_text(t.dataset), std::string(model_name(t.model)),
-                             std::string(optimizer_name(t.optimizer.kind)), fmt::format("{:.6g}", t.learning_rate),
-                             std::to_string(t.epochs), std::to_string(t.batch_size), hidden_text(t.hidden)})
-      row.push_back(std::move(cell));
-    if (any_cnn) row.push_back(t.model == ModelKind::cnn ? hidden_text(t.channels) : "-");
+    row.push_back(std::to_string(t.repeat));
+    // A program's built-in fields that its file neither sets nor names: blank.
+    const auto field = [&](std::string_view name, std::string text) {
+      row.push_back(t.shows_field(name) ? std::move(text) : std::string());
+    };
+    field("dataset", dataset_text(t.dataset));
+    field("model", std::string(model_name(t.model)));
+    field("optimizer", std::string(optimizer_name(t.optimizer.kind)));
+    field("learning_rate", fmt::format("{:.6g}", t.learning_rate));
+    field("epochs", std::to_string(t.epochs));
+    field("batch_size", std::to_string(t.batch_size));
+    field("hidden", hidden_text(t.hidden));
+    if (any_cnn) field("channels", t.model == ModelKind::cnn ? hidden_text(t.channels) : "-");
     if (any_budget) row.push_back(t.mem_budget_bytes ? format_byte_size(*t.mem_budget_bytes) : "-");
     if (any_timeout) row.push_back(t.timeout_seconds ? format_duration(*t.timeout_seconds) : "-");
     for (const std::string& name : params) row.push_back(param_text(t, name));

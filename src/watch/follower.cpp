@@ -198,7 +198,8 @@ TrialView SweepFollower::view_of(const AttemptKey& key, const Attempt& attempt) 
   if (view.host.empty()) view.host = host_of_rank(view.rank);
   if (const auto spec = planned_.find(key.first); spec != planned_.end()) {
     view.hyperparameters = spec->second.summary_text();
-    view.epochs = spec->second.epochs;
+    view.program = spec->second.program.has_value();
+    view.epochs = spec->second.shows_field("epochs") ? spec->second.epochs : 0;
   }
   view.series = attempt.series;
   view.epoch_starts = attempt.epoch_starts;
