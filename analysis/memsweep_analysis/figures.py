@@ -492,10 +492,11 @@ def counter_rate_columns(table):
     that no trial's counters are left out and one unit holds in every panel."""
     steps = [c for c in table.columns if str(c).endswith(" per step")]
     seconds = [c for c in table.columns if str(c).endswith(" per second")]
-    counted = [c[:-len(" per step")] for c in steps]
-    has_count = table[counted].notna().any(axis=1) if counted else pd.Series(False, index=table.index)
-    has_steps = pd.to_numeric(table.get("steps", pd.Series(np.nan, index=table.index)), errors="coerce") > 0
-    if steps and bool(has_steps[has_count].all()):
+    counts = [c[:-len(" per step")] for c in steps if c[:-len(" per step")] in table.columns]
+    rates = counts or steps + seconds  # a table of rates alone: where any rate is known
+    has_count = table[rates].notna().any(axis=1) if rates else pd.Series(False, index=table.index)
+    has_steps = table[steps].notna().any(axis=1) if steps else pd.Series(False, index=table.index)
+    if not seconds or (steps and bool(has_steps[has_count].all())):
         return steps, "step"
     return seconds, "second"
 
