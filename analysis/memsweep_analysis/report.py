@@ -449,7 +449,8 @@ def build_report(paths, out_dir, trials=None, paper_csv=None, train_examples=Non
     doc = Document("memsweep report")
     doc.paragraph("Memory in MiB (2^20 bytes, the paper's MB). `used MB` is the paper's figure: the machine's "
                   "total − (free + buffers + cached), averaged over the trial's samples (formulas 1 and 2); "
-                  "`rss` columns are the training process's own; `peak−base` is the trial's footprint. "
+                  "`rss` columns are the training process's own; `peak−base` is the trial's footprint (a user's "
+                  "program has no ready point: its baseline is 0 and its footprint its whole peak). "
                   "With repeats: mean ± SD over the ok runs of a configuration.")
     doc.heading("Files")
     doc.table(files_table(results))
