@@ -127,11 +127,15 @@ std::string format_parts(const std::vector<PlannedPart>& parts) {
 }
 
 // The "datasets" section: where `memsweep run` would look, and what it
-// would find there for each real dataset the trials use.
+// would find there for each real dataset the trials read. `labels`: some
+// program trial names a real dataset it does not read through {data_dir}.
 std::string format_datasets(const std::vector<std::filesystem::path>& search_dirs,
-                            const std::vector<DatasetReport>& reports) {
+                            const std::vector<DatasetReport>& reports, bool labels) {
   std::vector<std::string> dirs;
   for (const std::filesystem::path& dir : search_dirs) dirs.push_back(dir.string());
+  if (reports.empty() && labels)
+    return "datasets: none to read (the programs' datasets are labels: no command, env or workdir uses "
+           "{data_dir}; the rest are synthetic)\n";
   if (reports.empty()) return "datasets: none to read (every trial's data are synthetic)\n";
   std::string out = fmt::format("datasets (looked for in {}):\n", fmt::join(dirs, ", "));
   for (const DatasetReport& report : reports) out += "  " + report_line(report) + "\n";
@@ -324,8 +328,12 @@ int run_plan_command(const PlanOptions& options) {
   // After the plan, so that the user sees what was looked for before the
   // error (main prints it; exit 2) says what is missing.
   const std::vector<std::filesystem::path> search_dirs = dataset_search_dirs_from_environment(options.data_dir);
-  const std::vector<DatasetReport> reports = check_datasets(sweep.trials.every_value(), search_dirs);
-  fmt::print("\n{}", format_datasets(search_dirs, reports));
+  const std::vector<TrialSpec> every_value = sweep.trials.every_value();
+  const std::vector<DatasetReport> reports = check_datasets(every_value, search_dirs);
+  const bool labels = std::any_of(every_value.begin(), every_value.end(), [](const TrialSpec& t) {
+    return t.program && t.dataset.kind != DatasetKind::synthetic && !reads_dataset_files(t);
+  });
+  fmt::print("\n{}", format_datasets(search_dirs, reports, labels));
   std::fflush(stdout);
   require_datasets(reports);
   return exit_status::kOk;

@@ -89,7 +89,7 @@ TEST(PlanPrograms, ADatasetIsALabelUnlessTheProgramUsesDataDir) {
       dir.write("label.toml", "[[trial]]\nprogram = [\"sh\", \"-c\", \"exit 0\"]\ndataset = \"mnist\"\n");
   const CommandResult labelled = run_memsweep({"plan", label.string(), "--data-dir", empty_data.path().string()});
   ASSERT_EQ(labelled.exit_status, 0) << labelled.err;
-  EXPECT_THAT(labelled.out, HasSubstr("datasets: none to read"));
+  EXPECT_THAT(labelled.out, HasSubstr("datasets: none to read (the programs' datasets are labels"));
   const PlanTable table = plan_table(labelled.out);
   ASSERT_EQ(table.rows.size(), 1u) << labelled.out;
   EXPECT_THAT(table.rows[0], ElementsAre(table.rows[0][0], "1", "sh", "0", "mnist", "-"))
