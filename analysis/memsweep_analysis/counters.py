@@ -8,7 +8,9 @@ attempt that gave the trial's ok row. Per step it is divided by
 
 (the trainer runs a last partial batch). The setup before the first epoch
 (epoch 0: allocation, first touches) is in the count too, spread over the
-steps like the rest.
+steps like the rest. A trial without steps to count (a user's program that
+reports no epochs, or whose batch size the file does not set) is divided by
+its wall time instead: `<counter> per second`, given for every trial.
 
 The number of training examples is not in the results file; per trial it is,
 in this order (`train_examples_source` says which):
@@ -34,6 +36,7 @@ from .load import PUBLISHED_TRAIN_EXAMPLES, option_value, synthetic_spec, traine
 from .tables import ok_rows, trials_of  # noqa: E402
 
 PER_STEP = " per step"
+PER_SECOND = " per second"
 SUBSET_WARNING = {"cifar-10": "; the shared CIFAR-10 subset holds 4000: pass train_examples if the run used it"}
 
 
@@ -98,23 +101,26 @@ def counters_per_step(results, train_examples=None):
     rows = []
     for trial in trials.to_dict("records"):
         examples, source = train_examples_of(trial, train_examples)
-        steps = trial["epochs_done"] * math.ceil(examples / trial["batch_size"]) if np.isfinite(examples) \
-            else math.nan
+        batch = trial["batch_size"]
+        known = np.isfinite(examples) and pd.notna(batch) and batch > 0 and trial["epochs_done"] > 0
+        steps = trial["epochs_done"] * math.ceil(examples / batch) if known else math.nan
+        seconds = trial.get("wall_seconds", math.nan)
         row = {"file": trial["file"], "sweep": trial["sweep"], "dataset": trial["dataset"],
                "trainer": trainer_name(trial.get("trainer")),
                "trial_id": trial["trial_id"], "attempt": trial["attempt"], "config": trial["config"],
-               "batch_size": trial["batch_size"], "epochs_done": trial["epochs_done"], "train_examples": examples,
-               "train_examples_source": source, "steps": steps}
+               "batch_size": batch, "epochs_done": trial["epochs_done"], "train_examples": examples,
+               "train_examples_source": source, "steps": steps, "seconds": seconds}
         counts = finals.get((trial["file"], trial["trial_id"], trial["attempt"]), {})
         for name in names:
             value = counts.get(name, math.nan)
             row[name] = value
             row[name + PER_STEP] = value / steps if steps and np.isfinite(steps) else math.nan
+            row[name + PER_SECOND] = value / seconds if pd.notna(seconds) and seconds > 0 else math.nan
         rows.append(row)
     columns = ["file", "sweep", "dataset", "trainer", "trial_id", "attempt", "config", "batch_size",
-               "epochs_done", "train_examples", "train_examples_source", "steps"]
+               "epochs_done", "train_examples", "train_examples_source", "steps", "seconds"]
     for name in names:
-        columns += [name, name + PER_STEP]
+        columns += [name, name + PER_STEP, name + PER_SECOND]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -135,21 +141,23 @@ def _final_counts(results, trials, names):
     return finals
 
 
-def counters_vs_batch(per_step):
-    """Per (dataset, counter, batch size): mean, SD (ddof 1) and n of the counter per step over trials; per
-    trainer as well (a `trainer` column) when the trials have more than one: a framework's own faults are
-    not the model's."""
-    names = [c[:-len(PER_STEP)] for c in per_step.columns if str(c).endswith(PER_STEP)]
+def counters_vs_batch(per_step, unit=PER_STEP):
+    """Per (dataset, counter, batch size): mean, SD (ddof 1) and n of the counter per step over trials
+    (`per_step_mean`, `per_step_std`; with unit=PER_SECOND per second: `per_second_mean`, `per_second_std`);
+    per trainer as well (a `trainer` column) when the trials have more than one: a framework's own faults
+    are not the model's."""
+    names = [c[:-len(unit)] for c in per_step.columns if str(c).endswith(unit)]
+    stat = unit.strip().replace(" ", "_")
     by_trainer = "trainer" in per_step.columns and per_step["trainer"].nunique() > 1
     keys = ["dataset", "trainer", "batch_size"] if by_trainer else ["dataset", "batch_size"]
     rows = []
     for key, group in per_step.groupby(keys, sort=True):
         fields = dict(zip(keys, key))
         for name in names:
-            values = group[name + PER_STEP].dropna()
+            values = group[name + unit].dropna()
             rows.append({**fields, "counter": name, "n": len(values),
-                         "per_step_mean": values.mean() if len(values) else math.nan,
-                         "per_step_std": values.std(ddof=1) if len(values) > 1 else math.nan})
-    columns = keys[:-1] + ["counter", "batch_size", "n", "per_step_mean", "per_step_std"]
+                         f"{stat}_mean": values.mean() if len(values) else math.nan,
+                         f"{stat}_std": values.std(ddof=1) if len(values) > 1 else math.nan})
+    columns = keys[:-1] + ["counter", "batch_size", "n", f"{stat}_mean", f"{stat}_std"]
     table = pd.DataFrame(rows, columns=columns)
     return table.sort_values(keys[:-1] + ["counter", "batch_size"], kind="stable").reset_index(drop=True)

@@ -29,6 +29,8 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import ScalarFormatter  # noqa: E402
 
 from . import tables  # noqa: E402
+from .load import BUILTIN_TRAINER  # noqa: E402
+from .load import trainer_name as load_trainer_name  # noqa: E402
 
 WIDTH_IN, HEIGHT_IN, DPI = 8, 5, 100
 MIB = 2 ** 20
@@ -300,8 +302,9 @@ def memory_vs_hyperparameter(trials, param, out):
     panels, left_out = _panels(points, facet)
     repeated = bool((points["n"] > 1).any())
     figure, axes = _new_figure(2, len(panels), sharex="col")
+    footprint = footprint_label(trials)
     for column, (title, mine) in enumerate(panels):
-        for row, (mean, std, name) in enumerate([("footprint_mean", "footprint_std", "footprint (peak − baseline)"),
+        for row, (mean, std, name) in enumerate([("footprint_mean", "footprint_std", footprint),
                                                  ("sys_used_mean", "sys_used_std", "system used (paper)")]):
             ax = axes[row][column]
             groups = mine.groupby(_levels(mine[factor]), sort=True) if factor else [(None, mine)]
@@ -471,17 +474,52 @@ def estimate_vs_measured(trials, fits, out):
     return _save(figure, out, factor=factor, levels=levels, facet=facet)
 
 
-def counters_vs_batch(table, out):
-    """Each counter per training step against batch size, one panel per counter, one line per dataset (and
-    per trainer, when the table has more than one). A reason (no file) when no counter was recorded.
+def footprint_label(trials):
+    """What a trial's footprint is, for an axis: peak − baseline for memsweep's trainer; a user's program
+    has no ready point (baseline 0), so its footprint is its process tree's whole peak."""
+    names = {load_trainer_name(t) for t in trials["trainer"]} if "trainer" in trials.columns else set()
+    programs = bool(names - {BUILTIN_TRAINER})
+    if not programs:
+        return "footprint (peak − baseline)"
+    if BUILTIN_TRAINER in names:
+        return "footprint (peak − baseline; programs: peak)"
+    return "peak (the program's process tree)"
 
-    `table` is the counters table: one row per trial with `dataset`, `batch_size` and one `<counter> per
-    step` column per recorded counter (see counters.per_step_columns); several rows at one batch size
-    (repeats, other hyperparameters) are drawn as their mean with the standard deviation as error bars.
+
+def counter_rate_columns(table):
+    """(columns, unit) the counters figure draws: per training step when every trial with a count has
+    steps to divide by, else per second of wall time (a program that reports no epochs has no steps), so
+    that no trial's counters are left out and one unit holds in every panel."""
+    steps = [c for c in table.columns if str(c).endswith(" per step")]
+    seconds = [c for c in table.columns if str(c).endswith(" per second")]
+    counts = [c[:-len(" per step")] for c in steps if c[:-len(" per step")] in table.columns]
+    rates = counts or steps + seconds  # a table of rates alone: where any rate is known
+    has_count = table[rates].notna().any(axis=1) if rates else pd.Series(False, index=table.index)
+    has_steps = table[steps].notna().any(axis=1) if steps else pd.Series(False, index=table.index)
+    if not seconds or (steps and bool(has_steps[has_count].all())):
+        return steps, "step"
+    return seconds, "second"
+
+
+def counters_vs_batch(table, out):
+    """Each counter per training step (or per second, counter_rate_columns) against batch size, one panel
+    per counter, one line per dataset (and per trainer, when the table has more than one); against the
+    trial's row when no trial has a batch size. A reason (no file) when no counter was recorded.
+
+    `table` is the counters table: one row per trial with `dataset`, `batch_size` and `<counter> per
+    step` and `<counter> per second` columns per recorded counter (see counters.counters_per_step);
+    several rows at one batch size (repeats, other hyperparameters) are drawn as their mean with the
+    standard deviation as error bars.
     """
-    columns = per_step_columns(table)
+    columns, unit = counter_rate_columns(table)
     if table.empty or not columns:
         return "no counters were recorded"
+    table = table.copy()
+    by_batch = pd.to_numeric(table["batch_size"], errors="coerce").notna().any()
+    x = "batch_size" if by_batch else "trial"
+    if not by_batch:
+        table["trial"] = np.arange(1, len(table) + 1)
+    table["dataset"] = table["dataset"].map(lambda d: "no dataset" if d is None or pd.isna(d) or d == "" else d)
     shown = columns[:6]  # beyond six panels the labels no longer fit 800 x 500
     across = min(3, len(shown))
     down = (len(shown) + across - 1) // across
@@ -493,19 +531,22 @@ def counters_vs_batch(table, out):
     for index, column in enumerate(shown):
         ax = axes[index // across][index % across]
         for line, mine in table.groupby(line_of, sort=True):
-            values = mine[mine[column] >= 0].groupby("batch_size")[column]
+            values = mine[mine[column] >= 0].groupby(x)[column]
             mean, std = values.mean(), values.std(ddof=1).fillna(0)
             ax.errorbar(mean.index, mean.to_numpy(), yerr=std.to_numpy(), fmt=markers[line] + "-", markersize=3,
                         capsize=2, linewidth=1, color=colours[line], label=line)
         ax.set_title(column, fontsize=8)
-        ax.set_xlabel("batch size", fontsize=8)
-        _set_xscale(ax, "batch_size", table["batch_size"])
+        ax.set_xlabel("batch size" if by_batch else "trial (row of the counters table)", fontsize=8)
+        if by_batch:
+            _set_xscale(ax, "batch_size", table["batch_size"])
         ax.grid(True, alpha=0.3)
         ax.tick_params(labelsize=7)
     for index in range(len(shown), down * across):
         axes[index // across][index % across].set_axis_off()
     axes[0][0].legend(fontsize=7)
-    figure.suptitle("Counters per training step against batch size", fontsize=11)
+    against = "batch size" if by_batch else "trial"
+    figure.suptitle(f"Counters per {'training step' if unit == 'step' else 'second'} against {against}",
+                    fontsize=11)
     return _save(figure, out, factor="dataset" + (" and trainer" if by_trainer else ""), levels=names)
 
 

@@ -552,7 +552,10 @@ def input_shape(dataset, definition):
 def parameter_count(model, dataset, definition, hidden, channels):
     """Weights and biases of the whole network (src/common/model_spec.cpp): 3x3 convolutions with
     padding 1 (size kept), a 2x2 pool halving (rounding down) where the block pools, then the dense
-    layers. NaN when the dataset's shape is unknown or the convolutions do not fit the input."""
+    layers. NaN when the dataset's shape is unknown or the convolutions do not fit the input, and for a
+    program whose file sets neither model nor dataset (None: blank_program_fields)."""
+    if model is None or dataset is None or hidden is None:
+        return math.nan
     shape = input_shape(dataset, definition)
     if shape is None:
         return math.nan
@@ -773,10 +776,12 @@ def trial_columns(trials, runs=None):
             trials[name] = pd.Series(dtype=object)
         trials["trial_number"] = pd.Series(dtype=np.int64)
         return trials
-    trials["hidden"] = [[int(w) for w in row[:max(int(d), 0)]] for row, d in zip(trials["hidden"], trials["depth"])]
+    trials = blank_program_fields(trials)
+    trials["hidden"] = [None if pd.isna(d) else [int(w) for w in row[:max(int(d), 0)]]
+                        for row, d in zip(trials["hidden"], trials["depth"])]
     trials["channels"] = [[int(c) for c in row if c != 0] for row in trials["channels"]]
-    trials["total_units"] = [sum(h) for h in trials["hidden"]]
-    trials["max_width"] = [max(h) if h else 0 for h in trials["hidden"]]
+    trials["total_units"] = [math.nan if h is None else sum(h) for h in trials["hidden"]]
+    trials["max_width"] = [math.nan if h is None else (max(h) if h else 0) for h in trials["hidden"]]
     trials["parameters"] = [parameter_count(m, d, t, h, c) for m, d, t, h, c in
                             zip(trials["model"], trials["dataset"], trials["definition"], trials["hidden"],
                                 trials["channels"])]
@@ -791,6 +796,24 @@ def trial_columns(trials, runs=None):
     trials["shape"] = [synthetic_shape_text(d) for d in trials["definition"]]
     trials["trial_number"] = trial_numbers(trials)
     return categorical_columns(_add_param_columns(trials))
+
+
+def blank_program_fields(trials):
+    """A program's built-in fields that its sweep file neither sets nor names are blank in the file ("" for
+    dataset, model and optimizer, NaN learning rate, 0 epochs and batch size, depth -1; docs/sweep-file.md,
+    Programs): here missing values (None, NaN), never memsweep's defaults. A column gets NaN only where a
+    program left it blank, so a file without such trials keeps its whole-number columns."""
+    trials = trials.copy()
+    programs = pd.Series([trainer_name(t) != BUILTIN_TRAINER for t in trials["trainer"]], index=trials.index)
+    for name in ("dataset", "model", "optimizer"):
+        blank = programs & (trials[name].astype(object) == "")
+        if blank.any():
+            trials[name] = trials[name].astype(object).where(~blank, None)
+    for name, empty in (("epochs", 0), ("batch_size", 0), ("depth", -1)):
+        blank = programs & (trials[name] == empty)
+        if blank.any():
+            trials[name] = trials[name].astype(float).where(~blank, math.nan)
+    return trials
 
 
 def search_columns(searches):

@@ -406,10 +406,15 @@ def _capacity_section(doc, results, trials, out_dir, written):
 def _counters_section(doc, results, out_dir, train_examples, written):
     doc.heading("Counters against batch size")
     per_step = counters.counters_per_step(results, train_examples=train_examples)
-    events = [c for c in figures.per_step_columns(per_step)]
-    names = ", ".join(c[: -len(" per step")] for c in events) or "none"
-    doc.paragraph(f"Counters recorded: {names}. Each is the trial's count divided by its training steps "
-                  "(epochs × ⌈examples / batch⌉), for ok trials.")
+    events, unit = figures.counter_rate_columns(per_step)
+    names = ", ".join(c[: -len(f" per {unit}")] for c in events) or "none"
+    if unit == "step":
+        doc.paragraph(f"Counters recorded: {names}. Each is the trial's count divided by its training steps "
+                      "(epochs × ⌈examples / batch⌉), for ok trials.")
+    else:
+        doc.paragraph(f"Counters recorded: {names}. Each is the trial's count divided by its wall time in "
+                      "seconds, for ok trials: some trials have no training steps to count (a program that "
+                      "reports no epochs, or whose batch size the file does not set).")
     provenance = counters.counter_provenance(results)
     if provenance:
         served = "; ".join(f"{name}: {' and '.join(answers)}" for name, answers in provenance.items())
@@ -417,16 +422,16 @@ def _counters_section(doc, results, out_dir, train_examples, written):
     sources = sorted(set(per_step.get("train_examples_source", pd.Series(dtype=str)).dropna()))
     for source in sources:
         doc.paragraph(f"training examples: {source}", note=True)
-    summary = counters.counters_vs_batch(per_step)
+    summary = counters.counters_vs_batch(per_step, unit=counters.PER_STEP if unit == "step" else counters.PER_SECOND)
     if not summary.empty:
         # One column per counter: the table stays as long as the batch sizes, not batch sizes x counters.
         keys = [k for k in ("dataset", "trainer") if k in summary.columns] + ["batch_size", "n"]
         wide = summary.pivot_table(index=keys, columns="counter",
-                                   values="per_step_mean").reset_index()
+                                   values=f"per_{unit}_mean").reset_index()
         wide.columns = [str(c) for c in wide.columns]
         doc.table(wide)
     drawn = figures.counters_vs_batch(per_step, os.path.join(out_dir, "counters-vs-batch.png"))
-    _show_figure(doc, drawn, "counters per step against batch size", written)
+    _show_figure(doc, drawn, f"counters per {unit} against batch size", written)
 
 
 def build_report(paths, out_dir, trials=None, paper_csv=None, train_examples=None):
@@ -444,7 +449,8 @@ def build_report(paths, out_dir, trials=None, paper_csv=None, train_examples=Non
     doc = Document("memsweep report")
     doc.paragraph("Memory in MiB (2^20 bytes, the paper's MB). `used MB` is the paper's figure: the machine's "
                   "total − (free + buffers + cached), averaged over the trial's samples (formulas 1 and 2); "
-                  "`rss` columns are the training process's own; `peak−base` is the trial's footprint. "
+                  "`rss` columns are the training process's own; `peak−base` is the trial's footprint (a user's "
+                  "program has no ready point: its baseline is 0 and its footprint its whole peak). "
                   "With repeats: mean ± SD over the ok runs of a configuration.")
     doc.heading("Files")
     doc.table(files_table(results))

@@ -55,6 +55,14 @@ struct ProgramSpec {
   std::vector<std::pair<std::string, std::string>> env;  // sorted by name
   std::string workdir;                                   // empty: the run's working directory
   std::string place;                                     // "sweep.toml:4: program", for messages
+  // The built-in fields ("dataset", "model", "optimizer", "learning_rate",
+  // "epochs", "batch_size", "hidden", "channels", …) that the sweep file sets
+  // for this trial or that its texts name as placeholders, sorted: the
+  // others mean nothing to the program, and are shown blank.
+  std::vector<std::string> fields;
+  // A text names {data_dir}: only then is the trial's dataset more than a
+  // label, and its files are looked for (dataset_preflight.hpp).
+  bool uses_data_dir = false;
 };
 
 // A trial's [params] as JSON (TrialSpec::params_json()) fit the results
@@ -103,6 +111,10 @@ struct TrialSpec {
 
   // "memsweep", or the program's name.
   std::string_view trainer() const { return program ? std::string_view(program->name) : kBuiltinTrainer; }
+  // Whether the built-in field `name` (as the sweep file names it) is part
+  // of what the trial is: always for memsweep's own trainer; for a program,
+  // only where the file sets it or its texts name it (ProgramSpec::fields).
+  bool shows_field(std::string_view name) const;
   // The [params] as one JSON object ({} when there are none), keys sorted.
   std::string params_json() const;
 
@@ -113,7 +125,9 @@ struct TrialSpec {
   std::string canonical_text() const;
 
   // One line for people: "mnist mlp adam lr=0.001 batch=64 epochs=5
-  // hidden=[128,64]" (progress lines, watch).
+  // hidden=[128,64]" (progress lines, watch). A program's: its trainer, the
+  // fields it shows and its params ("torch_mnist mnist lr=0.1 batch=64
+  // epochs=2 dropout=0.25").
   std::string summary_text() const;
 
   // Repeats train with different seeds (weights, shuffling) so that their

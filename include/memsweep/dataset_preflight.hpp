@@ -42,9 +42,13 @@ struct DatasetReport {
   bool found() const { return state == State::found; }
 };
 
-// The real datasets the trials use (memsweep's trainer or a program, which
-// gets {data_dir}), each once, in the order the trials first name them.
-// Synthetic data need no files.
+// Whether the trial reads its real dataset's files: memsweep's trainer
+// always; a program only when its command, env or workdir names {data_dir}
+// (otherwise its `dataset` is a label). Synthetic data need no files.
+bool reads_dataset_files(const TrialSpec& trial);
+
+// The real datasets the trials read (reads_dataset_files), each once, in
+// the order the trials first name them.
 std::vector<DatasetKind> datasets_needed(const std::vector<TrialSpec>& trials);
 
 // One dataset on the search list (dataset_search_dirs). Never throws for a

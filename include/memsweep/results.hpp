@@ -69,6 +69,12 @@ bool is_final(TrialStatus status);
 // Bytes are bytes of the rank's process (RSS) or of the node (sys_*); -1
 // where a figure could not be measured. Times are seconds: start_time and
 // end_time since the Unix epoch, the others since the trial's start.
+// A program trial's hidden widths when its file neither sets nor names
+// `hidden` (TrialRow::depth): blank, not an MLP without hidden layers. Its
+// other blank built-in fields: "" for names, NaN learning rate, 0 epochs and
+// batch size (TrialSpec::shows_field).
+inline constexpr std::int32_t kBlankDepth = -1;
+
 struct TrialRow {
   FixedString<kTrialIdChars> trial_id{};
   std::int32_t attempt = 0;  // 0 for a trial's first run, then 1, 2, ... (resumes)

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <map>
 
 namespace memsweep::cli {
@@ -42,6 +44,27 @@ void measured(double value, DelimitedWriter& out) {
     out.real(value);
 }
 
+// A program's built-in fields that its file neither sets nor names
+// (TrialSpec::shows_field): empty cells, as pandas and R read NA.
+void set_real(double value, DelimitedWriter& out) {
+  if (std::isnan(value))
+    out.empty();
+  else
+    out.real(value);
+}
+void set_count(std::int32_t value, DelimitedWriter& out) {
+  if (value <= 0)
+    out.empty();
+  else
+    out.integer(value);
+}
+void set_depth(std::int32_t depth, DelimitedWriter& out) {
+  if (depth == kBlankDepth)
+    out.empty();
+  else
+    out.integer(depth);
+}
+
 // "64-32": the widths of the layers there are; empty for none.
 template <std::size_t N>
 std::string joined_sizes(const std::array<std::int32_t, N>& sizes, int count) {
@@ -68,10 +91,10 @@ const Column<TrialRow> kTrialIdentity[] = {
     {"dataset", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.dataset)); }},
     {"model", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.model)); }},
     {"optimizer", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.optimizer)); }},
-    {"learning_rate", [](const TrialRow& r, DelimitedWriter& o) { o.real(r.learning_rate); }},
-    {"epochs", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.epochs); }},
-    {"batch_size", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.batch_size); }},
-    {"depth", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.depth); }},
+    {"learning_rate", [](const TrialRow& r, DelimitedWriter& o) { set_real(r.learning_rate, o); }},
+    {"epochs", [](const TrialRow& r, DelimitedWriter& o) { set_count(r.epochs, o); }},
+    {"batch_size", [](const TrialRow& r, DelimitedWriter& o) { set_count(r.batch_size, o); }},
+    {"depth", [](const TrialRow& r, DelimitedWriter& o) { set_depth(r.depth, o); }},
     {"hidden", [](const TrialRow& r, DelimitedWriter& o) { o.text(joined_sizes(r.hidden, r.depth)); }},
     {"channels", [](const TrialRow& r, DelimitedWriter& o) { o.text(joined_sizes(r.channels, kMaxConvBlocks)); }},
     {"seed", [](const TrialRow& r, DelimitedWriter& o) { o.unsigned_integer(r.seed); }},

@@ -127,11 +127,15 @@ std::string format_parts(const std::vector<PlannedPart>& parts) {
 }
 
 // The "datasets" section: where `memsweep run` would look, and what it
-// would find there for each real dataset the trials use.
+// would find there for each real dataset the trials read. `labels`: some
+// program trial names a real dataset it does not read through {data_dir}.
 std::string format_datasets(const std::vector<std::filesystem::path>& search_dirs,
-                            const std::vector<DatasetReport>& reports) {
+                            const std::vector<DatasetReport>& reports, bool labels) {
   std::vector<std::string> dirs;
   for (const std::filesystem::path& dir : search_dirs) dirs.push_back(dir.string());
+  if (reports.empty() && labels)
+    return "datasets: none to read (the programs' datasets are labels: no command, env or workdir uses "
+           "{data_dir}; the rest are synthetic)\n";
   if (reports.empty()) return "datasets: none to read (every trial's data are synthetic)\n";
   std::string out = fmt::format("datasets (looked for in {}):\n", fmt::join(dirs, ", "));
   for (const DatasetReport& report : reports) out += "  " + report_line(report) + "\n";
@@ -221,11 +225,19 @@ void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<Planne
     Row row{t.id, std::to_string(t.plan_index + 1)};
     if (split) row.push_back(std::to_string(part_of_value.at(split_value(t, parts.front().part.field))));
     if (any_program) row.push_back(std::string(t.trainer()));
-    for (std::string cell : {std::to_string(t.repeat), dataset_text(t.dataset), std::string(model_name(t.model)),
-                             std::string(optimizer_name(t.optimizer.kind)), fmt::format("{:.6g}", t.learning_rate),
-                             std::to_string(t.epochs), std::to_string(t.batch_size), hidden_text(t.hidden)})
-      row.push_back(std::move(cell));
-    if (any_cnn) row.push_back(t.model == ModelKind::cnn ? hidden_text(t.channels) : "-");
+    row.push_back(std::to_string(t.repeat));
+    // A program's built-in fields that its file neither sets nor names: blank.
+    const auto field = [&](std::string_view name, std::string text) {
+      row.push_back(t.shows_field(name) ? std::move(text) : std::string());
+    };
+    field("dataset", dataset_text(t.dataset));
+    field("model", std::string(model_name(t.model)));
+    field("optimizer", std::string(optimizer_name(t.optimizer.kind)));
+    field("learning_rate", fmt::format("{:.6g}", t.learning_rate));
+    field("epochs", std::to_string(t.epochs));
+    field("batch_size", std::to_string(t.batch_size));
+    field("hidden", hidden_text(t.hidden));
+    if (any_cnn) field("channels", t.model == ModelKind::cnn ? hidden_text(t.channels) : "-");
     if (any_budget) row.push_back(t.mem_budget_bytes ? format_byte_size(*t.mem_budget_bytes) : "-");
     if (any_timeout) row.push_back(t.timeout_seconds ? format_duration(*t.timeout_seconds) : "-");
     for (const std::string& name : params) row.push_back(param_text(t, name));
@@ -316,8 +328,12 @@ int run_plan_command(const PlanOptions& options) {
   // After the plan, so that the user sees what was looked for before the
   // error (main prints it; exit 2) says what is missing.
   const std::vector<std::filesystem::path> search_dirs = dataset_search_dirs_from_environment(options.data_dir);
-  const std::vector<DatasetReport> reports = check_datasets(sweep.trials.every_value(), search_dirs);
-  fmt::print("\n{}", format_datasets(search_dirs, reports));
+  const std::vector<TrialSpec> every_value = sweep.trials.every_value();
+  const std::vector<DatasetReport> reports = check_datasets(every_value, search_dirs);
+  const bool labels = std::any_of(every_value.begin(), every_value.end(), [](const TrialSpec& t) {
+    return t.program && t.dataset.kind != DatasetKind::synthetic && !reads_dataset_files(t);
+  });
+  fmt::print("\n{}", format_datasets(search_dirs, reports, labels));
   std::fflush(stdout);
   require_datasets(reports);
   return exit_status::kOk;

@@ -262,6 +262,37 @@ ProgramSpec program_spec(const ResolvedProgram& resolved,
   return spec;
 }
 
+// The built-in field a placeholder gives the program, or "" for none:
+// {synthetic.shape} and {data_dir} are the dataset's, {momentum} its own.
+std::string_view field_of_placeholder(std::string_view name) {
+  if (name == "data_dir" || name.starts_with("synthetic.")) return "dataset";
+  if (name == "seed" || is_run_time_placeholder(name) || !is_trial_field(name)) return {};
+  return name;
+}
+
+// ProgramSpec::fields and uses_data_dir: what the draft sets and what the
+// program's texts name.
+void record_fields_shown(const TrialDraft& draft, ProgramSpec& spec) {
+  std::vector<std::string> fields;
+  for (const auto& [key, field] : draft) {
+    if (is_program_field(key) || key == "seed" || key == "mem_budget" || key == "timeout") continue;
+    fields.push_back(key == "synthetic" ? "dataset" : key);
+  }
+  std::vector<const std::string*> texts;
+  for (const std::string& element : spec.command) texts.push_back(&element);
+  for (const auto& [name, value] : spec.env) texts.push_back(&value);
+  texts.push_back(&spec.workdir);
+  for (const std::string* text : texts)
+    for (const TemplatePiece& piece : parse_template(*text).pieces) {
+      if (!piece.is_placeholder) continue;
+      spec.uses_data_dir = spec.uses_data_dir || piece.text == "data_dir";
+      if (const std::string_view field = field_of_placeholder(piece.text); !field.empty()) fields.emplace_back(field);
+    }
+  std::sort(fields.begin(), fields.end());
+  fields.erase(std::unique(fields.begin(), fields.end()), fields.end());
+  spec.fields = std::move(fields);
+}
+
 }  // namespace
 
 bool is_program_field(std::string_view draft_key) {
@@ -360,6 +391,7 @@ void apply_program_fields(const TrialDraft& draft, const ProgramTables& programs
                                  : inline_program(*program, draft);
   apply_trial_settings(draft, resolved);
   trial.program = program_spec(resolved, trial.params);
+  record_fields_shown(draft, *trial.program);
 }
 
 }  // namespace memsweep::config_detail

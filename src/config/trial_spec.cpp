@@ -65,15 +65,25 @@ std::string_view optimizer_name(OptimizerKind kind) {
   return "unknown";
 }
 
+bool TrialSpec::shows_field(std::string_view name) const {
+  return !program || std::binary_search(program->fields.begin(), program->fields.end(), name, std::less<>());
+}
+
 std::string TrialSpec::summary_text() const {
-  std::string text =
-      fmt::format("{} {} {} lr={:g} batch={} epochs={} hidden=[{}]", dataset_name(dataset.kind), model_name(model),
-                  optimizer_name(optimizer.kind), learning_rate, batch_size, epochs, fmt::join(hidden, ","));
-  if (model == ModelKind::cnn) text += fmt::format(" channels=[{}]", fmt::join(channels, ","));
-  if (program) text += fmt::format(" trainer={}", program->name);
-  for (const auto& [name, value] : params) text += fmt::format(" {}={}", name, value.text);
-  if (repeat > 0) text += fmt::format(" repeat={}", repeat);
-  return text;
+  std::vector<std::string> words;
+  if (program) words.push_back(program->name);
+  if (shows_field("dataset")) words.emplace_back(dataset_name(dataset.kind));
+  if (shows_field("model")) words.emplace_back(model_name(model));
+  if (shows_field("optimizer")) words.emplace_back(optimizer_name(optimizer.kind));
+  if (shows_field("learning_rate")) words.push_back(fmt::format("lr={:g}", learning_rate));
+  if (shows_field("batch_size")) words.push_back(fmt::format("batch={}", batch_size));
+  if (shows_field("epochs")) words.push_back(fmt::format("epochs={}", epochs));
+  if (shows_field("hidden")) words.push_back(fmt::format("hidden=[{}]", fmt::join(hidden, ",")));
+  if (model == ModelKind::cnn && shows_field("channels"))
+    words.push_back(fmt::format("channels=[{}]", fmt::join(channels, ",")));
+  for (const auto& [name, value] : params) words.push_back(fmt::format("{}={}", name, value.text));
+  if (repeat > 0) words.push_back(fmt::format("repeat={}", repeat));
+  return fmt::format("{}", fmt::join(words, " "));
 }
 
 std::string TrialSpec::canonical_text() const {

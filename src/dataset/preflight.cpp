@@ -122,12 +122,15 @@ std::string missing_text(DatasetKind kind, const std::vector<fs::path>& search_d
 
 }  // namespace
 
+bool reads_dataset_files(const TrialSpec& trial) {
+  return trial.dataset.kind != DatasetKind::synthetic && (!trial.program || trial.program->uses_data_dir);
+}
+
 std::vector<DatasetKind> datasets_needed(const std::vector<TrialSpec>& trials) {
   std::vector<DatasetKind> kinds;
   for (const TrialSpec& trial : trials) {
     const DatasetKind kind = trial.dataset.kind;
-    if (kind != DatasetKind::synthetic && std::find(kinds.begin(), kinds.end(), kind) == kinds.end())
-      kinds.push_back(kind);
+    if (reads_dataset_files(trial) && std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
   }
   return kinds;
 }
@@ -155,7 +158,17 @@ DatasetReport check_dataset(DatasetKind kind, const std::vector<fs::path>& searc
 std::vector<DatasetReport> check_datasets(const std::vector<TrialSpec>& trials,
                                           const std::vector<fs::path>& search_dirs) {
   std::vector<DatasetReport> reports;
-  for (const DatasetKind kind : datasets_needed(trials)) reports.push_back(check_dataset(kind, search_dirs));
+  for (const DatasetKind kind : datasets_needed(trials)) {
+    DatasetReport report = check_dataset(kind, search_dirs);
+    // Only programs that name {data_dir} need it: say which, for the file's place.
+    const auto reader = std::find_if(trials.begin(), trials.end(), [&](const TrialSpec& t) {
+      return t.dataset.kind == kind && reads_dataset_files(t);
+    });
+    if (!report.found() && reader->program)
+      report.problem +=
+          fmt::format("; needed by {} (its command, env or workdir uses {{data_dir}})", reader->program->place);
+    reports.push_back(std::move(report));
+  }
   return reports;
 }
 

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -114,18 +115,22 @@ TrialRow trial_row_for(const TrialSpec& trial, int attempt) {
   row.attempt = attempt;
   row.repeat = trial.repeat;
   row.plan_index = trial.plan_index;
-  set_fixed(row.dataset, dataset_name(trial.dataset.kind));
-  set_fixed(row.model, model_name(trial.model));
-  set_fixed(row.optimizer, optimizer_name(trial.optimizer.kind));
-  row.learning_rate = trial.learning_rate;
-  row.epochs = trial.epochs;
-  row.batch_size = trial.batch_size;
+  // A program's built-in fields that its file neither sets nor names are
+  // blank (docs/results.md): "" for names, NaN for the learning rate, 0 for
+  // epochs and batch size, a depth of -1 for hidden widths.
+  if (trial.shows_field("dataset")) set_fixed(row.dataset, dataset_name(trial.dataset.kind));
+  if (trial.shows_field("model")) set_fixed(row.model, model_name(trial.model));
+  if (trial.shows_field("optimizer")) set_fixed(row.optimizer, optimizer_name(trial.optimizer.kind));
+  row.learning_rate =
+      trial.shows_field("learning_rate") ? trial.learning_rate : std::numeric_limits<double>::quiet_NaN();
+  row.epochs = trial.shows_field("epochs") ? trial.epochs : 0;
+  row.batch_size = trial.shows_field("batch_size") ? trial.batch_size : 0;
   // The sweep file's checks bound both lists; the min() keeps a hand-built
   // spec from writing past the fixed columns.
-  row.depth = static_cast<std::int32_t>(trial.hidden.size());
+  row.depth = trial.shows_field("hidden") ? static_cast<std::int32_t>(trial.hidden.size()) : kBlankDepth;
   const std::size_t hidden = std::min(trial.hidden.size(), row.hidden.size());
-  for (std::size_t i = 0; i < hidden; ++i) row.hidden[i] = trial.hidden[i];
-  if (trial.model == ModelKind::cnn) {
+  for (std::size_t i = 0; i < hidden && row.depth > 0; ++i) row.hidden[i] = trial.hidden[i];
+  if (trial.model == ModelKind::cnn && trial.shows_field("channels")) {
     const std::size_t channels = std::min(trial.channels.size(), row.channels.size());
     for (std::size_t i = 0; i < channels; ++i) row.channels[i] = trial.channels[i];
   }

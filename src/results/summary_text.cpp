@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -31,7 +32,15 @@ constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 std::string mib(double bytes) { return bytes < 0 ? "-" : fmt::format("{:.1f}", bytes / kBytesPerMiB); }
 std::string mib(std::int64_t bytes) { return mib(static_cast<double>(bytes)); }
 
+// A program's built-in fields that its file neither sets nor names are
+// blank in the row (kBlankDepth): empty cells, not the built-in defaults.
+std::string learning_rate_text(const TrialRow& row) {
+  return std::isnan(row.learning_rate) ? std::string() : fmt::format("{:.6g}", row.learning_rate);
+}
+std::string count_text(std::int32_t count) { return count > 0 ? std::to_string(count) : std::string(); }
+
 std::string hidden_text(const TrialRow& row) {
+  if (row.depth == kBlankDepth) return {};
   std::vector<int> widths;
   for (int layer = 0; layer < row.depth && layer < kMaxHiddenLayers; ++layer) widths.push_back(row.hidden[layer]);
   return widths.empty() ? "-" : fmt::format("{}", fmt::join(widths, "-"));
@@ -39,6 +48,7 @@ std::string hidden_text(const TrialRow& row) {
 
 // A CNN's convolution channels, "16-32"; "-" for other models.
 std::string channels_text(const TrialRow& row) {
+  if (get_fixed(row.model).empty()) return {};
   if (get_fixed(row.model) != model_name(ModelKind::cnn)) return "-";
   std::vector<int> channels;
   for (const std::int32_t count : row.channels)
@@ -50,6 +60,7 @@ std::string channels_text(const TrialRow& row) {
 // (TrialSpec::canonical_text(), whose format the trial ids fix); empty for
 // other datasets.
 std::string synthetic_shape(const TrialRow& row) {
+  if (get_fixed(row.dataset) != dataset_name(DatasetKind::synthetic)) return {};  // a program's blank one too
   const std::string definition = get_fixed(row.definition);
   constexpr std::string_view kField = ";synthetic=";
   const std::size_t start = definition.find(kField);
@@ -189,10 +200,9 @@ TableRow dataset_line(const ShownRow& s, const DatasetColumns& columns) {
   }
   if (columns.params) line.push_back(params_of(row));
   for (std::string cell :
-       {fmt::format("{:.6g}", row.learning_rate), std::to_string(row.epochs), std::to_string(row.batch_size),
-        hidden_text(row), mib(row.sys_used_mean), mib(row.rss_mean), mib(row.rss_peak), mib(row.rss_footprint),
-        mib(row.predicted_bytes), row.test_accuracy < 0 ? "-" : fmt::format("{:.4f}", row.test_accuracy),
-        get_fixed(row.status)})
+       {learning_rate_text(row), count_text(row.epochs), count_text(row.batch_size), hidden_text(row),
+        mib(row.sys_used_mean), mib(row.rss_mean), mib(row.rss_peak), mib(row.rss_footprint), mib(row.predicted_bytes),
+        row.test_accuracy < 0 ? "-" : fmt::format("{:.4f}", row.test_accuracy), get_fixed(row.status)})
     line.push_back(std::move(cell));
   if (columns.attempts) line.push_back(std::to_string(s.attempts));
   return line;
@@ -355,7 +365,8 @@ std::string dataset_tables(const std::vector<ShownRow>& shown, bool several) {
     std::vector<ShownRow> subset;
     for (const ShownRow& s : shown)
       if (get_fixed(s.row->dataset) == dataset) subset.push_back(s);
-    out += fmt::format("\n{} ({} trial{})\n", dataset, subset.size(), subset.size() == 1 ? "" : "s");
+    out += fmt::format("\n{} ({} trial{})\n", dataset.empty() ? "no dataset set (programs)" : dataset, subset.size(),
+                       subset.size() == 1 ? "" : "s");
     out += dataset_table(subset, several);
   }
   if (!shown.empty())
@@ -434,9 +445,9 @@ TrialRow configuration_row(const SearchRow& search) {
 // The hyperparameters a configuration is told apart by, as "name=value".
 std::vector<std::pair<std::string, std::string>> configuration_fields(const TrialRow& row) {
   return {{"optimizer", get_fixed(row.optimizer)},
-          {"lr", fmt::format("{:.6g}", row.learning_rate)},
-          {"epochs", std::to_string(row.epochs)},
-          {"batch", std::to_string(row.batch_size)},
+          {"lr", learning_rate_text(row)},
+          {"epochs", count_text(row.epochs)},
+          {"batch", count_text(row.batch_size)},
           {"hidden", hidden_text(row)},
           {"channels", channels_text(row)},
           {"params", params_of(row)},

@@ -22,11 +22,10 @@ std::optional<std::string> over_budget_before_start(std::uint64_t predicted_byte
                      format_byte_size(baseline_bytes), format_byte_size(budget_bytes));
 }
 
-std::string over_budget_while_running(std::int64_t rss_bytes, std::uint64_t budget_bytes, double seconds, int epoch) {
-  const std::string when = epoch > 0 ? fmt::format("epoch {}", epoch) : std::string("before the first epoch");
-  return fmt::format("stopped: RSS {} passed the budget {} at {:.2f} s, {}",
+std::string over_budget_while_running(std::int64_t rss_bytes, std::uint64_t budget_bytes, std::string_view when) {
+  return fmt::format("stopped: RSS {} passed the budget {} {}",
                      format_byte_size(static_cast<std::uint64_t>(std::max<std::int64_t>(rss_bytes, 0))),
-                     format_byte_size(budget_bytes), seconds, when);
+                     format_byte_size(budget_bytes), when);
 }
 
 }  // namespace memsweep::runner_detail

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace memsweep::runner_detail {
 
@@ -24,7 +25,7 @@ inline bool passes_budget(std::int64_t rss_bytes, std::uint64_t budget_bytes) {
 }
 
 // The message of a trial stopped while running: the RSS seen, the budget,
-// when (seconds since the trial's start) and in which epoch.
-std::string over_budget_while_running(std::int64_t rss_bytes, std::uint64_t budget_bytes, double seconds, int epoch);
+// and when (trial_messages.hpp's when_text: "at 1.23 s in epoch 2").
+std::string over_budget_while_running(std::int64_t rss_bytes, std::uint64_t budget_bytes, std::string_view when);
 
 }  // namespace memsweep::runner_detail

@@ -735,7 +735,8 @@ std::optional<PreparedProgram> TrainingRunner::Impl::prepare_program(Attempt& at
   values.attempt = context.attempt;
   PreparedProgram program;
   try {
-    values.data_dir = program_data_dir(trial);
+    // Only a program that names {data_dir} reads the files; others' dataset is a label.
+    if (trial.program->uses_data_dir) values.data_dir = program_data_dir(trial);
     ProgramInvocation& invocation = program.invocation = program_invocation(trial, values);
     invocation.env.emplace_back(kEventsFdVariable, std::to_string(kEventsFd));
     invocation.env.emplace_back("MEMSWEEP_TRIAL_ID", trial.id);

@@ -28,11 +28,6 @@ bool is_crash_signal(int signal_number) {
   }
 }
 
-std::string when_text(double seconds, int epoch, bool evaluating) {
-  if (epoch <= 0) return fmt::format("at {:.2f} s, before the first epoch", seconds);
-  return fmt::format("at {:.2f} s in epoch {}{}", seconds, epoch, evaluating ? " (evaluating)" : "");
-}
-
 bool needs_oom_evidence(const ProcessOutcome& outcome) {
   return outcome.end.signal == SIGKILL && outcome.kill == RankKill::none;
 }
@@ -152,7 +147,7 @@ TrialEnding without_result(const ProcessOutcome& outcome, const std::string& whe
 TrialEnding decide_ending(const ProcessOutcome& outcome) {
   TrialEnding ending;
   ending.signal = outcome.end.signal;
-  const std::string when = when_text(outcome.seconds, outcome.epoch, outcome.evaluating);
+  const std::string when = when_text(outcome.seconds, outcome.epoch, outcome.evaluating, outcome.program);
   if (outcome.kill != RankKill::none) return rank_kill(outcome, ending);
   if (outcome.program && outcome.stop_requested) return stopped_program(when, ending);
   if (outcome.end.signal != 0 && !outcome.result && !outcome.failure) return foreign_signal(outcome, when, ending);

@@ -5,6 +5,7 @@
 
 #include "memsweep/results.hpp"
 #include "runner/child_process.hpp"
+#include "runner/trial_messages.hpp"
 #include "runner/trial_protocol.hpp"
 
 #include <optional>
@@ -63,8 +64,5 @@ std::string signal_text(int signal_number);
 
 // Signals that mean the process itself went wrong, not that someone ended it.
 bool is_crash_signal(int signal_number);
-
-// "at 1.25 s in epoch 2", "at 0.40 s before the first epoch", "... (evaluating)".
-std::string when_text(double seconds, int epoch, bool evaluating);
 
 }  // namespace memsweep::runner_detail

@@ -1,5 +1,7 @@
 #include "runner/trial_messages.hpp"
 
+#include <fmt/format.h>
+
 namespace memsweep::runner_detail {
 namespace {
 
@@ -25,6 +27,12 @@ std::string one_line(std::string_view text) {
   while (!line.empty() && is_space(line.back())) line.pop_back();
   const std::size_t first = line.find_first_not_of(" \t");
   return first == std::string::npos ? std::string() : line.substr(first);
+}
+
+std::string when_text(double seconds, int epoch, bool evaluating, bool program) {
+  if (epoch <= 0 && program) return fmt::format("at {:.2f} s{}", seconds, evaluating ? " (evaluating)" : "");
+  if (epoch <= 0) return fmt::format("at {:.2f} s, before the first epoch", seconds);
+  return fmt::format("at {:.2f} s in epoch {}{}", seconds, epoch, evaluating ? " (evaluating)" : "");
 }
 
 std::string out_of_memory_message(std::string_view what) {

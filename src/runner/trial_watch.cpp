@@ -120,11 +120,13 @@ void TrialWatch::check(Clock::time_point now) {
   if (memory.peak_bytes) report_.last_peak = std::max(report_.last_peak, *memory.peak_bytes);
   if (settings_.budget_bytes && memory.process && passes_budget(memory.process->rss_bytes, *settings_.budget_bytes))
     return kill(RankKill::budget,
-                over_budget_while_running(memory.process->rss_bytes, *settings_.budget_bytes, seconds, outcome.epoch));
+                over_budget_while_running(memory.process->rss_bytes, *settings_.budget_bytes,
+                                          when_text(seconds, outcome.epoch, outcome.evaluating, settings_.program)));
   if (settings_.time_limit && now - go_ >= *settings_.time_limit)
-    return kill(RankKill::timeout, fmt::format("stopped: no result within its time limit of {:g} s; killed {}",
-                                               std::chrono::duration<double>(*settings_.time_limit).count(),
-                                               when_text(seconds, outcome.epoch, outcome.evaluating)));
+    return kill(RankKill::timeout,
+                fmt::format("stopped: no result within its time limit of {:g} s; killed {}",
+                            std::chrono::duration<double>(*settings_.time_limit).count(),
+                            when_text(seconds, outcome.epoch, outcome.evaluating, settings_.program)));
   if (!stop_deadline_ && settings_.external_stop != nullptr &&
       settings_.external_stop->load(std::memory_order_relaxed)) {
     signal_trial(settings_.program ? SIGTERM : kTrialStopSignal);
@@ -135,7 +137,7 @@ void TrialWatch::check(Clock::time_point now) {
     kill(RankKill::stop_unanswered,
          fmt::format("interrupted: the trial process did not stop within {:.1f} s of the request; killed {}",
                      std::chrono::duration<double>(settings_.stop_grace).count(),
-                     when_text(seconds, outcome.epoch, outcome.evaluating)));
+                     when_text(seconds, outcome.epoch, outcome.evaluating, settings_.program)));
 }
 
 void TrialWatch::kill(RankKill why, std::string message) {

@@ -194,11 +194,14 @@ TrialView SweepFollower::view_of(const AttemptKey& key, const Attempt& attempt) 
     view.message = get_fixed(trial.message);
     view.rank = trial.rank;
     view.host = get_fixed(trial.host);
+    const std::string trainer = get_fixed(trial.trainer);
+    view.program = !trainer.empty() && trainer != kBuiltinTrainer;  // a row written before trainers: memsweep's
   }
   if (view.host.empty()) view.host = host_of_rank(view.rank);
   if (const auto spec = planned_.find(key.first); spec != planned_.end()) {
     view.hyperparameters = spec->second.summary_text();
-    view.epochs = spec->second.epochs;
+    view.program = spec->second.program.has_value();
+    view.epochs = spec->second.shows_field("epochs") ? spec->second.epochs : 0;
   }
   view.series = attempt.series;
   view.epoch_starts = attempt.epoch_starts;

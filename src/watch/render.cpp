@@ -158,7 +158,10 @@ std::string times_line(const SweepSnapshot& s) {
                      s.workers, age);
 }
 
+// "2/5", "setup/5"; a program that reported no epoch: its status
+// ("running"), never an invented setup phase.
 std::string epoch_text(const TrialView& trial) {
+  if (trial.epoch <= 0 && trial.program) return trial.status;
   if (trial.epoch <= 0) return trial.epochs > 0 ? fmt::format("setup/{}", trial.epochs) : "setup";
   return trial.epochs > 0 ? fmt::format("{}/{}", trial.epoch, trial.epochs) : std::to_string(trial.epoch);
 }
@@ -300,8 +303,9 @@ void add_trial_header(Lines& out, const SweepSnapshot& snapshot, const TrialView
   out.add(fmt::format("trial {}  attempt {}{}  {}  rank {}  host {}", trial.trial_id, trial.attempt,
                       trial.attempts > 1 ? fmt::format(" ({} attempts)", trial.attempts) : std::string(), trial.status,
                       trial.rank, host_text(trial.host)));
-  out.add(fmt::format("epoch {}  elapsed {}  RSS now {}  peak {}", epoch_text(trial), format_duration(trial.elapsed_s),
-                      format_bytes(trial.rss_now), format_bytes(trial.rss_peak)));
+  const bool without_epochs = trial.program && trial.epoch <= 0;
+  out.add(fmt::format("{}{}  elapsed {}  RSS now {}  peak {}", without_epochs ? "" : "epoch ", epoch_text(trial),
+                      format_duration(trial.elapsed_s), format_bytes(trial.rss_now), format_bytes(trial.rss_peak)));
   if (!trial.hyperparameters.empty()) out.add(trial.hyperparameters);
   if (!trial.message.empty() && trial.status != "ok") out.add("message: " + trial.message);
 }
@@ -368,7 +372,8 @@ std::vector<std::string> render_trial(const SweepSnapshot& snapshot, const Trial
       std::any_of(trial.series.begin(), trial.series.end(), [](const Point& p) { return p.sys_used >= 0; });
   const int node_height = with_system_used ? (chart_height - 1) * 2 / 5 : 0;
   const int rss_height = with_system_used ? chart_height - 1 - node_height : chart_height;
-  const ChartInput rss{trial.series, trial.epoch_starts, &Point::rss, "RSS of the trial's rank"};
+  const ChartInput rss{trial.series, trial.epoch_starts, &Point::rss,
+                       trial.program ? "RSS of the program's process tree" : "RSS of the trial's rank"};
   for (const std::string& line : line_chart(rss, frame.width, rss_height, frame.glyphs)) out.add(line);
   if (with_system_used) {
     out.gap();

@@ -42,11 +42,14 @@ struct TrialView {
   std::string status;           // "running", or the final row's status ("ok", "failed", ...)
   std::string message;          // the row's message, for a trial that did not end ok
   std::int32_t epoch = 0;       // the newest sample's epoch (0: setup)
-  std::int32_t epochs = 0;      // epochs asked for
-  double elapsed_s = 0.0;       // the newest sample's t
-  std::int64_t rss_now = -1;    // bytes, the newest sample
-  std::int64_t rss_peak = -1;   // bytes, the largest sample
-  std::vector<Point> series;    // in time order; may be thinned to a few thousand points
+  std::int32_t epochs = 0;      // epochs asked for; 0: unknown (a program whose file sets none)
+  // A user's program: it has epochs only if it reports them (events lines);
+  // until then it is "running", its memory its process tree's.
+  bool program = false;
+  double elapsed_s = 0.0;      // the newest sample's t
+  std::int64_t rss_now = -1;   // bytes, the newest sample
+  std::int64_t rss_peak = -1;  // bytes, the largest sample
+  std::vector<Point> series;   // in time order; may be thinned to a few thousand points
   // The t at which each epoch from 1 on began (the first sample of it):
   // where the charts draw epoch boundaries.
   std::vector<double> epoch_starts;

@@ -72,10 +72,56 @@ TEST(PlanPrograms, TrainerAndParamsColumns) {
   EXPECT_EQ(table.rows[0].size(), 15u) << result.out;
   // The plan's numbers, which summary and the report give the same trials.
   for (std::size_t row = 0; row < table.rows.size(); ++row) EXPECT_EQ(table.rows[row][1], std::to_string(row + 1));
-  // A program has its [params] and no prediction: memsweep's estimate is of its own trainer.
-  EXPECT_THAT(table.rows[3], ElementsAre(table.rows[3][0], "4", "pytorch", "0", "synthetic:1x28x28", "mlp", "sgd",
-                                         "0.01", "1", "128", "128", "relu", "0.1", "-"));
+  // A program has its [params] and no prediction: memsweep's estimate is of its own trainer. Of the
+  // built-in fields it shows only those its file sets or its command names (batch_size): the others are
+  // blank cells, not the built-in trainer's defaults (synthetic:1x28x28, mlp, sgd, 0.01, 1, 128).
+  EXPECT_THAT(table.rows[3], ElementsAre(table.rows[3][0], "4", "pytorch", "0", "128", "relu", "0.1", "-"));
   EXPECT_THAT(result.out, HasSubstr("for memsweep's own trainer only"));
+}
+
+// A program's `dataset` is a label: nothing is looked for unless its
+// command, env or workdir names {data_dir}; then the files are checked as
+// for memsweep's own trainer, and the error names the program's place.
+TEST(PlanPrograms, ADatasetIsALabelUnlessTheProgramUsesDataDir) {
+  const TempDir dir;
+  const TempDir empty_data;
+  const auto label =
+      dir.write("label.toml", "[[trial]]\nprogram = [\"sh\", \"-c\", \"exit 0\"]\ndataset = \"mnist\"\n");
+  const CommandResult labelled = run_memsweep({"plan", label.string(), "--data-dir", empty_data.path().string()});
+  ASSERT_EQ(labelled.exit_status, 0) << labelled.err;
+  EXPECT_THAT(labelled.out, HasSubstr("datasets: none to read (the programs' datasets are labels"));
+  const PlanTable table = plan_table(labelled.out);
+  ASSERT_EQ(table.rows.size(), 1u) << labelled.out;
+  EXPECT_THAT(table.rows[0], ElementsAre(table.rows[0][0], "1", "sh", "0", "mnist", "-"))
+      << "the label, and no built-in default beside it";
+
+  const auto read =
+      dir.write("reads.toml",
+                "[sweep]\nname = \"r\"\n[[trial]]\nprogram = [\"sh\", \"-c\", \"exit 0\", \"{data_dir}\"]\n"
+                "dataset = \"mnist\"\n");
+  const CommandResult checked = run_memsweep({"plan", read.string(), "--data-dir", empty_data.path().string()});
+  EXPECT_EQ(checked.exit_status, kBadInput);
+  EXPECT_THAT(checked.err, HasSubstr("mnist: not found"));
+  EXPECT_THAT(checked.err, HasSubstr("needed by " + read.string() +
+                                     ":4: trial[0].program (its command, env or "
+                                     "workdir uses {data_dir})"));
+}
+
+TEST(PlanPrograms, ThePytorchMnistExampleShowsItsOwnFields) {
+  const CommandResult result = run_memsweep(
+      {"plan", "jobs/examples/pytorch-mnist-example.toml", "--data-dir", MEMSWEEP_SOURCE_DIR "/tests/data/none"},
+      MEMSWEEP_SOURCE_DIR);
+  // Its command names {data_dir}: the MNIST files are looked for, and are not in that folder.
+  EXPECT_EQ(result.exit_status, kBadInput);
+  EXPECT_THAT(result.err, HasSubstr("pytorch-mnist-example.toml:"));
+  EXPECT_THAT(result.out, HasSubstr("mnist_main"));
+  const PlanTable table = plan_table(result.out);
+  ASSERT_EQ(table.rows.size(), 4u) << result.out;
+  EXPECT_THAT(table.header, ElementsAre("id", "trial", "trainer", "repeat", "dataset", "model", "optimizer", "lr",
+                                        "epochs", "batch", "hidden", "gamma", "log_interval", "predicted"));
+  // dataset, lr, epochs, batch: set by the file; model, optimizer, hidden: blank.
+  EXPECT_THAT(table.rows[0],
+              ElementsAre(table.rows[0][0], "1", "mnist_main", "0", "mnist", "1", "1", "64", "0.7", "100", "-"));
 }
 
 TEST(PlanPrograms, TheExampleSweepComparesTorchAndMemsweep) {

@@ -313,7 +313,8 @@ params = { s = "a \"q\" \\ é\t", i = -3, f = 2.5e-5, b = false, l = [1, 2.5, "x
 )",
                                               "p.toml"));
   EXPECT_EQ(t.params_json(), R"({"b":false,"e":[],"f":2.5e-05,"i":-3,"l":[1,2.5,"x",true],"s":"a \"q\" \\ é\t"})");
-  EXPECT_THAT(t.summary_text(), HasSubstr(" trainer=t b=false e= f=2.5e-05 i=-3 l=1,2.5,x,true s="));
+  EXPECT_THAT(t.summary_text(), HasSubstr("t b=false e= f=2.5e-05 i=-3 l=1,2.5,x,true s="));
+  EXPECT_THAT(t.summary_text(), Not(HasSubstr("mlp"))) << "no built-in field is set or named";
 }
 
 TEST(Params, EachGridKeyIsAnAxis) {
@@ -488,9 +489,44 @@ params = { dropout = 0.1, act = "relu" }
   EXPECT_EQ(t.canonical_text(), builtin + R"(;program=pytorch;command=["python3","x.py","--lr=0.01","{{a}}"])" +
                                     R"(;env={"A":"q\"","B":"{threads}"};workdir="w/{trial_id}")" +
                                     R"(;params={"act":"relu","dropout":0.1})");
-  EXPECT_EQ(t.summary_text(),
-            "synthetic mlp sgd lr=0.01 batch=32 epochs=1 hidden=[128] trainer=pytorch act=relu "
-            "dropout=0.1");
+  EXPECT_EQ(t.summary_text(), "pytorch lr=0.01 act=relu dropout=0.1")
+      << "the fields its command names, none of the built-in trainer's others";
+}
+
+// A program shows the built-in fields its file sets for it ([defaults],
+// its own table, a grid axis) or its texts name; no others.
+TEST(ProgramFields, ThoseTheFileSetsOrTheCommandNames) {
+  const SweepSpec sweep = parse_sweep(R"([defaults]
+dataset = "mnist"
+optimizer = "adam"
+[grid]
+program = [["./t", "--lr={learning_rate}", "--shape={synthetic.shape}"], "memsweep"]
+batch_size = [8]
+)",
+                                      "f.toml");
+  ASSERT_EQ(sweep.trials.size(), 2u);
+  const TrialSpec program = sweep.trials[0].program ? sweep.trials[0] : sweep.trials[1];
+  const TrialSpec builtin = sweep.trials[0].program ? sweep.trials[1] : sweep.trials[0];
+  ASSERT_TRUE(program.program);
+  EXPECT_THAT(program.program->fields, ElementsAre("batch_size", "dataset", "learning_rate", "optimizer"));
+  EXPECT_FALSE(program.shows_field("model"));
+  EXPECT_FALSE(program.shows_field("hidden"));
+  EXPECT_FALSE(program.shows_field("epochs"));
+  EXPECT_TRUE(program.shows_field("dataset"));
+  EXPECT_FALSE(program.program->uses_data_dir);
+  for (const char* field : {"model", "hidden", "epochs", "channels"}) EXPECT_TRUE(builtin.shows_field(field));
+  EXPECT_EQ(program.summary_text(), "t mnist adam lr=0.01 batch=8");
+}
+
+TEST(ProgramFields, DataDirMakesTheDatasetMoreThanALabel) {
+  const auto uses = [](const std::string& where) {
+    return only_trial(parse_sweep("[[trial]]\ndataset = \"mnist\"\n" + where, "d.toml")).program->uses_data_dir;
+  };
+  EXPECT_FALSE(uses("program = [\"./t\", \"{dataset}\"]\n"));
+  EXPECT_TRUE(uses("program = [\"./t\", \"--data={data_dir}/x\"]\n"));
+  EXPECT_TRUE(uses("program = [\"./t\"]\nenv = { D = \"{data_dir}\" }\n"));
+  EXPECT_TRUE(uses("program = [\"./t\"]\nworkdir = \"{data_dir}\"\n"));
+  EXPECT_FALSE(uses("program = [\"./t\", \"{{data_dir}}\"]\n")) << "literal braces are no placeholder";
 }
 
 }  // namespace

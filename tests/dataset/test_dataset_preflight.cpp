@@ -23,18 +23,44 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::TempDir;
 
-TrialSpec trial_on(DatasetKind kind, bool program = false) {
+enum class Reader { memsweep, program_with_data_dir, program_with_label };
+
+TrialSpec trial_on(DatasetKind kind, Reader reader = Reader::memsweep) {
   TrialSpec trial;
   trial.dataset.kind = kind;
-  if (program) trial.program = ProgramSpec{"script", {"/bin/true"}, {}, {}, {}};
+  if (reader != Reader::memsweep) {
+    trial.program = ProgramSpec{"script", {"/bin/true"}, {}, {}, "sweep.toml:3: trial[0].program", {}, false};
+    trial.program->uses_data_dir = reader == Reader::program_with_data_dir;
+  }
   return trial;
 }
 
-TEST(DatasetsNeeded, EachRealDatasetOnceInFirstUseOrderProgramsIncluded) {
-  const std::vector<TrialSpec> trials{trial_on(DatasetKind::synthetic), trial_on(DatasetKind::cifar10, true),
+TEST(DatasetsNeeded, EachRealDatasetOnceInFirstUseOrderProgramsWithDataDirIncluded) {
+  const std::vector<TrialSpec> trials{trial_on(DatasetKind::synthetic),
+                                      trial_on(DatasetKind::cifar10, Reader::program_with_data_dir),
                                       trial_on(DatasetKind::mnist), trial_on(DatasetKind::cifar10)};
   EXPECT_THAT(datasets_needed(trials), ElementsAre(DatasetKind::cifar10, DatasetKind::mnist));
   EXPECT_TRUE(datasets_needed({trial_on(DatasetKind::synthetic)}).empty());
+}
+
+TEST(DatasetsNeeded, AProgramsDatasetIsALabelUnlessItUsesDataDir) {
+  EXPECT_TRUE(datasets_needed({trial_on(DatasetKind::mnist, Reader::program_with_label)}).empty());
+  EXPECT_FALSE(reads_dataset_files(trial_on(DatasetKind::mnist, Reader::program_with_label)));
+  EXPECT_TRUE(reads_dataset_files(trial_on(DatasetKind::mnist, Reader::program_with_data_dir)));
+  EXPECT_FALSE(reads_dataset_files(trial_on(DatasetKind::synthetic, Reader::program_with_data_dir)));
+  EXPECT_TRUE(reads_dataset_files(trial_on(DatasetKind::mnist)));
+}
+
+TEST(CheckDatasets, AMissingDatasetAProgramReadsNamesTheProgramsPlace) {
+  const TempDir empty;
+  const std::vector<DatasetReport> reports =
+      check_datasets({trial_on(DatasetKind::mnist, Reader::program_with_data_dir)}, {empty.path()});
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_FALSE(reports[0].found());
+  EXPECT_THAT(reports[0].problem,
+              HasSubstr("needed by sweep.toml:3: trial[0].program (its command, env or workdir uses {data_dir})"));
+  EXPECT_THAT(check_datasets({trial_on(DatasetKind::mnist)}, {empty.path()})[0].problem, Not(HasSubstr("needed by")))
+      << "memsweep's own trainer always reads its dataset";
 }
 
 TEST(CheckDataset, RawIdxFilesReportTheirCountsShapeAndFiles) {

@@ -46,9 +46,10 @@ TEST(PassesBudget, OnlyAboveAndOnlyForAReading) {
 }
 
 TEST(OverBudgetWhileRunning, NamesTheRssTheBudgetTheTimeAndTheEpoch) {
-  EXPECT_EQ(over_budget_while_running(300 * kMiB, 256 * kMiB, 1.234, 2),
-            "stopped: RSS 300.00 MiB passed the budget 256.00 MiB at 1.23 s, epoch 2");
-  EXPECT_THAT(over_budget_while_running(300 * kMiB, 256 * kMiB, 0.01, 0), HasSubstr("before the first epoch"));
+  EXPECT_EQ(over_budget_while_running(300 * kMiB, 256 * kMiB, when_text(1.234, 2, false, false)),
+            "stopped: RSS 300.00 MiB passed the budget 256.00 MiB at 1.23 s in epoch 2");
+  EXPECT_THAT(over_budget_while_running(300 * kMiB, 256 * kMiB, when_text(0.01, 0, false, false)),
+              HasSubstr("before the first epoch"));
 }
 
 TEST(OneLine, JoinsLinesAndDropsTheirIndentation) {

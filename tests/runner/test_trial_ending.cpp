@@ -14,6 +14,7 @@ namespace memsweep::runner_detail {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 ProcessOutcome exited_with(std::optional<ResultReport> result) {
   ProcessOutcome outcome;
@@ -145,8 +146,21 @@ TEST(DecideEnding, AResultStandsEvenIfASignalEndedTheProcessAfterIt) {
 }
 
 TEST(WhenText, SaysTheTimeTheEpochAndThePhase) {
-  EXPECT_EQ(when_text(0.4, 0, false), "at 0.40 s, before the first epoch");
-  EXPECT_EQ(when_text(12.345, 4, true), "at 12.35 s in epoch 4 (evaluating)");
+  EXPECT_EQ(when_text(0.4, 0, false, false), "at 0.40 s, before the first epoch");
+  EXPECT_EQ(when_text(12.345, 4, true, false), "at 12.35 s in epoch 4 (evaluating)");
+  EXPECT_EQ(when_text(12.345, 4, false, true), "at 12.35 s in epoch 4") << "a program's last reported epoch";
+}
+
+TEST(WhenText, AProgramWithoutEventsIsNotGivenAnEpoch) {
+  EXPECT_EQ(when_text(36.0, 0, false, true), "at 36.00 s");
+  ProcessOutcome outcome = killed_by(SIGKILL);
+  outcome.program = true;
+  outcome.seconds = 36.0;
+  outcome.epoch = 0;  // it wrote no events lines
+  outcome.oom_seen_in = "the trial's cgroup";
+  const TrialEnding ending = decide_ending(outcome);
+  EXPECT_THAT(ending.message, HasSubstr("at 36.00 s"));
+  EXPECT_THAT(ending.message, Not(HasSubstr("epoch")));
   EXPECT_EQ(signal_text(SIGKILL), "SIGKILL (Killed)");
   EXPECT_TRUE(is_crash_signal(SIGBUS));
   EXPECT_FALSE(is_crash_signal(SIGTERM));

@@ -2,12 +2,14 @@
 // process (SWMR, as rank 0 writes it) and says what runs, what is done and
 // what is left; writer_is_live() tells a live writer from a finished one.
 
+#include "common/duration_text.hpp"
 #include "memsweep/config.hpp"
 #include "memsweep/store.hpp"
 #include "store/store_fixtures.hpp"
 #include "support/child_process.hpp"
 #include "support/temp_dir.hpp"
 #include "watch/follower.hpp"
+#include "watch/render.hpp"
 #include "watch/watch_fixtures.hpp"
 
 #include <fmt/format.h>
@@ -157,6 +159,61 @@ TEST(SweepFollower, CountsRunningDoneAndLeftWhileTheWriterLivesThenSaysFinished)
   EXPECT_EQ(ended.left, 0);
   EXPECT_TRUE(ended.running_trials.empty());
   EXPECT_EQ(follower.trial_rows().size(), 5u);
+}
+
+// A user's program that writes no events lines: every sample of epoch 0,
+// phase unknown; its file sets no epochs.
+constexpr char kProgramSweepText[] = R"([sweep]
+name = "follow-program"
+[[trial]]
+program = ["sh", "-c", "sleep 60", "sh", "{batch_size}"]
+trainer = "sleeper"
+dataset = "mnist"
+batch_size = 16
+)";
+
+TEST(SweepFollower, AProgramWithoutEventsIsRunningWithItsElapsedTimeAndNoEpoch) {
+  const memsweep::testing::TempDir dir;
+  const auto path = dir.path() / "results.h5";
+  const std::vector<TrialSpec> trials = parse_sweep(kProgramSweepText, "follow-program.toml").trials.list();
+  ASSERT_EQ(trials.size(), 1u);
+  std::vector<SampleRow> samples = samples_of(trials[0].id, 0, 1, 120, 5'000'000, 16'000'000'000);
+  for (SampleRow& row : samples) {
+    row.epoch = 0;
+    row.phase = sample_phase::kUnknown;
+  }
+  FileHeader header = follow_header();
+  header.sweep_name = "follow-program";
+  header.sweep_text = kProgramSweepText;
+  header.planned_trials = 1;
+  ChildProcess writer([&](const ChildProcess::Channel& parent) {
+    ResultStore store = ResultStore::create(path, header, false, StoreOptions{true});
+    store.append_samples(samples);
+    make_visible(store);
+    parent.send('1');
+    parent.receive();
+    store.close();
+  });
+  ASSERT_EQ(writer.receive(), '1');
+  SweepFollower follower(path);
+  const SweepSnapshot live = follower.update(writer_is_live(path), std::chrono::system_clock::now());
+  ASSERT_EQ(live.running_trials.size(), 1u);
+  const TrialView& trial = live.running_trials[0];
+  EXPECT_TRUE(trial.program);
+  EXPECT_EQ(trial.epoch, 0);
+  EXPECT_EQ(trial.epochs, 0) << "its file sets none: not the built-in default of 1";
+  EXPECT_TRUE(trial.epoch_starts.empty());
+  EXPECT_EQ(trial.hyperparameters, "sleeper mnist batch=16");
+  EXPECT_DOUBLE_EQ(trial.elapsed_s, samples.back().t);
+
+  const std::vector<std::string> lines = render_trial(live, trial, {100, 0, Glyphs::unicode()});
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  EXPECT_THAT(text, ::testing::HasSubstr("running  elapsed " + format_duration(samples.back().t)));
+  EXPECT_THAT(text, ::testing::Not(::testing::HasSubstr("epoch")));
+  EXPECT_THAT(text, ::testing::HasSubstr("RSS of the program's process tree"));
+  writer.send('n');
+  ASSERT_EQ(writer.wait(), 0);
 }
 
 TEST(SweepFollower, AWriterGoneWithTrialsLeftIsStoppedAndItsOrphanSamplesDoNotRun) {

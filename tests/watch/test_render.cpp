@@ -2,6 +2,7 @@
 // must tell (counts, trials, state, summary, counters), and that they keep to
 // the frame the terminal gives them.
 
+#include "common/duration_text.hpp"
 #include "watch/render.hpp"
 
 #include <fmt/format.h>
@@ -18,6 +19,7 @@ namespace memsweep::watch {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr std::int64_t kMiB = 1024 * 1024;
 constexpr std::int64_t kGiB = 1024 * kMiB;
@@ -316,6 +318,47 @@ TEST(Trial, PlainChartHasItsFixedHeight) {
   // Its epoch boundaries are numbered on the time axis.
   EXPECT_FALSE(line_with(lines, "─1─").empty());
   EXPECT_FALSE(line_with(lines, "─3─").empty());
+}
+
+// A user's program that writes no events lines: every sample is of
+// epoch 0, and no epoch is asked for (its file sets none).
+TrialView program_without_events() {
+  TrialView trial = running_trial(0);
+  trial.program = true;
+  trial.hyperparameters = "torch_mnist mnist lr=0.1 batch=64";
+  trial.epoch = 0;
+  trial.epochs = 0;
+  trial.epoch_starts.clear();
+  for (Point& point : trial.series) point.epoch = 0;
+  return trial;
+}
+
+TEST(Overview, AProgramWithoutEventsIsRunningNotInAnInventedEpoch) {
+  SweepSnapshot s = snapshot_with(1);
+  s.running_trials[0] = program_without_events();
+  const std::string line = line_with(render_overview(s, {120, 0, Glyphs::unicode()}), s.running_trials[0].trial_id);
+  EXPECT_THAT(line, HasSubstr("running"));
+  EXPECT_THAT(line, HasSubstr(format_duration(s.running_trials[0].elapsed_s)));
+  EXPECT_THAT(line, Not(HasSubstr("setup")));
+}
+
+TEST(Trial, AProgramWithoutEventsShowsItsElapsedTimeAndItsTreesChart) {
+  SweepSnapshot s = snapshot_with(1);
+  const TrialView trial = program_without_events();
+  const std::vector<std::string> lines = render_trial(s, trial, {100, 0, Glyphs::unicode()});
+  const std::string progress = line_with(lines, "elapsed");
+  EXPECT_THAT(progress, HasSubstr("running  elapsed " + format_duration(trial.elapsed_s)));
+  EXPECT_THAT(progress, Not(HasSubstr("epoch")));
+  EXPECT_THAT(progress, Not(HasSubstr("setup")));
+  EXPECT_FALSE(line_with(lines, "RSS of the program's process tree").empty());
+  EXPECT_TRUE(line_with(lines, "RSS of the trial's rank").empty());
+}
+
+TEST(Trial, AProgramThatReportsEpochsShowsThem) {
+  SweepSnapshot s = snapshot_with(1);
+  TrialView trial = program_without_events();
+  trial.epoch = 2;
+  EXPECT_THAT(line_with(render_trial(s, trial, {100, 0, Glyphs::unicode()}), "elapsed"), HasSubstr("epoch 2 "));
 }
 
 TEST(Trial, ChartTakesMostOfALimitedHeight) {
