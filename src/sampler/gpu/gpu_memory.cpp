@@ -18,15 +18,10 @@ constexpr int kProcessListRetries = 3;
 // driver's own bookkeeping).
 constexpr std::int64_t kDeltaDeviceThreshold = 1 << 20;
 
-void mark(std::vector<bool>& marks, std::size_t index) {
-  if (marks.size() <= index) marks.resize(index + 1, false);
-  marks[index] = true;
-}
-
-std::vector<int> marked(const std::vector<bool>& marks) {
+std::vector<int> marked(std::uint32_t mask) {
   std::vector<int> indices;
-  for (std::size_t i = 0; i < marks.size(); ++i)
-    if (marks[i]) indices.push_back(static_cast<int>(i));
+  for (std::size_t i = 0; i < kMaxGpuDevices; ++i)
+    if ((mask >> i) & 1U) indices.push_back(static_cast<int>(i));
   return indices;
 }
 
@@ -54,6 +49,10 @@ GpuMemoryReader::GpuMemoryReader(std::shared_ptr<NvmlLibrary> library) : library
   if (counted != kNvmlSuccess) {
     open_problem_ = fmt::format("nvmlDeviceGetCount: {}: GPU memory not sampled", api.describe(counted));
     return;
+  }
+  if (count > kMaxGpuDevices) {
+    open_problem_ = fmt::format("NVML lists {} GPUs: only the first {} are read", count, kMaxGpuDevices);
+    count = kMaxGpuDevices;
   }
   for (unsigned int i = 0; i < count; ++i) {
     NvmlDevice device = nullptr;
@@ -165,34 +164,39 @@ std::string_view gpu_peak_source_name(GpuPeakSource source) {
   return "";
 }
 
-void GpuTrialPeak::add_device_used(std::span<const std::int64_t> used) {
-  if (baseline_.empty()) {
-    baseline_.assign(used.begin(), used.end());
-    return;
-  }
+void GpuTrialPeak::add_device_used(std::span<const std::int64_t> used) noexcept {
   std::int64_t delta = 0;
   bool any = false;
-  for (std::size_t i = 0; i < used.size() && i < baseline_.size(); ++i) {
+  for (std::size_t i = 0; i < used.size() && i < kMaxGpuDevices; ++i) {
     if (used[i] < 0) continue;
-    if (baseline_[i] < 0) {
-      baseline_[i] = used[i];  // the first good read of that device is its start
+    if (!has_baseline_[i]) {
+      baseline_[i] = used[i];  // the device's first good read is its start
+      has_baseline_[i] = true;
       continue;
     }
     any = true;
     const std::int64_t rise = std::max<std::int64_t>(0, used[i] - baseline_[i]);
     if (rise >= kDeltaDeviceThreshold) {
       delta += rise;
-      mark(delta_devices_, i);
+      delta_devices_ |= 1U << i;
     }
   }
   if (any) delta_peak_ = std::max(delta_peak_, delta);
 }
 
-void GpuTrialPeak::add_tree(const TreeGpuReading& reading) {
+void GpuTrialPeak::add_tree(const TreeGpuReading& reading) noexcept {
   if (!reading.ok) return;
   tree_read_ = true;
   tree_peak_ = std::max(tree_peak_, reading.bytes);
-  for (const int device : reading.devices) mark(tree_devices_, static_cast<std::size_t>(device));
+  for (const int device : reading.devices)
+    if (device >= 0 && static_cast<std::size_t>(device) < kMaxGpuDevices) tree_devices_ |= 1U << device;
+}
+
+void GpuTrialPeak::take_tree_from(const GpuTrialPeak& tree) noexcept {
+  if (!tree.tree_read_) return;
+  tree_read_ = true;
+  tree_peak_ = std::max(tree_peak_, tree.tree_peak_);
+  tree_devices_ |= tree.tree_devices_;
 }
 
 GpuPeakSource GpuTrialPeak::source() const {

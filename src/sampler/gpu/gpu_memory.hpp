@@ -7,6 +7,7 @@
 
 #include "sampler/gpu/nvml_api.hpp"
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -16,7 +17,7 @@
 
 namespace memsweep::gpu {
 
-// A sample's per-device slots; devices past it are summed, not listed.
+// Devices read; past it a node's devices are left out (and said so).
 inline constexpr std::size_t kMaxGpuDevices = 16;
 // The per-process read's spacing: at least kMinTreeInterval, and at least
 // kTreeCostSpacing times the last read's cost, so that the reads hold the
@@ -98,10 +99,13 @@ std::string_view gpu_peak_source_name(GpuPeakSource source);
 // because the device's used memory includes every other process on the
 // device; the delta is the fallback where the driver gives no per-process
 // figures (and says so in its source).
+// Neither add allocates: the tick thread adds the device reads.
 class GpuTrialPeak {
  public:
-  void add_device_used(std::span<const std::int64_t> used);
-  void add_tree(const TreeGpuReading& reading);
+  void add_device_used(std::span<const std::int64_t> used) noexcept;
+  void add_tree(const TreeGpuReading& reading) noexcept;
+  // The tree's figures where `tree` has any, else this one's.
+  void take_tree_from(const GpuTrialPeak& tree) noexcept;
 
   GpuPeakSource source() const;
   std::int64_t peak_bytes() const;                                   // -1: not measured
@@ -109,12 +113,15 @@ class GpuTrialPeak {
   static std::string devices_text(const std::vector<int>& devices);  // "0,2"
 
  private:
-  std::vector<std::int64_t> baseline_;  // the first device read
+  using DeviceMask = std::uint32_t;  // bit i: device i
+  static_assert(kMaxGpuDevices <= 32);
+  std::array<std::int64_t, kMaxGpuDevices> baseline_{};  // each device's first good read
+  std::array<bool, kMaxGpuDevices> has_baseline_{};
   std::int64_t delta_peak_ = -1;
-  std::vector<bool> delta_devices_;
+  DeviceMask delta_devices_ = 0;
   bool tree_read_ = false;
   std::int64_t tree_peak_ = -1;
-  std::vector<bool> tree_devices_;
+  DeviceMask tree_devices_ = 0;
 };
 
 }  // namespace memsweep::gpu
