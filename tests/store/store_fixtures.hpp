@@ -46,7 +46,9 @@ std::string store_error(const std::function<void()>& action);
 // deleted, and schema_version is set. Schema 2 added /samples' sys_total;
 // schema 3 the /trials columns of kTrialColumnsOfVersion3; schema 4 those of
 // kTrialColumnsOfVersion4; schema 5 the /messages table; schema 6 the
-// /searches table and the /trials columns of kTrialColumnsOfVersion6.
+// /searches table and the /trials columns of kTrialColumnsOfVersion6;
+// schema 7 the GPU columns of kTrialColumnsOfVersion7 and
+// kSampleColumnsOfVersion7.
 void rewrite_as_schema_version(const std::filesystem::path& path, int version);
 inline const std::vector<std::string> kTrialColumnsOfVersion3{"pid",       "end_signal",    "oom_killed", "end_cause",
                                                               "isolation", "start_seconds", "cgroup_peak"};
@@ -54,5 +56,8 @@ inline const std::vector<std::string> kTrialColumnsOfVersion4{
     "trainer", "params", "processes", "rss_peak_hwm_sum", "process_peak_max", "bad_event_lines"};
 inline const std::vector<std::string> kTrialColumnsOfVersion6{"search",       "probe",    "axis_value",
                                                               "search_limit", "full_run", "reported_oom"};
+inline const std::vector<std::string> kTrialColumnsOfVersion7{"gpu_peak", "gpu_devices", "gpu_peak_source",
+                                                              "torch_allocated_peak", "torch_reserved_peak"};
+inline const std::vector<std::string> kSampleColumnsOfVersion7{"gpu_used", "gpu_tree_used"};
 
 }  // namespace memsweep::testing
