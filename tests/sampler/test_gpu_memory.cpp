@@ -2,6 +2,7 @@
 // (fake_nvml.cpp, loaded by path), and the absent driver for real: this
 // machine has no libnvidia-ml.
 
+#include "memsweep/sampler.hpp"
 #include "sampler/gpu/gpu_memory.hpp"
 
 #include <gtest/gtest.h>
@@ -9,8 +10,11 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
+#include <unistd.h>
+
 #include <array>
 #include <string>
+#include <thread>
 
 namespace memsweep::gpu {
 namespace {
@@ -152,6 +156,40 @@ TEST(GpuMemory, NvmlErrorsBecomeOneWarningEach) {
   EXPECT_NE(problems[0].find("nvmlDeviceGetMemoryInfo(device 0): NVML error 3 (Not Supported)"), std::string::npos)
       << problems[0];
   EXPECT_NE(problems[1].find("falls back to the device's used memory"), std::string::npos) << problems[1];
+}
+
+// The sampler with a reader: every sample carries the devices' used memory
+// and the tree's last per-process figure; the region has the trial's peak.
+TEST(GpuMemory, TheSamplerRecordsGpuMemoryAndTheRegionsPeak) {
+  FakeNvml fake;
+  fake.add_device(100 * kMiB);
+  fake.add_device(5 * kMiB);
+  fake.add_process(1, static_cast<unsigned>(::getpid()), 700 * kMiB);  // this process is the sampled one
+  fake.add_process(0, 1, 90 * kMiB);                                   // init's: not the trial's
+  SamplerOptions options;
+  options.interval = std::chrono::milliseconds(5);
+  Sampler sampler(options, make_proc_memory_probe(), nullptr);
+  sampler.set_gpu(open_fake());
+  sampler.begin_region();
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));  // the per-process read every 100 ms at least
+  const RegionSummary region = sampler.end_region();
+  EXPECT_EQ(region.gpu_peak_bytes, 700 * kMiB);
+  EXPECT_EQ(region.gpu_devices, "1");
+  EXPECT_EQ(region.gpu_peak_source, "tree");
+  EXPECT_GE(sampler.stats().gpu_tree_reads, 2U);
+  EXPECT_LE(sampler.stats().gpu_tree_reads, 4U) << "bounded: at most one read per 100 ms";
+  std::size_t samples = 0;
+  std::size_t with_tree = 0;
+  sampler.drain([&](const SampleChunk& chunk) {
+    for (const Sample& sample : chunk.view()) {
+      ++samples;
+      EXPECT_EQ(sample.gpu_used_bytes, 105 * kMiB);
+      if (sample.gpu_tree_used_bytes == 700 * kMiB) ++with_tree;
+    }
+  });
+  EXPECT_GT(samples, 10U);
+  EXPECT_GT(with_tree, samples / 2) << "the tree's figure is carried from its read on";
+  EXPECT_TRUE(sampler.gpu_problems().empty());
 }
 
 TEST(GpuTrialPeak, TreePeakIsTheLargestTreeReadAndItsDevices) {

@@ -460,6 +460,15 @@ void drop_columns(hid_t file, const std::string& name, const std::vector<std::st
 
 }  // namespace
 
+TrialRow without_gpu_memory(TrialRow row) {
+  row.gpu_peak = -1;
+  set_fixed(row.gpu_devices, "");
+  set_fixed(row.gpu_peak_source, "");
+  row.torch_allocated_peak = -1;
+  row.torch_reserved_peak = -1;
+  return row;
+}
+
 void rewrite_as_schema_version(const std::filesystem::path& path, int version) {
   ASSERT_TRUE(version >= 1 && version <= 6) << "no such older version: " << version;
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);

@@ -50,6 +50,9 @@ std::string store_error(const std::function<void()>& action);
 // schema 7 the GPU columns of kTrialColumnsOfVersion7 and
 // kSampleColumnsOfVersion7.
 void rewrite_as_schema_version(const std::filesystem::path& path, int version);
+// `row` with its GPU memory (schema 7) not measured, as an older file or a
+// trial without NVML reads.
+TrialRow without_gpu_memory(TrialRow row);
 inline const std::vector<std::string> kTrialColumnsOfVersion3{"pid",       "end_signal",    "oom_killed", "end_cause",
                                                               "isolation", "start_seconds", "cgroup_peak"};
 inline const std::vector<std::string> kTrialColumnsOfVersion4{

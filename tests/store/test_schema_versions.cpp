@@ -224,11 +224,7 @@ class OlderVersion : public ::testing::TestWithParam<int> {
 // measured" for those added after its version.
 TrialRow as_read_from_an_older_file(TrialRow row, int version) {
   if (version >= 7) return row;
-  row.gpu_peak = -1;
-  set_fixed(row.gpu_devices, "");
-  set_fixed(row.gpu_peak_source, "");
-  row.torch_allocated_peak = -1;
-  row.torch_reserved_peak = -1;
+  row = testing::without_gpu_memory(row);
   if (version >= 6) return row;
   row.search = -1;
   row.probe = -1;

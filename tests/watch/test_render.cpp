@@ -2,6 +2,7 @@
 // must tell (counts, trials, state, summary, counters), and that they keep to
 // the frame the terminal gives them.
 
+#include "watch/charts.hpp"
 #include "watch/render.hpp"
 
 #include <fmt/format.h>
@@ -18,6 +19,7 @@ namespace memsweep::watch {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr std::int64_t kMiB = 1024 * 1024;
 constexpr std::int64_t kGiB = 1024 * kMiB;
@@ -285,6 +287,18 @@ TEST(Trial, ShowsWhatTheTrialIsAndItsCounters) {
   std::vector<std::string> cells;
   for (std::string cell; unknown >> cell;) cells.push_back(cell);
   EXPECT_EQ(cells, (std::vector<std::string>{"minor_faults", "-", "-"}));
+}
+
+TEST(Trial, AGpuLineOnlyForATrialWithGpuMemory) {
+  const SweepSnapshot s = snapshot_with(1);
+  TrialView trial = s.running_trials[0];
+  EXPECT_THAT(joined(render_trial(s, trial, {100, 0, Glyphs::unicode()})), Not(HasSubstr("GPU")));
+  trial.gpu_now = 3 * kGiB;
+  trial.gpu_peak = 5 * kGiB;
+  const std::vector<std::string> lines = render_trial(s, trial, {100, 0, Glyphs::unicode()});
+  const std::string gpu = line_with(lines, "GPU now");
+  EXPECT_THAT(gpu, HasSubstr(format_bytes(3 * kGiB)));
+  EXPECT_THAT(gpu, HasSubstr("peak " + format_bytes(5 * kGiB)));
 }
 
 TEST(Trial, SaysWhenNoCountersWereRecorded) {
