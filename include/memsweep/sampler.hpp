@@ -311,6 +311,9 @@ struct RegionSummary {
   std::int64_t gpu_peak_bytes = -1;
   std::string gpu_devices;      // "0,2": NVML indices
   std::string gpu_peak_source;  // "tree" or "device_delta" (gpu_peak_source_name)
+  // NVML calls that failed for the first time in this region ("; "-joined):
+  // each is reported once, with the first trial it happened in.
+  std::string gpu_warning;
 };
 
 // Before a measured region (after the caller freed what the previous one
@@ -396,6 +399,7 @@ class Sampler {
   std::thread pss_thread_;
   std::thread gpu_thread_;
   std::shared_ptr<gpu::GpuMemoryReader> gpu_;
+  std::size_t gpu_problems_reported_ = 0;
   bool running_ = false;
   RegionBaseline baseline_;
 };

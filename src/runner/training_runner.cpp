@@ -816,6 +816,9 @@ void TrainingRunner::Impl::watch_program(Attempt& attempt, const TrialSpec& tria
   if (progress.bad_lines > 0 && get_fixed(row.status) == status_name(TrialStatus::ok))
     set_message(attempt, fmt::format("{} events line{} not understood; the first: {}", progress.bad_lines,
                                      progress.bad_lines == 1 ? "" : "s", progress.first_bad_line));
+  if (!region.gpu_warning.empty() && get_fixed(row.status) == status_name(TrialStatus::ok))
+    set_message(attempt, attempt.message.empty() ? region.gpu_warning
+                                                 : fmt::format("{}; {}", attempt.message, region.gpu_warning));
   timings.teardown_seconds = seconds_between(training_end, Clock::now());
 }
 

@@ -253,6 +253,10 @@ RegionSummary Sampler::end_region() {
   summary.gpu_peak_bytes = gpu_peak.peak_bytes();
   summary.gpu_devices = gpu::GpuTrialPeak::devices_text(gpu_peak.devices());
   summary.gpu_peak_source = std::string(gpu::gpu_peak_source_name(gpu_peak.source()));
+  const std::vector<std::string> problems = gpu_problems();
+  for (std::size_t i = gpu_problems_reported_; i < problems.size(); ++i)
+    summary.gpu_warning += (summary.gpu_warning.empty() ? "" : "; ") + problems[i];
+  gpu_problems_reported_ = problems.size();
   return summary;
 }
 

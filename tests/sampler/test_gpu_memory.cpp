@@ -5,6 +5,7 @@
 #include "memsweep/sampler.hpp"
 #include "sampler/gpu/gpu_memory.hpp"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
@@ -190,6 +191,26 @@ TEST(GpuMemory, TheSamplerRecordsGpuMemoryAndTheRegionsPeak) {
   EXPECT_GT(samples, 10U);
   EXPECT_GT(with_tree, samples / 2) << "the tree's figure is carried from its read on";
   EXPECT_TRUE(sampler.gpu_problems().empty());
+  EXPECT_EQ(region.gpu_warning, "");
+}
+
+// NVML's failures reach a trial once: the region in which each first happened.
+TEST(GpuMemory, AFailingCallIsWarnedInTheFirstRegionOnly) {
+  FakeNvml fake;
+  fake.add_device(kMiB);
+  fake.call<void>("fake_nvml_set_process_result", 0U, 3);
+  SamplerOptions options;
+  options.interval = std::chrono::milliseconds(5);
+  Sampler sampler(options, make_proc_memory_probe(), nullptr);
+  sampler.set_gpu(open_fake());
+  sampler.begin_region();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a few ticks
+  const RegionSummary first = sampler.end_region();
+  EXPECT_THAT(first.gpu_warning, ::testing::HasSubstr("nvmlDeviceGetComputeRunningProcesses(device 0)"));
+  EXPECT_EQ(first.gpu_peak_source, "device_delta") << "no per-process figures: the device's rise";
+  sampler.begin_region();
+  const RegionSummary second = sampler.end_region();
+  EXPECT_EQ(second.gpu_warning, "");
 }
 
 TEST(GpuTrialPeak, TreePeakIsTheLargestTreeReadAndItsDevices) {
