@@ -1,4 +1,4 @@
-"""Read memsweep results files (docs/results-file.md, schemas 1 to 6) into pandas DataFrames.
+"""Read memsweep results files (docs/results-file.md, schemas 1 to 7) into pandas DataFrames.
 
 `load(*paths)` checks every file at once (an HDF5 file, `format` = "memsweep",
 `schema_version` 1 to 7, the four tables present, and /messages from schema 5) and reads only its root
