@@ -1,7 +1,7 @@
-"""Read memsweep results files (docs/results-file.md, schemas 1 to 6) into pandas DataFrames.
+"""Read memsweep results files (docs/results-file.md, schemas 1 to 7) into pandas DataFrames.
 
 `load(*paths)` checks every file at once (an HDF5 file, `format` = "memsweep",
-`schema_version` 1 to 6, the four tables present, and /messages from schema 5) and reads only its root
+`schema_version` 1 to 7, the four tables present, and /messages from schema 5) and reads only its root
 attributes; each table is read from every file the first time its property
 is used, then kept. `load(big).trials` never touches /samples, and
 `samples_for(ids)` reads the samples of a few trials without converting the
@@ -44,8 +44,9 @@ FORMAT = "memsweep"
 # Schema 2 added /samples' sys_total column, which nothing here needs (a schema 1 file's samples lack it);
 # schema 3 added the /trials columns of TRIAL_COLUMNS_OF_SCHEMA_3, schema 4 those of TRIAL_COLUMNS_OF_SCHEMA_4;
 # schema 5 the /messages table (messages whole); schema 6 the /searches table and the /trials columns of
-# TRIAL_COLUMNS_OF_SCHEMA_6.
-SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6)
+# TRIAL_COLUMNS_OF_SCHEMA_6; schema 7 GPU memory: the /trials columns of TRIAL_COLUMNS_OF_SCHEMA_7 and the /samples
+# ones of SAMPLE_COLUMNS_OF_SCHEMA_7 (include/memsweep/gpu_columns.hpp declares them).
+SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
 SCHEMA_VERSION = SCHEMA_VERSIONS[-1]
 TABLES = ("trials", "samples", "epochs", "runs")
 MESSAGES_TABLE = "messages"
@@ -85,7 +86,15 @@ TRIAL_COLUMNS_OF_SCHEMA_4 = {"trainer": BUILTIN_TRAINER, "params": NO_PARAMS, "p
 # its full epochs (-1), no out-of-memory reported by its program (0).
 TRIAL_COLUMNS_OF_SCHEMA_6 = {"search": -1, "probe": -1, "axis_value": -1, "search_limit": math.nan,
                              "full_run": -1, "reported_oom": 0}
-ADDED_COLUMNS = {"trials": {**TRIAL_COLUMNS_OF_SCHEMA_3, **TRIAL_COLUMNS_OF_SCHEMA_4, **TRIAL_COLUMNS_OF_SCHEMA_6}}
+# GPU memory (schema 7), as the rows of an older file read, and those of a trial whose GPU memory was not measured
+# (no NVIDIA driver; a program that wrote no {"gpu": ...} line): NaN bytes (-1 in a file), no devices, no source.
+TRIAL_COLUMNS_OF_SCHEMA_7 = {"gpu_peak": math.nan, "gpu_devices": "", "gpu_peak_source": "",
+                             "torch_allocated_peak": math.nan, "torch_reserved_peak": math.nan}
+SAMPLE_COLUMNS_OF_SCHEMA_7 = {"gpu_used": math.nan, "gpu_tree_used": math.nan}
+GPU_TRIAL_FIGURES = ("gpu_peak", "torch_reserved_peak", "torch_allocated_peak")
+ADDED_COLUMNS = {"trials": {**TRIAL_COLUMNS_OF_SCHEMA_3, **TRIAL_COLUMNS_OF_SCHEMA_4, **TRIAL_COLUMNS_OF_SCHEMA_6,
+                            **TRIAL_COLUMNS_OF_SCHEMA_7},
+                 "samples": SAMPLE_COLUMNS_OF_SCHEMA_7}
 
 # /trials' columns as the loader gives them (the file's, of schema 4, then the derived ones), before the
 # params columns: a params key named like one of them gets a column `param_<key>` (param_column_names).
@@ -96,7 +105,8 @@ FILE_TRIAL_COLUMNS = (
     "predicted_bytes", "epochs_done", "final_train_loss", "test_accuracy", "samples", "dropped_samples",
     "definition", "pid", "end_signal", "oom_killed", "end_cause", "isolation", "start_seconds", "cgroup_peak",
     "trainer", "params", "processes", "rss_peak_hwm_sum", "process_peak_max", "bad_event_lines",
-    "search", "probe", "axis_value", "search_limit", "full_run", "reported_oom")
+    "search", "probe", "axis_value", "search_limit", "full_run", "reported_oom",
+    "gpu_peak", "gpu_devices", "gpu_peak_source", "torch_allocated_peak", "torch_reserved_peak")
 DERIVED_TRIAL_COLUMNS = ("total_units", "max_width", "parameters", "final", "config", "run_command_line",
                          "channels_text", "shape", "trial_number")
 # The fields a trial's configuration is made of that are names, not numbers: categorical columns, their
@@ -122,7 +132,7 @@ SEARCH_STATUSES = ("found", "below_range", "above_range", "stopped", "failed")
 
 
 class MemsweepFileError(ValueError):
-    """A file that is not a readable memsweep results file (schema 1 to 6); the message names it."""
+    """A file that is not a readable memsweep results file (schema 1 to 7); the message names it."""
 
 
 # What h5py raises when a file's bytes are not what HDF5 expects (a flipped byte, a cut file): OSError (data it
@@ -759,7 +769,7 @@ def trial_columns(trials, runs=None):
     (param_series, param_column_names; the map in attrs["param_columns"]).
     """
     trials = trials.copy()
-    for name, value in {**TRIAL_COLUMNS_OF_SCHEMA_4, **TRIAL_COLUMNS_OF_SCHEMA_6}.items():
+    for name, value in {**TRIAL_COLUMNS_OF_SCHEMA_4, **TRIAL_COLUMNS_OF_SCHEMA_6, **TRIAL_COLUMNS_OF_SCHEMA_7}.items():
         if name not in trials.columns:  # a frame built by hand
             trials[name] = value
     trials["trainer"] = pd.Categorical([trainer_name(t) for t in trials["trainer"]])

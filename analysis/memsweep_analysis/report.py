@@ -284,6 +284,34 @@ def _program_notes(doc, trials):
                       + ", ".join(sorted(set(bad["trial_id"]))) + ".", note=True)
 
 
+def gpu_memory_table(trials):
+    """The trials with any GPU memory figure (schema 7): NVML's peak, where it came from and on which devices,
+    and the program's own PyTorch peaks, in MiB. Empty when no trial has one (no NVIDIA driver, CPU trials)."""
+    figures = [c for c in ("gpu_peak", "torch_reserved_peak", "torch_allocated_peak") if c in trials.columns]
+    if not figures:
+        return pd.DataFrame()
+    has = trials[figures].notna().any(axis=1)
+    shown = trials.loc[has, ["trial_id", "trainer", "batch_size", *figures, "gpu_peak_source", "gpu_devices"]].copy()
+    for column in figures:
+        shown[column] = shown[column] / MIB
+    return shown.rename(columns={"gpu_peak": "NVML peak MiB", "torch_reserved_peak": "torch reserved MiB",
+                                 "torch_allocated_peak": "torch allocated MiB", "gpu_peak_source": "source",
+                                 "gpu_devices": "devices"}).reset_index(drop=True)
+
+
+def _gpu_section(doc, trials):
+    """GPU memory, only where some trial has it."""
+    table = gpu_memory_table(trials)
+    if table.empty:
+        return
+    doc.heading("GPU memory")
+    doc.paragraph("NVML's peak: the largest GPU memory of the trial's process tree (source `tree`), or the devices' "
+                  "rise above the trial's start where the driver gave no per-process figures (`device_delta`); it "
+                  "includes the CUDA context. The torch columns are the program's own `max_memory_reserved()` and "
+                  "`max_memory_allocated()` (its `{\"gpu\": ...}` events line). docs/runner.md, \"GPU memory\".")
+    doc.table(table)
+
+
 def _trainers_section(doc, trials, out_dir, written):
     """Trainers compared on the same hyperparameters: the pairs, the difference's slope against batch size in
     one sentence per trainer pair, dataset and figure, and peak against batch size per trainer."""
@@ -460,6 +488,7 @@ def build_report(paths, out_dir, trials=None, paper_csv=None, train_examples=Non
         doc.heading(f"{dataset}: trials", level=2)
         doc.table(_paper_layout(table.reset_index(drop=True), extra))
     _program_notes(doc, all_trials)
+    _gpu_section(doc, all_trials)
 
     failed = not_ok_table(all_trials)
     if not failed.empty:

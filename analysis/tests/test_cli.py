@@ -34,7 +34,7 @@ def bad_file(tmp_path, kind):
         with h5py.File(path, "w") as f:
             f["x"] = [1, 2, 3]
     elif kind == "schema-7":
-        write_results_file(str(path), [{}], attrs={"schema_version": 7})
+        write_results_file(str(path), [{}], attrs={"schema_version": 8})
     return str(path)
 
 

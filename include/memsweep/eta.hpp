@@ -115,15 +115,18 @@ struct CostRate {
 // cheap.
 std::optional<CostRate> fitted_rate(std::span<const FinishedTrial> finished, const TrialCost& cost);
 
-// A running trial past its predicted time is expected to run on for this
-// share of the time it has run: the prediction was wrong, and nothing says by
-// how much, but it has not ended (an ETA of 0 while trials run is the one
-// answer known to be wrong). Chosen on the CNN study's recorded trials
-// (docs/sweep.md, "ETA").
-inline constexpr double kOverrunShare = 0.25;
+// A running trial past its predicted time is expected to overrun by this
+// share again of what it has overrun so far, and to have at least
+// kMinRunningSeconds left: the prediction was wrong and nothing says by how
+// much, but it has not ended (an ETA of 0 while trials run is the one answer
+// known to be wrong). Growing from the prediction on, not a share of all its
+// time: that jumped a trial's last fifth up to a quarter of its length (a
+// 7-minute trial said 1m47s two seconds before it ended).
+inline constexpr double kOverrunShare = 0.5;
+inline constexpr double kMinRunningSeconds = 1.0;
 
 // Seconds until the last trial ends: the running trials' predicted time
-// left (kOverrunShare of their time so far once past it), then the waiting ones handed in order to whichever
+// left (kOverrunShare of their overrun once past it), then the waiting ones handed in order to whichever
 // worker frees first, as the dynamic scheduler does; the latest finish.
 // Exactly 0 when nothing runs or waits, and more than 0 otherwise; nullopt
 // while the model has nothing to fit (no finished trial trained an epoch):

@@ -29,7 +29,7 @@
 
 namespace memsweep {
 
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 // The oldest version readers still read (columns added later read as their
 // "not measured" value); only the current one is written or resumed.
 inline constexpr int kOldestReadableSchemaVersion = 1;
@@ -44,6 +44,7 @@ inline constexpr std::size_t kMessageChars = 256;                 // TrialRow::m
 inline constexpr std::size_t kMessagePieceChars = 256;            // MessageRow::text
 inline constexpr std::size_t kDefinitionChars = 512;              // TrialSpec::canonical_text()
 inline constexpr std::size_t kParamsChars = kMaxParamsJsonBytes;  // TrialSpec::params_json()
+inline constexpr std::size_t kGpuDevicesChars = 40;               // "0,1,...,15"
 
 template <std::size_t N>
 using FixedString = std::array<char, N>;
@@ -145,6 +146,13 @@ struct TrialRow {
   // 1: the program said it ran out of memory (an events line
   // {"out_of_memory": ...}, a GPU's included); 0: not (schema 6).
   std::int32_t reported_oom = 0;
+  // GPU memory (schema 7; src/sampler/gpu/gpu_columns.hpp declares the
+  // columns): -1 / empty when not measured.
+  std::int64_t gpu_peak = -1;
+  FixedString<kGpuDevicesChars> gpu_devices{};  // "0,2"
+  FixedString<kNameChars> gpu_peak_source{};    // "tree", "device_delta"
+  std::int64_t torch_allocated_peak = -1;       // the program's {"gpu": ...} events line
+  std::int64_t torch_reserved_peak = -1;
 };
 
 // One row of /searches (schema 6): one configuration's search at one limit,
@@ -229,6 +237,9 @@ struct SampleRow {
   std::int64_t sys_total = -1;  // the node's MemTotal
   std::int64_t sys_available = -1;
   std::int64_t sys_active = -1;
+  // GPU memory (schema 7): -1 when not measured.
+  std::int64_t gpu_used = -1;
+  std::int64_t gpu_tree_used = -1;
   std::array<std::int64_t, kMaxCounters> counters{};
 };
 

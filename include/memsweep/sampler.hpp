@@ -27,6 +27,10 @@
 
 namespace memsweep {
 
+namespace gpu {
+class GpuMemoryReader;  // NVML, loaded at run time (src/sampler/gpu/gpu_memory.hpp)
+}  // namespace gpu
+
 namespace detail {
 class SampleBuffer;  // the chunk pool and its lock-free handoff (src/sampler/sample_buffer.hpp)
 }  // namespace detail
@@ -96,6 +100,9 @@ struct Sample {
   std::int64_t sys_available_bytes = -1;
   std::int64_t sys_active_bytes = -1;
   std::int64_t sys_used_bytes = -1;  // formula 1
+  // GPU memory (src/sampler/gpu/, docs/runner.md "GPU memory"); -1: not measured.
+  std::int64_t gpu_used_bytes = -1;       // NVML: every device's used memory, summed (the sampler's cadence)
+  std::int64_t gpu_tree_used_bytes = -1;  // NVML: the process tree's, last known (a slower cadence)
   // Counts since start(), already scaled up for multiplexing, in the order
   // of Sampler::counter_names(); unused slots are zero.
   std::array<std::int64_t, kMaxCounters> counters{};
@@ -133,6 +140,12 @@ class MemoryProbe {
   virtual bool read_peak_rss(std::int64_t& peak_bytes) noexcept = 0;  // VmHWM
   virtual bool reset_peak_rss() noexcept = 0;                         // clear_refs 5
   virtual void release_free_memory() noexcept = 0;                    // malloc_trim
+  // The processes this probe reads (for NVML's per-process figures), from
+  // a thread of its own; false when it cannot say.
+  virtual bool read_pids(std::vector<int>& pids) noexcept {
+    (void)pids;
+    return false;
+  }
   // Both reads of the runner's checks. A process-tree probe overrides it to
   // look for the tree's new processes once, not once per read.
   virtual PeakAndProcess read_peak_and_process() noexcept {
@@ -263,6 +276,8 @@ struct SamplerStats {
   std::uint64_t pss_read_failures = 0;
   std::int64_t pss_read_ns_total = 0;
   std::int64_t pss_read_ns_max = 0;
+  std::uint64_t gpu_tree_reads = 0;  // NVML per-process reads
+  std::int64_t gpu_tree_read_ns_max = 0;
 
   double mean_tick_cost_us() const;
   double mean_pss_read_us() const;
@@ -292,6 +307,13 @@ struct RegionSummary {
   std::vector<std::string> counter_names;
   std::vector<std::int64_t> counter_totals;  // at the end of the region, scaled
   float counter_min_running = 1.0F;          // the least time any counter ran
+  // GPU memory (docs/runner.md, "GPU memory"): -1 / empty when not measured.
+  std::int64_t gpu_peak_bytes = -1;
+  std::string gpu_devices;      // "0,2": NVML indices
+  std::string gpu_peak_source;  // "tree" or "device_delta" (gpu_peak_source_name)
+  // NVML calls that failed for the first time in this region ("; "-joined):
+  // each is reported once, with the first trial it happened in.
+  std::string gpu_warning;
 };
 
 // Before a measured region (after the caller freed what the previous one
@@ -309,6 +331,13 @@ class Sampler {
   // outside; pid 0: this process again), with `probe` reading its files.
   // Throws std::logic_error while running.
   void set_target(int pid, std::unique_ptr<MemoryProbe> probe);
+  // Samples GPU memory through `reader` from the next start() on (null:
+  // not). Throws std::logic_error while running.
+  void set_gpu(std::shared_ptr<gpu::GpuMemoryReader> reader);
+  // set_gpu with the node's NVML (libnvidia-ml.so.1, opened now). Returns
+  // why GPU memory will not be sampled ("no NVIDIA driver: GPU memory not
+  // sampled"), or empty. Never throws for a missing or failing driver.
+  std::string open_gpu();
   ~Sampler();
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
@@ -357,6 +386,8 @@ class Sampler {
   SamplerStats stats() const;
   std::vector<std::string> counter_names() const;
   std::vector<std::string> counter_problems() const;
+  // The GPU reader's failed NVML calls, once each.
+  std::vector<std::string> gpu_problems() const;
   const SamplerOptions& options() const { return options_; }
 
  private:
@@ -365,6 +396,7 @@ class Sampler {
   void open_go();
   void tick_loop();
   void pss_loop();
+  void gpu_loop();
 
   SamplerOptions options_;
   std::unique_ptr<MemoryProbe> probe_;
@@ -378,6 +410,9 @@ class Sampler {
   int target_pid_ = 0;  // 0: this process
   std::thread tick_thread_;
   std::thread pss_thread_;
+  std::thread gpu_thread_;
+  std::shared_ptr<gpu::GpuMemoryReader> gpu_;
+  std::size_t gpu_problems_reported_ = 0;
   bool running_ = false;
   bool held_ = false;  // running, its threads waiting for release()
   RegionBaseline baseline_;

@@ -90,6 +90,9 @@ class TrainingRunner final : public TrialRunner {
   // "cgroup1", "cgroup2" or "proc", and why not a cgroup (empty otherwise).
   std::string isolation() const;
   std::string isolation_problem() const;
+  // Why GPU memory is not sampled ("no NVIDIA driver: GPU memory not
+  // sampled"); empty when NVML answers.
+  std::string gpu_problem() const;
   // Shared datasets opened since construction, and how many of them this
   // runner decoded (the others it found on the node).
   std::size_t dataset_opens() const;

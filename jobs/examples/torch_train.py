@@ -74,6 +74,10 @@ Where it differs (it cannot match these)
     sets oneDNN's. The batch order, the synthetic data and the loss bookkeeping
     run in Python on the main thread.
 
+--device cpu (the default) or cuda: where the model, its batches and its
+optimizer live; cuda is torch's current CUDA device (CUDA_VISIBLE_DEVICES
+chooses it), and bad input when torch sees none.
+
 Flags beyond memsweep's placeholders: --synthetic-seed (the synthetic
 dataset's own seed, memsweep's `synthetic.seed`, default 1 as there; no
 placeholder carries it, so pass it as a [params] value if a sweep changes it)
@@ -87,13 +91,19 @@ opened for append), one JSON object per line, flushed:
   {"epoch": E, "phase": "train"}                       when epoch E starts
   {"phase": "eval"}                                    when its evaluation starts
   {"epoch": E, "loss": L, "accuracy": A}               when epoch E ends
+  {"gpu": {"device": D, "allocated_peak": N, "reserved_peak": N}}
+                                                       with --device cuda, after each epoch: PyTorch's
+                                                       max_memory_allocated() and max_memory_reserved()
+                                                       of device D, in bytes, beside NVML's figure
+  {"out_of_memory": "cuda"}                            with --device cuda, when CUDA ran out of memory
 M counts what memsweep's estimate counts (src/estimate/model_counts.cpp):
 every convolution's output (ReLU in place), every pooling's output, every
 hidden layer's output and the logits; the input is not counted.
 
 Exit status: 0 done; 2 bad input (a flag, a missing or malformed dataset
 file, an events descriptor that is not open); 3 the training loss became NaN
-or infinite; 1 the events could not be written (or any other failure).
+or infinite; 4 CUDA ran out of memory (--device cuda; the events say so);
+1 the events could not be written (or any other failure).
 """
 
 import argparse
@@ -113,6 +123,7 @@ except ImportError as _error:  # e.g. run by another python3 than Debian's /usr/
 PROG = "torch_train.py"
 EXIT_BAD_INPUT = 2
 EXIT_DIVERGED = 3
+EXIT_CUDA_OUT_OF_MEMORY = 4
 
 DATASETS = ("mnist", "fashion-mnist", "cifar-10", "synthetic")  # parse_dataset_name's spelling
 MODELS = ("mlp", "cnn", "alexnet")
@@ -747,6 +758,8 @@ def parse_args(argv):
     p.add_argument("--synthetic-noise", type=float, default=0.5)
     p.add_argument("--synthetic-seed", type=int, default=1, help="the dataset's own seed (memsweep's default: 1)")
     p.add_argument("--workers", type=int, default=0, help="DataLoader worker processes (0: batches in this process)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="where to train; cuda writes PyTorch's GPU memory peaks as events")
     args = p.parse_args(argv)
 
     def need(condition, flag, what, value):
@@ -855,6 +868,9 @@ def train(args, events):
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)  # nothing random is drawn from it; set for any later addition
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise InputError("--device cuda: torch sees no CUDA device (torch.cuda.is_available() is false)")
+    device = torch.device(args.device)
 
     # SplitView::head: the first N of each split; the whole dataset stays loaded.
     if args.max_train_examples:
@@ -866,7 +882,7 @@ def train(args, events):
     n_train, n_test = train_labels.shape[0], test_labels.shape[0]
     batch = min(args.batch_size, n_train)  # trainer_config(); evaluation uses it too
 
-    model = build_model(torch, shape, blocks, args.hidden, classes, args.seed)
+    model = build_model(torch, shape, blocks, args.hidden, classes, args.seed).to(device)
     optimizer = make_optimizer(torch, args, model.parameters())
     parameters = sum(p.numel() for p in model.parameters())
     events.emit(parameters=parameters,
@@ -879,15 +895,41 @@ def train(args, events):
     )
     print(f"{PROG}: {args.dataset} {args.model} {layers}, {parameters} parameters, {n_train} train / {n_test} test "
           f"examples, {args.optimizer} lr={args.learning_rate} batch={batch} threads={args.threads} "
-          f"workers={args.workers}", flush=True)
+          f"workers={args.workers} device={args.device}", flush=True)
 
     schedule = Schedule(n_train, n_test, batch, args.seed)
     if args.workers > 0:
         loader = torch.utils.data.DataLoader(data, sampler=schedule, batch_size=None, num_workers=args.workers,
                                              persistent_workers=True)
-        batches = lambda: iter(loader)  # noqa: E731
+        cpu_batches = lambda: iter(loader)  # noqa: E731
     else:
-        batches = lambda: (data[key] for key in schedule)  # noqa: E731
+        cpu_batches = lambda: (data[key] for key in schedule)  # noqa: E731
+    if args.device == "cpu":
+        batches = cpu_batches
+    else:
+        batches = lambda: ((x.to(device), y.to(device)) for x, y in cpu_batches())  # noqa: E731
+
+    try:
+        return train_epochs(args, events, torch, F, model, optimizer, schedule, batches, n_train, n_test, device)
+    except RuntimeError as error:
+        # torch.cuda.OutOfMemoryError (1.13+) is a RuntimeError; older versions raise a bare one.
+        if args.device != "cuda" or "out of memory" not in str(error):
+            raise
+        events.emit(out_of_memory="cuda")
+        print(f"{PROG}: CUDA ran out of memory: {str(error).splitlines()[0]}", file=sys.stderr, flush=True)
+        return EXIT_CUDA_OUT_OF_MEMORY
+
+
+def emit_gpu_peaks(events, torch, device):
+    """PyTorch's own view of the device's memory, beside NVML's (memsweep's gpu_peak)."""
+    if device.type != "cuda":
+        return
+    index = torch.cuda.current_device() if device.index is None else device.index
+    events.emit(gpu={"device": index, "allocated_peak": int(torch.cuda.max_memory_allocated(index)),
+                     "reserved_peak": int(torch.cuda.max_memory_reserved(index))})
+
+
+def train_epochs(args, events, torch, F, model, optimizer, schedule, batches, n_train, n_test, device):
 
     for epoch in range(1, args.epochs + 1):
         start = time.monotonic()
@@ -923,6 +965,7 @@ def train(args, events):
         mean_loss = loss_sum / n_train
         accuracy = correct / n_test
         events.emit(epoch=epoch, loss=mean_loss, accuracy=accuracy)
+        emit_gpu_peaks(events, torch, device)
         print(f"epoch {epoch}/{args.epochs}: loss {mean_loss:.4f}, test accuracy {accuracy:.4f}, "
               f"{time.monotonic() - start:.1f} s", flush=True)
     return 0

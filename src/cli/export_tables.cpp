@@ -2,6 +2,7 @@
 
 #include "memsweep/config.hpp"
 #include "memsweep/error.hpp"
+#include "memsweep/gpu_columns.hpp"
 
 #include <fmt/format.h>
 
@@ -138,6 +139,16 @@ const Column<TrialRow> kTrialFigures[] = {
     {"search_limit_bytes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.search_limit, o); }},
     {"full_run", [](const TrialRow& r, DelimitedWriter& o) { measured(r.full_run, o); }},
     {"reported_oom", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.reported_oom); }},
+    // Schema 7: GPU memory (src/sampler/gpu/gpu_columns.hpp names them); empty where not measured.
+    {gpu::kTrialGpuPeak.export_name.data(), [](const TrialRow& r, DelimitedWriter& o) { measured(r.gpu_peak, o); }},
+    {gpu::kTrialGpuDevices.export_name.data(),
+     [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.gpu_devices)); }},
+    {gpu::kTrialGpuPeakSource.export_name.data(),
+     [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.gpu_peak_source)); }},
+    {gpu::kTrialTorchAllocatedPeak.export_name.data(),
+     [](const TrialRow& r, DelimitedWriter& o) { measured(r.torch_allocated_peak, o); }},
+    {gpu::kTrialTorchReservedPeak.export_name.data(),
+     [](const TrialRow& r, DelimitedWriter& o) { measured(r.torch_reserved_peak, o); }},
     {"definition", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.definition)); }},
 };
 
@@ -207,6 +218,9 @@ const Column<SampleRow> kSampleColumns[] = {
     {"sys_total_bytes", [](const SampleRow& r, DelimitedWriter& o) { measured(r.sys_total, o); }},
     {"sys_available_bytes", [](const SampleRow& r, DelimitedWriter& o) { measured(r.sys_available, o); }},
     {"sys_active_bytes", [](const SampleRow& r, DelimitedWriter& o) { measured(r.sys_active, o); }},
+    {gpu::kSampleGpuUsed.export_name.data(), [](const SampleRow& r, DelimitedWriter& o) { measured(r.gpu_used, o); }},
+    {gpu::kSampleGpuTreeUsed.export_name.data(),
+     [](const SampleRow& r, DelimitedWriter& o) { measured(r.gpu_tree_used, o); }},
 };
 
 bool is_name_character(char c) {

@@ -311,6 +311,7 @@ class RunSteps final : public SessionSteps {
     if (setup.notes != nullptr && !training->isolation_problem().empty())
       setup.notes->note(
           fmt::format("trials measured through /proc, without a cgroup each: {}", training->isolation_problem()));
+    if (setup.notes != nullptr && !training->gpu_problem().empty()) setup.notes->note(training->gpu_problem());
     return training;
   }
 

@@ -171,6 +171,8 @@ SampleRow sample_row(const Sample& sample, std::span<const int> sources) {
   row.sys_total = sample.sys_total_bytes;
   row.sys_available = sample.sys_available_bytes;
   row.sys_active = sample.sys_active_bytes;
+  row.gpu_used = sample.gpu_used_bytes;
+  row.gpu_tree_used = sample.gpu_tree_used_bytes;
   const std::size_t column_count = std::min(sources.size(), row.counters.size());
   for (std::size_t column = 0; column < column_count; ++column)
     row.counters[column] = sources[column] < 0 ? -1 : sample.counters[static_cast<std::size_t>(sources[column])];

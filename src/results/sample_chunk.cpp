@@ -15,14 +15,14 @@ namespace memsweep {
 namespace {
 
 // The packed type is the row struct without its padding: trial_id to phase
-// (contiguous), then t to sys_active (contiguous), then the counters.
+// (contiguous), then t to gpu_tree_used (contiguous), then the counters.
 constexpr std::size_t kHeadBytes = offsetof(SampleRow, phase) + sizeof(SampleRow::phase);
 constexpr std::size_t kBodyOffset = offsetof(SampleRow, t);
 constexpr std::size_t kBodyBytes = offsetof(SampleRow, counters) - kBodyOffset;
 constexpr std::size_t kCounterBytes = sizeof(SampleRow::counters[0]);
 static_assert(offsetof(SampleRow, attempt) == kTrialIdChars && offsetof(SampleRow, rank) == kTrialIdChars + 4 &&
               offsetof(SampleRow, epoch) == kTrialIdChars + 8 && offsetof(SampleRow, phase) == kTrialIdChars + 12);
-static_assert(offsetof(SampleRow, sys_active) + sizeof(SampleRow::sys_active) == offsetof(SampleRow, counters));
+static_assert(offsetof(SampleRow, gpu_tree_used) + sizeof(SampleRow::gpu_tree_used) == offsetof(SampleRow, counters));
 static_assert(std::is_trivially_copyable_v<CompressedChunkInfo> && sizeof(SampleChunkSeries) == 72 &&
               sizeof(CompressedChunkInfo) == kTrialIdChars + 5 * 4 + 8 + sizeof(SampleChunkSeries));
 

@@ -378,6 +378,29 @@ std::string dataset_tables(const std::vector<ShownRow>& shown, bool several) {
   return out;
 }
 
+// GPU memory (schema 7), only where some trial has a figure: NVML's peak
+// and where it came from, and the program's own PyTorch peaks.
+bool has_gpu_memory(const TrialRow& row) {
+  return row.gpu_peak >= 0 || row.torch_allocated_peak >= 0 || row.torch_reserved_peak >= 0;
+}
+
+std::string gpu_section(const std::vector<ShownRow>& shown) {
+  if (std::none_of(shown.begin(), shown.end(), [](const ShownRow& s) { return has_gpu_memory(*s.row); })) return {};
+  std::vector<TableRow> table{{"trial", "id", "gpu peak", "source", "devices", "torch reserved", "torch allocated"}};
+  for (const ShownRow& s : shown) {
+    const TrialRow& row = *s.row;
+    if (!has_gpu_memory(row)) continue;
+    const std::string source = get_fixed(row.gpu_peak_source);
+    const std::string devices = get_fixed(row.gpu_devices);
+    table.push_back({s.number, get_fixed(row.trial_id), mib(row.gpu_peak), source.empty() ? "-" : source,
+                     devices.empty() ? "-" : devices, mib(row.torch_reserved_peak), mib(row.torch_allocated_peak)});
+  }
+  return "\nGPU memory (MiB)\n" + render_table(table) +
+         "gpu peak: NVML's, the largest GPU memory of the trial's process tree (source tree), or the devices' rise "
+         "above the trial's start where the driver gives no per-process figures (device_delta); torch: the "
+         "program's own max_memory_reserved() and max_memory_allocated().\n";
+}
+
 TableRow failure_header(bool several, bool any_process_end) {
   TableRow header{"id", "attempt", "status", "rank", "host"};
   if (any_process_end) header.push_back("process end");
@@ -554,7 +577,8 @@ std::string format_summary(const std::vector<SummaryInput>& files) {
     out += file_lines(files[f], f + 1, several, file_trials(files, f, whole, keyed), totals);
   if (several) out += totals_line(files.size(), totals);
   const std::vector<ShownRow> shown = in_table_order(std::move(keyed));
-  return out + dataset_tables(shown, several) + capacity_section(files) + failures_table(shown, several);
+  return out + dataset_tables(shown, several) + gpu_section(shown) + capacity_section(files) +
+         failures_table(shown, several);
 }
 
 }  // namespace memsweep

@@ -1,10 +1,12 @@
 #include "runner/program_events.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cmath>
 
 namespace memsweep::runner_detail {
@@ -21,7 +23,49 @@ std::optional<std::int64_t> whole(const nlohmann::json& value) {
   return std::nullopt;
 }
 
+// {"device": D, "allocated_peak": N, "reserved_peak": N}: the event, or
+// what is wrong with it.
+std::optional<ProgramEvent> parse_gpu(const nlohmann::json& gpu, std::string& problem) {
+  if (!gpu.is_object()) {
+    problem = "gpu: expected an object {\"device\": D, \"allocated_peak\": N, \"reserved_peak\": N}";
+    return std::nullopt;
+  }
+  ProgramEvent event;
+  event.kind = ProgramEvent::Kind::gpu;
+  const auto field = [&](const char* key, std::int64_t limit, std::int64_t& out) {
+    const auto it = gpu.find(key);
+    if (it == gpu.end()) {
+      problem = fmt::format("gpu: {} is missing", key);
+      return false;
+    }
+    const auto value = whole(*it);
+    if (!value || *value < 0 || *value > limit) {
+      problem = fmt::format("gpu: {} must be a whole number {}from 0, not {}", key,
+                            limit == INT32_MAX ? "(a device index) " : "of bytes ", it->dump());
+      return false;
+    }
+    out = *value;
+    return true;
+  };
+  std::int64_t device = 0;
+  if (!field("device", INT32_MAX, device) || !field("allocated_peak", INT64_MAX, event.allocated_peak) ||
+      !field("reserved_peak", INT64_MAX, event.reserved_peak))
+    return std::nullopt;
+  event.device = static_cast<std::int32_t>(device);
+  return event;
+}
+
 }  // namespace
+
+std::string gpu_event_problem(std::string_view line) {
+  const nlohmann::json object = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!object.is_object()) return {};
+  const auto it = object.find("gpu");
+  if (it == object.end()) return {};
+  std::string problem;
+  parse_gpu(*it, problem);
+  return problem;
+}
 
 std::optional<ProgramEvent> parse_event_line(std::string_view line) {
   const nlohmann::json object = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
@@ -36,6 +80,10 @@ std::optional<ProgramEvent> parse_event_line(std::string_view line) {
     event.kind = ProgramEvent::Kind::out_of_memory;
     event.what = what->get<std::string>();
     return event;
+  }
+  if (const auto* gpu = member("gpu")) {
+    std::string problem;
+    return parse_gpu(*gpu, problem);
   }
   if (const auto* parameters = member("parameters")) {
     const auto count = whole(*parameters);
@@ -145,11 +193,19 @@ void EventLineReader::take_line(std::string_view line) {
     }
     case ProgramEvent::Kind::model_size: progress_.model_size = event; return;
     case ProgramEvent::Kind::out_of_memory: progress_.out_of_memory = event->what; return;
+    case ProgramEvent::Kind::gpu:
+      progress_.gpu.allocated_peak = std::max(progress_.gpu.allocated_peak, event->allocated_peak);
+      progress_.gpu.reserved_peak = std::max(progress_.gpu.reserved_peak, event->reserved_peak);
+      return;
   }
 }
 
 void EventLineReader::note_bad_line(std::string_view line) {
-  if (progress_.bad_lines++ == 0) progress_.first_bad_line = std::string(line.substr(0, kBadLineShown));
+  if (progress_.bad_lines++ != 0) return;
+  progress_.first_bad_line = std::string(line.substr(0, kBadLineShown));
+  // A wrong {"gpu": ...} line says what is wrong with it.
+  if (const std::string problem = gpu_event_problem(line); !problem.empty())
+    progress_.first_bad_line += fmt::format(" ({})", problem);
 }
 
 }  // namespace memsweep::runner_detail

@@ -21,7 +21,7 @@ inline constexpr int kEventsFd = 3;
 
 // One understood line.
 struct ProgramEvent {
-  enum class Kind { train, eval, epoch_end, model_size, out_of_memory };
+  enum class Kind { train, eval, epoch_end, model_size, out_of_memory, gpu };
   Kind kind = Kind::train;
   std::int32_t epoch = 0;                    // train, epoch_end
   double loss = 0.0;                         // epoch_end
@@ -29,16 +29,33 @@ struct ProgramEvent {
   std::int64_t parameters = 0;               // model_size
   std::int64_t activations_per_example = 0;  // model_size; 0: not given
   std::string what;                          // out_of_memory: what ran out ("cuda", any text)
+  std::int32_t device = -1;                  // gpu: the CUDA device index
+  std::int64_t allocated_peak = -1;          // gpu: torch.cuda.max_memory_allocated(), bytes
+  std::int64_t reserved_peak = -1;           // gpu: torch.cuda.max_memory_reserved(), bytes
+};
+
+// The program's own view of its GPU memory, from its {"gpu": ...} lines:
+// the largest peaks it reported, over its devices.
+struct ProgramGpuPeaks {
+  std::int64_t allocated_peak = -1;
+  std::int64_t reserved_peak = -1;
 };
 
 // Pure. {"epoch": E, "phase": "train"}, {"phase": "eval"}, {"epoch": E,
 // "loss": L, "accuracy": A} (accuracy optional, in [0, 1]), {"parameters":
 // N, "activations_per_example": M} (M optional), {"out_of_memory": WHAT}
 // (a string: the program caught its own out-of-memory error, a GPU's
-// included, which a search counts as not fitting). Other keys are ignored;
+// included, which a search counts as not fitting), {"gpu": {"device": D,
+// "allocated_peak": N, "reserved_peak": N}} (bytes, whole, not negative;
+// a device its peaks: PyTorch's max_memory_allocated/reserved). Other keys
+// are ignored;
 // nullopt for anything else (not JSON, not an object, a wrong type, an
 // epoch below 1, a negative count).
 std::optional<ProgramEvent> parse_event_line(std::string_view line);
+// Why parse_event_line rejected `line` when it is a {"gpu": ...} line that
+// is wrong ("gpu: reserved_peak must be a whole number of bytes, not
+// -5"); empty for any other line.
+std::string gpu_event_problem(std::string_view line);
 
 // What the program said over the whole trial.
 struct ProgramProgress {
@@ -47,6 +64,7 @@ struct ProgramProgress {
   double last_accuracy = -1.0;
   std::optional<ProgramEvent> model_size;
   std::optional<std::string> out_of_memory;  // what the program said ran out
+  ProgramGpuPeaks gpu;                       // -1: no {"gpu": ...} line
   std::int32_t bad_lines = 0;
   std::string first_bad_line;  // cut, for the one report of them
 };

@@ -166,6 +166,9 @@ void record_sampled_means(TrialRow& row, const RegionSummary& region) {
   row.sys_used_mean = region.sys_used_mean_bytes;
   row.samples = region.samples;
   row.dropped_samples = region.dropped_samples;
+  row.gpu_peak = region.gpu_peak_bytes;
+  set_fixed(row.gpu_devices, region.gpu_devices);
+  set_fixed(row.gpu_peak_source, region.gpu_peak_source);
 }
 
 // The row's memory columns from the trial process's region.
@@ -236,6 +239,8 @@ struct TrainingRunner::Impl {
   std::size_t trials_started = 0;
   // Ends a trial's processes and cgroup if this rank dies (trial_guard.hpp).
   std::optional<TrialGuard> guard;
+  // NVML, when the node has a driver (src/sampler/gpu/); else why not.
+  std::string gpu_problem;
 };
 
 TrainingRunner::Impl::Impl(const TrainingRunnerOptions& runner_options)
@@ -256,6 +261,7 @@ TrainingRunner::Impl::Impl(const TrainingRunnerOptions& runner_options)
   std::vector<std::string> columns;
   for (const CounterRequest& column : options.counter_columns) columns.push_back(column.name);
   counter_slots = memsweep::counter_slots(sampler->counter_names(), columns);
+  gpu_problem = sampler->open_gpu();
 }
 
 void TrainingRunner::Impl::finish(Attempt& attempt, TrialStatus status, std::string_view message) const {
@@ -670,6 +676,8 @@ void record_program_progress(TrialRow& row, const ProgramProgress& progress, con
   row.final_train_loss = progress.last_loss;
   row.test_accuracy = progress.last_accuracy;
   row.bad_event_lines = progress.bad_lines;
+  row.torch_allocated_peak = progress.gpu.allocated_peak;
+  row.torch_reserved_peak = progress.gpu.reserved_peak;
   if (!progress.model_size) return;
   RuleCounts counts;
   counts.parameters = static_cast<std::uint64_t>(progress.model_size->parameters);
@@ -840,6 +848,9 @@ void TrainingRunner::Impl::watch_program(Attempt& attempt, const TrialSpec& tria
   if (progress.bad_lines > 0 && get_fixed(row.status) == status_name(TrialStatus::ok))
     set_message(attempt, fmt::format("{} events line{} not understood; the first: {}", progress.bad_lines,
                                      progress.bad_lines == 1 ? "" : "s", progress.first_bad_line));
+  if (!region.gpu_warning.empty() && get_fixed(row.status) == status_name(TrialStatus::ok))
+    set_message(attempt, attempt.message.empty() ? region.gpu_warning
+                                                 : fmt::format("{}; {}", attempt.message, region.gpu_warning));
   timings.teardown_seconds = seconds_between(training_end, Clock::now());
 }
 
@@ -856,6 +867,8 @@ const std::vector<EventStatus>& TrainingRunner::counter_events() const { return 
 std::string TrainingRunner::isolation() const { return std::string(isolation_name(impl_->cgroups.isolation())); }
 
 std::string TrainingRunner::isolation_problem() const { return impl_->cgroups.problem(); }
+
+std::string TrainingRunner::gpu_problem() const { return impl_->gpu_problem; }
 
 std::size_t TrainingRunner::dataset_opens() const { return impl_->datasets.opens(); }
 

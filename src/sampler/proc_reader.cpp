@@ -53,6 +53,7 @@ class ProcMemoryProbe final : public MemoryProbe {
  public:
   explicit ProcMemoryProbe(const std::string& process)
       : self_(process == "self"),
+        pid_(self_ ? static_cast<int>(::getpid()) : std::stoi(process)),
         page_bytes_(::sysconf(_SC_PAGESIZE)),
         statm_("/proc/" + process + "/statm"),
         status_("/proc/" + process + "/status"),
@@ -104,8 +105,18 @@ class ProcMemoryProbe final : public MemoryProbe {
     if (self_) ::malloc_trim(0);
   }
 
+  bool read_pids(std::vector<int>& pids) noexcept override {
+    try {
+      pids.assign(1, pid_);
+    } catch (const std::bad_alloc&) {
+      return false;
+    }
+    return true;
+  }
+
  private:
   bool self_;
+  int pid_;
   std::int64_t page_bytes_;
   ProcFile statm_;
   ProcFile status_;

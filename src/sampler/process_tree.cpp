@@ -170,6 +170,18 @@ class ProcTreeProbe final : public ProcessTreeProbe {
   bool reset_peak_rss() noexcept override { return false; }
   void release_free_memory() noexcept override {}
 
+  // On the sampler's GPU thread: under the lock, as read_pss.
+  bool read_pids(std::vector<int>& pids) noexcept override {
+    try {
+      const std::lock_guard lock(members_mutex_);
+      for (const auto& [pid, member] : members_)
+        if (member.alive) pids.push_back(pid);
+    } catch (...) {
+      return false;
+    }
+    return true;
+  }
+
   std::vector<int> members() const override {
     std::vector<int> pids;
     for (const auto& [pid, member] : members_)

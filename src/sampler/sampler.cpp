@@ -2,6 +2,7 @@
 // monotonic clock, and a slower PSS thread, so that a smaps_rollup read
 // (milliseconds, under the process's memory lock) never delays a tick.
 
+#include "sampler/gpu/gpu_memory.hpp"
 #include "sampler/region.hpp"
 #include "sampler/sample_buffer.hpp"
 
@@ -60,11 +61,19 @@ struct Sampler::Shared {
   std::atomic<int> tick_tid{0};
   std::atomic<int> pss_tid{0};
   std::atomic<bool> first_taken{false};  // the run's first sample is in the buffer
-  std::int64_t t0_ns = 0;                // written before `go`
+  std::atomic<int> gpu_tid{0};
+  std::int64_t t0_ns = 0;  // written before `go`
   bool counters_active = false;
 
   std::atomic<std::int64_t> pss_bytes{-1};
   std::atomic<std::uint64_t> pss_sequence{0};
+  std::atomic<std::int64_t> gpu_tree_bytes{-1};
+  std::atomic<std::uint64_t> gpu_tree_reads{0};
+  std::atomic<std::int64_t> gpu_tree_cost_max{0};
+  // Written by the tick thread and the GPU thread, one each; read after
+  // they are joined.
+  gpu::GpuTrialPeak gpu_device_peak;
+  gpu::GpuTrialPeak gpu_tree_peak;
 
   // Statistics: one writer each, any reader.
   std::atomic<std::uint64_t> samples{0};
@@ -137,6 +146,19 @@ void Sampler::set_target(int pid, std::unique_ptr<MemoryProbe> probe) {
   probe_ = std::move(probe);
 }
 
+void Sampler::set_gpu(std::shared_ptr<gpu::GpuMemoryReader> reader) {
+  if (running_) throw std::logic_error("the sampler's GPU reader cannot change while it runs");
+  gpu_ = std::move(reader);
+}
+
+std::string Sampler::open_gpu() {
+  gpu::GpuOpen opened = gpu::open_gpu_memory();
+  if (opened.reader) set_gpu(std::move(opened.reader));
+  return opened.problem;
+}
+
+std::vector<std::string> Sampler::gpu_problems() const { return gpu_ ? gpu_->problems() : std::vector<std::string>{}; }
+
 void Sampler::start() { launch(false); }
 
 void Sampler::launch(bool held) {
@@ -153,7 +175,8 @@ void Sampler::launch(bool held) {
   shared.dropped_at_start = buffer_->dropped_total();
   shared.chunks_at_start = buffer_->chunks_filled();
   const bool with_pss = options_.pss_interval.count() > 0;
-  const int threads = with_pss ? 2 : 1;
+  const bool with_gpu_tree = gpu_ && gpu_->per_process_available();
+  const int threads = 1 + (with_pss ? 1 : 0) + (with_gpu_tree ? 1 : 0);
 
   const auto abandon = [&] {
     shared.abandoned.store(true, std::memory_order_release);
@@ -162,17 +185,21 @@ void Sampler::launch(bool held) {
     shared.go.notify_all();
     if (tick_thread_.joinable()) tick_thread_.join();
     if (pss_thread_.joinable()) pss_thread_.join();
+    if (gpu_thread_.joinable()) gpu_thread_.join();
   };
   try {
     tick_thread_ = std::thread(&Sampler::tick_loop, this);
     if (with_pss) pss_thread_ = std::thread(&Sampler::pss_loop, this);
+    if (with_gpu_tree) gpu_thread_ = std::thread(&Sampler::gpu_loop, this);
     for (int seen = 0; (seen = shared.ready.load(std::memory_order_acquire)) < threads;)
       shared.ready.wait(seen, std::memory_order_acquire);
     // The sampler's own threads exist before the counters open, so they can
     // be left out; every other thread, present or future, is counted.
     if (counters_) {
-      const std::array<int, 2> excluded{shared.tick_tid.load(), shared.pss_tid.load()};
-      const std::size_t excluded_count = target_pid_ == 0 ? static_cast<std::size_t>(threads) : 0;
+      std::array<int, 3> excluded{};
+      std::size_t excluded_count = 0;
+      for (const int tid : {shared.tick_tid.load(), shared.pss_tid.load(), shared.gpu_tid.load()})
+        if (tid != 0 && target_pid_ == 0) excluded[excluded_count++] = tid;
       shared.counters_active = counters_->start(target_pid_, std::span<const int>(excluded.data(), excluded_count));
     }
   } catch (...) {
@@ -214,6 +241,7 @@ void Sampler::stop() {
   shared.request_stop();
   if (tick_thread_.joinable()) tick_thread_.join();
   if (pss_thread_.joinable()) pss_thread_.join();
+  if (gpu_thread_.joinable()) gpu_thread_.join();
   // One last read, after the last tick: the region's totals.
   if (counters_ && shared.counters_active) {
     const std::size_t n = counters_->names().size();
@@ -250,7 +278,17 @@ RegionSummary Sampler::end_region() {
   const SamplerStats now = stats();
   totals.dropped_samples = now.dropped_samples;
   totals.missed_ticks = now.missed_ticks;
-  return detail::summarize_region(baseline_, *probe_, totals);
+  RegionSummary summary = detail::summarize_region(baseline_, *probe_, totals);
+  gpu::GpuTrialPeak gpu_peak = shared_->gpu_device_peak;
+  gpu_peak.take_tree_from(shared_->gpu_tree_peak);
+  summary.gpu_peak_bytes = gpu_peak.peak_bytes();
+  summary.gpu_devices = gpu::GpuTrialPeak::devices_text(gpu_peak.devices());
+  summary.gpu_peak_source = std::string(gpu::gpu_peak_source_name(gpu_peak.source()));
+  const std::vector<std::string> problems = gpu_problems();
+  for (std::size_t i = gpu_problems_reported_; i < problems.size(); ++i)
+    summary.gpu_warning += (summary.gpu_warning.empty() ? "" : "; ") + problems[i];
+  gpu_problems_reported_ = problems.size();
+  return summary;
 }
 
 std::size_t Sampler::drain(const std::function<void(const SampleChunk&)>& consume) { return buffer_->drain(consume); }
@@ -273,6 +311,8 @@ SamplerStats Sampler::stats() const {
   stats.pss_read_failures = shared.pss_failures.load(relaxed);
   stats.pss_read_ns_total = shared.pss_cost_total.load(relaxed);
   stats.pss_read_ns_max = shared.pss_cost_max.load(relaxed);
+  stats.gpu_tree_reads = shared.gpu_tree_reads.load(relaxed);
+  stats.gpu_tree_read_ns_max = shared.gpu_tree_cost_max.load(relaxed);
   return stats;
 }
 
@@ -305,6 +345,9 @@ void Sampler::tick_loop() {
   const std::size_t counter_count = counters_ && shared.counters_active ? counters_->names().size() : 0;
   detail::RegionTotals& totals = shared.totals;
   std::uint64_t pss_seen = 0;
+  gpu::GpuMemoryReader* const gpu = gpu_.get();
+  std::array<std::int64_t, gpu::kMaxGpuDevices> gpu_used{};
+  const auto gpu_devices = static_cast<std::size_t>(gpu != nullptr ? gpu->device_count() : 0);
   // The first sample at once, even if stop() follows start() immediately:
   // every run has at least its starting point.
   std::int64_t deadline = shared.t0_ns;
@@ -342,6 +385,11 @@ void Sampler::tick_loop() {
     sample.pss_bytes = shared.pss_bytes.load(relaxed);
     if (pss_now != pss_seen) sample.flags |= kSamplePssFresh;
     pss_seen = pss_now;
+    if (gpu != nullptr) {
+      sample.gpu_used_bytes = gpu->read_device_used(gpu_used);
+      shared.gpu_device_peak.add_device_used(std::span<const std::int64_t>(gpu_used.data(), gpu_devices));
+      sample.gpu_tree_used_bytes = shared.gpu_tree_bytes.load(relaxed);
+    }
     if (counter_count > 0 && !counters_->read(std::span(sample.counters.data(), counter_count),
                                               std::span(sample.counter_running.data(), counter_count))) {
       sample.flags |= kSampleCountersReadFailed;
@@ -409,6 +457,39 @@ void Sampler::pss_loop() {
       shared.pss_failures.fetch_add(1, relaxed);
     }
     deadline = std::max(deadline + interval, end + kPssCostSpacing * (end - begin));
+  } while (shared.sleep_until(deadline));
+}
+
+// NVML's per-process lists cost milliseconds and take the driver's lock
+// (which the trial's own CUDA calls take too): on a thread of their own,
+// spaced by next_tree_read_delay, so that a tick never waits for one.
+void Sampler::gpu_loop() {
+  Shared& shared = *shared_;
+  name_this_thread("memsweep-gpu");
+  shared.gpu_tid.store(static_cast<int>(::gettid()), std::memory_order_relaxed);
+  shared.signal_ready();
+  if (!shared.wait_for_go()) return;
+
+  constexpr auto relaxed = std::memory_order_relaxed;
+  std::vector<int> pids;
+  std::int64_t deadline = shared.t0_ns;
+  do {
+    const std::int64_t begin = now_ns();
+    pids.clear();
+    if (!probe_->read_pids(pids) && target_pid_ > 0) pids.assign(1, target_pid_);
+    if (!pids.empty()) {
+      try {
+        const gpu::TreeGpuReading reading = gpu_->read_tree(pids);
+        shared.gpu_tree_peak.add_tree(reading);
+        if (reading.ok) shared.gpu_tree_bytes.store(reading.bytes, relaxed);
+      } catch (const std::bad_alloc&) {
+        // A longer process list than memory allows: this read is skipped.
+      }
+    }
+    const std::int64_t end = now_ns();
+    shared.gpu_tree_reads.fetch_add(1, relaxed);
+    set_max(shared.gpu_tree_cost_max, end - begin);
+    deadline = end + gpu::next_tree_read_delay(std::chrono::nanoseconds(end - begin)).count();
   } while (shared.sleep_until(deadline));
 }
 

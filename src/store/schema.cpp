@@ -3,6 +3,7 @@
 #include "common/duration_text.hpp"
 #include "memsweep/sample_chunk.hpp"
 
+#include "memsweep/gpu_columns.hpp"
 #include "memsweep/store.hpp"
 
 #include <fmt/format.h>
@@ -49,6 +50,14 @@ Column int32_array(const char* name, std::size_t offset, std::size_t elements, c
 // A column that schema `version` added (docs/results-file.md, Versions).
 Column added_in(int version, Column column) {
   column.since_version = version;
+  return column;
+}
+
+// A measurement source's column (src/sampler/*/..._columns.hpp): its name,
+// unit and version from the declaration, its place in the row from the caller.
+Column source_column(const SourceColumn& declared, std::size_t offset, ColumnKind kind, std::size_t extent = 1) {
+  Column column{std::string(declared.name), offset, kind, extent, std::string(declared.unit)};
+  column.since_version = declared.since_version;
   return column;
 }
 
@@ -166,6 +175,13 @@ TableSchema trials_schema() {
               added_in(6, int64("search_limit", offsetof(TrialRow, search_limit), kBytes)),
               added_in(6, int32("full_run", offsetof(TrialRow, full_run), kOne)),
               added_in(6, int32("reported_oom", offsetof(TrialRow, reported_oom), kOne)),
+              // Schema 7: GPU memory.
+              source_column(gpu::kTrialGpuPeak, offsetof(TrialRow, gpu_peak), ColumnKind::int64),
+              source_column(gpu::kTrialGpuDevices, offsetof(TrialRow, gpu_devices), ColumnKind::text, kGpuDevicesChars),
+              source_column(gpu::kTrialGpuPeakSource, offsetof(TrialRow, gpu_peak_source), ColumnKind::text,
+                            kNameChars),
+              source_column(gpu::kTrialTorchAllocatedPeak, offsetof(TrialRow, torch_allocated_peak), ColumnKind::int64),
+              source_column(gpu::kTrialTorchReservedPeak, offsetof(TrialRow, torch_reserved_peak), ColumnKind::int64),
           },
       }),
       default_row<TrialRow>(),
@@ -192,6 +208,8 @@ TableSchema samples_schema(std::span<const std::string> counter_columns, const H
           added_in(2, int64("sys_total", offsetof(SampleRow, sys_total), kBytes)),
           int64("sys_available", offsetof(SampleRow, sys_available), kBytes),
           int64("sys_active", offsetof(SampleRow, sys_active), kBytes),
+          source_column(gpu::kSampleGpuUsed, offsetof(SampleRow, gpu_used), ColumnKind::int64),
+          source_column(gpu::kSampleGpuTreeUsed, offsetof(SampleRow, gpu_tree_used), ColumnKind::int64),
       },
       default_row<SampleRow>(),
   };

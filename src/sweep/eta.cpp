@@ -87,7 +87,8 @@ double predicted_seconds(const CostRate& rate, const TrialCost& cost) {
 
 double seconds_left_of(const CostRate& rate, const RunningTrial& trial) {
   const double elapsed = std::max(trial.elapsed_seconds, 0.0);
-  return std::max(predicted_seconds(rate, trial.cost) - elapsed, kOverrunShare * elapsed);
+  const double left = predicted_seconds(rate, trial.cost) - elapsed;
+  return std::max({left, -kOverrunShare * left, kMinRunningSeconds});
 }
 
 // A search's probes are one configuration whatever their value on the axis

@@ -156,6 +156,7 @@ void SweepFollower::add_sample(const SampleRow& row) {
   attempt.series.push_back({row.t, row.rss, row.sys_used, row.epoch});
   if (attempt.series.size() > kMaxSeriesPoints) thin(attempt.series);
   attempt.peak_rss = std::max(attempt.peak_rss, row.rss);
+  attempt.peak_gpu = std::max(attempt.peak_gpu, gpu_of(row));
   attempt.last = row;
   attempt.has_samples = true;
 }
@@ -180,6 +181,12 @@ std::vector<NodeMemory> SweepFollower::node_memory() const {
   return nodes;
 }
 
+// A sample's GPU memory as watch shows it: the trial tree's (NVML per
+// process), else the devices' used memory; -1: not measured.
+std::int64_t SweepFollower::gpu_of(const SampleRow& row) {
+  return row.gpu_tree_used >= 0 ? row.gpu_tree_used : row.gpu_used;
+}
+
 TrialView SweepFollower::view_of(const AttemptKey& key, const Attempt& attempt) const {
   TrialView view;
   view.trial_id = key.first;
@@ -196,6 +203,7 @@ TrialView SweepFollower::view_of(const AttemptKey& key, const Attempt& attempt) 
     view.host = get_fixed(trial.host);
     const std::string trainer = get_fixed(trial.trainer);
     view.program = !trainer.empty() && trainer != kBuiltinTrainer;  // a row written before trainers: memsweep's
+    view.gpu_peak = trial.gpu_peak;
   }
   if (view.host.empty()) view.host = host_of_rank(view.rank);
   if (const auto spec = planned_.find(key.first); spec != planned_.end()) {
@@ -210,7 +218,9 @@ TrialView SweepFollower::view_of(const AttemptKey& key, const Attempt& attempt) 
     view.epoch = attempt.last.epoch;
     view.elapsed_s = attempt.last.t;
     view.rss_now = attempt.last.rss;
+    view.gpu_now = gpu_of(attempt.last);
   }
+  view.gpu_peak = std::max(view.gpu_peak, attempt.peak_gpu);
   view.counter_names = header().counter_columns;
   for (std::size_t i = 0; i < view.counter_names.size() && i < attempt.last.counters.size(); ++i) {
     const std::int64_t value = attempt.has_samples ? attempt.last.counters[i] : -1;

@@ -64,10 +64,12 @@ class SweepFollower {
     std::vector<Point> series;
     std::vector<double> epoch_starts;
     std::int64_t peak_rss = -1;
+    std::int64_t peak_gpu = -1;  // the largest gpu_tree_used, else gpu_used (schema 7)
     SampleRow last{};
     bool has_samples = false;
   };
 
+  static std::int64_t gpu_of(const SampleRow& row);
   void read_new_rows();
   void add_trial_row(const TrialRow& row);
   void add_sample(const SampleRow& row);

@@ -298,6 +298,12 @@ void add_summary(Lines& out, const SweepSnapshot& snapshot) {
 
 // ---- trial sections ----
 
+// GPU memory, only for a trial that has it (docs/runner.md, "GPU memory").
+void add_gpu_line(Lines& out, const TrialView& trial) {
+  if (trial.gpu_now < 0 && trial.gpu_peak < 0) return;
+  out.add(fmt::format("GPU now {}  peak {}", format_bytes(trial.gpu_now), format_bytes(trial.gpu_peak)));
+}
+
 void add_trial_header(Lines& out, const SweepSnapshot& snapshot, const TrialView& trial) {
   out.add(title(snapshot));
   out.add(fmt::format("trial {}  attempt {}{}  {}  rank {}  host {}", trial.trial_id, trial.attempt,
@@ -308,6 +314,7 @@ void add_trial_header(Lines& out, const SweepSnapshot& snapshot, const TrialView
                       format_duration(trial.elapsed_s), format_bytes(trial.rss_now), format_bytes(trial.rss_peak)));
   if (!trial.hyperparameters.empty()) out.add(trial.hyperparameters);
   if (!trial.message.empty() && trial.status != "ok") out.add("message: " + trial.message);
+  add_gpu_line(out, trial);
 }
 
 const std::vector<std::string>& counter_names(const SweepSnapshot& snapshot, const TrialView& trial) {

@@ -49,7 +49,11 @@ struct TrialView {
   double elapsed_s = 0.0;      // the newest sample's t
   std::int64_t rss_now = -1;   // bytes, the newest sample
   std::int64_t rss_peak = -1;  // bytes, the largest sample
-  std::vector<Point> series;   // in time order; may be thinned to a few thousand points
+  // GPU memory (schema 7; -1: not measured): the tree's from NVML, else
+  // the devices' used memory; the peak is the row's gpu_peak once there.
+  std::int64_t gpu_now = -1;
+  std::int64_t gpu_peak = -1;
+  std::vector<Point> series;  // in time order; may be thinned to a few thousand points
   // The t at which each epoch from 1 on began (the first sample of it):
   // where the charts draw epoch boundaries.
   std::vector<double> epoch_starts;

@@ -116,6 +116,62 @@ TEST(EventLineReader, AHugeLineIsOneBadLineAndTheReaderGoesOn) {
   EXPECT_TRUE(decode_phase(frames[0]).evaluating);
 }
 
+TEST(ParseEventLine, TheGpuLineGivesTheProgramsOwnPeaks) {
+  const auto gpu =
+      parse_event_line(R"({"gpu": {"device": 1, "allocated_peak": 1073741824, "reserved_peak": 2147483648}})");
+  ASSERT_TRUE(gpu);
+  EXPECT_EQ(gpu->kind, Kind::gpu);
+  EXPECT_EQ(gpu->device, 1);
+  EXPECT_EQ(gpu->allocated_peak, 1073741824);
+  EXPECT_EQ(gpu->reserved_peak, 2147483648);
+  EXPECT_EQ(gpu_event_problem(R"({"gpu": {"device": 0, "allocated_peak": 0, "reserved_peak": 0}})"), "");
+}
+
+// Each wrong {"gpu": ...} line, and what its message says.
+struct BadGpuLine {
+  const char* line;
+  const char* problem;
+};
+class ParseBadGpuLine : public ::testing::TestWithParam<BadGpuLine> {};
+
+TEST_P(ParseBadGpuLine, IsNotAnEventAndSaysWhy) {
+  EXPECT_FALSE(parse_event_line(GetParam().line)) << GetParam().line;
+  EXPECT_EQ(gpu_event_problem(GetParam().line), GetParam().problem);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Lines, ParseBadGpuLine,
+    ::testing::Values(BadGpuLine{R"({"gpu": 5})",
+                                 R"(gpu: expected an object {"device": D, "allocated_peak": N, "reserved_peak": N})"},
+                      BadGpuLine{R"({"gpu": {"allocated_peak": 1, "reserved_peak": 2}})", "gpu: device is missing"},
+                      BadGpuLine{R"({"gpu": {"device": 0, "reserved_peak": 2}})", "gpu: allocated_peak is missing"},
+                      BadGpuLine{R"({"gpu": {"device": 0, "allocated_peak": 1, "reserved_peak": -5}})",
+                                 "gpu: reserved_peak must be a whole number of bytes from 0, not -5"},
+                      BadGpuLine{R"({"gpu": {"device": 0, "allocated_peak": 1.5, "reserved_peak": 2}})",
+                                 "gpu: allocated_peak must be a whole number of bytes from 0, not 1.5"},
+                      BadGpuLine{R"({"gpu": {"device": "cuda:0", "allocated_peak": 1, "reserved_peak": 2}})",
+                                 R"(gpu: device must be a whole number (a device index) from 0, not "cuda:0")"}));
+
+TEST(EventLineReader, KeepsTheLargestGpuPeaksAndNamesWhatIsWrongWithABadGpuLine) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const std::string text =
+      "{\"gpu\": {\"device\": 0, \"allocated_peak\": 100, \"reserved_peak\": 400}}\n"
+      "{\"gpu\": {\"device\": 0, \"allocated_peak\": 300}}\n"
+      "{\"gpu\": {\"device\": 1, \"allocated_peak\": 200, \"reserved_peak\": 300}}\n";
+  ASSERT_EQ(::write(fds[1], text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ::close(fds[1]);
+  EventLineReader reader(fds[0]);
+  while (reader.next()) {
+  }
+  ::close(fds[0]);
+  const ProgramProgress& progress = reader.progress();
+  EXPECT_EQ(progress.gpu.allocated_peak, 200);
+  EXPECT_EQ(progress.gpu.reserved_peak, 400);
+  EXPECT_EQ(progress.bad_lines, 1);
+  EXPECT_THAT(progress.first_bad_line, HasSubstr("(gpu: reserved_peak is missing)"));
+}
+
 TEST(ParsePidList, ChildrenFilesAndCgroupProcs) {
   EXPECT_THAT(parse_pid_list("123 456 "), ElementsAre(123, 456));
   EXPECT_THAT(parse_pid_list("7\n8\n9\n"), ElementsAre(7, 8, 9));

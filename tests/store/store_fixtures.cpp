@@ -101,6 +101,11 @@ TrialRow example_trial(int index, std::string_view status) {
   row.search_limit = 3'000'000'000 + index;
   row.full_run = index % 2;
   row.reported_oom = 1;
+  row.gpu_peak = 3'000'000'000 + index;
+  set_fixed(row.gpu_devices, "0,3");
+  set_fixed(row.gpu_peak_source, "tree");
+  row.torch_allocated_peak = 2'000'000'000;
+  row.torch_reserved_peak = 2'500'000'000;
   return row;
 }
 
@@ -186,6 +191,8 @@ std::vector<SampleRow> example_samples(std::string_view trial_id, std::int32_t a
     row.sys_total = 16'000'000'000;
     row.sys_available = 12'000'000'000;
     row.sys_active = 6'000'000'000;
+    row.gpu_used = 40'000'000'000 + static_cast<std::int64_t>(i);
+    row.gpu_tree_used = 30'000'000'000;
     for (std::size_t c = 0; c < kCounterColumns.size(); ++c)
       row.counters[c] = static_cast<std::int64_t>(1000 * (c + 1) + i);
   }
@@ -273,6 +280,11 @@ void expect_same(const TrialRow& expected, const TrialRow& actual) {
   EXPECT_EQ(actual.search_limit, expected.search_limit);
   EXPECT_EQ(actual.full_run, expected.full_run);
   EXPECT_EQ(actual.reported_oom, expected.reported_oom);
+  EXPECT_EQ(actual.gpu_peak, expected.gpu_peak);
+  EXPECT_EQ(get_fixed(actual.gpu_devices), get_fixed(expected.gpu_devices));
+  EXPECT_EQ(get_fixed(actual.gpu_peak_source), get_fixed(expected.gpu_peak_source));
+  EXPECT_EQ(actual.torch_allocated_peak, expected.torch_allocated_peak);
+  EXPECT_EQ(actual.torch_reserved_peak, expected.torch_reserved_peak);
 }
 
 void expect_same(const SampleRow& expected, const SampleRow& actual, std::size_t counters) {
@@ -289,6 +301,8 @@ void expect_same(const SampleRow& expected, const SampleRow& actual, std::size_t
   EXPECT_EQ(actual.sys_total, expected.sys_total);
   EXPECT_EQ(actual.sys_available, expected.sys_available);
   EXPECT_EQ(actual.sys_active, expected.sys_active);
+  EXPECT_EQ(actual.gpu_used, expected.gpu_used);
+  EXPECT_EQ(actual.gpu_tree_used, expected.gpu_tree_used);
   for (std::size_t c = 0; c < counters; ++c) EXPECT_EQ(actual.counters[c], expected.counters[c]) << "counter " << c;
 }
 
@@ -446,21 +460,35 @@ void drop_columns(hid_t file, const std::string& name, const std::vector<std::st
 
 }  // namespace
 
+TrialRow without_gpu_memory(TrialRow row) {
+  row.gpu_peak = -1;
+  set_fixed(row.gpu_devices, "");
+  set_fixed(row.gpu_peak_source, "");
+  row.torch_allocated_peak = -1;
+  row.torch_reserved_peak = -1;
+  return row;
+}
+
 void rewrite_as_schema_version(const std::filesystem::path& path, int version) {
-  ASSERT_TRUE(version >= 1 && version <= 5) << "no such older version: " << version;
+  ASSERT_TRUE(version >= 1 && version <= 6) << "no such older version: " << version;
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   ASSERT_GE(file, 0) << path;
-  EXPECT_GE(H5Ldelete(file, "searches", H5P_DEFAULT), 0) << "schema 6's /searches";
-  std::vector<std::string> dropped = kTrialColumnsOfVersion6;
+  std::vector<std::string> dropped = kTrialColumnsOfVersion7;
+  std::vector<std::string> dropped_samples = kSampleColumnsOfVersion7;
+  if (version < 6) {
+    EXPECT_GE(H5Ldelete(file, "searches", H5P_DEFAULT), 0) << "schema 6's /searches";
+    dropped.insert(dropped.end(), kTrialColumnsOfVersion6.begin(), kTrialColumnsOfVersion6.end());
+  }
   if (version < 5) {
     EXPECT_GE(H5Ldelete(file, "messages", H5P_DEFAULT), 0) << "schema 5's /messages";
     dropped.emplace_back("plan_index");  // schema 5's
-    drop_columns(file, "samples", {"phase"});
+    dropped_samples.emplace_back("phase");
   }
   if (version < 4) dropped.insert(dropped.end(), kTrialColumnsOfVersion4.begin(), kTrialColumnsOfVersion4.end());
   if (version < 3) dropped.insert(dropped.end(), kTrialColumnsOfVersion3.begin(), kTrialColumnsOfVersion3.end());
   if (!dropped.empty()) drop_columns(file, "trials", dropped);
-  if (version < 2) drop_columns(file, "samples", {"sys_total"});
+  if (version < 2) dropped_samples.emplace_back("sys_total");
+  drop_columns(file, "samples", dropped_samples);
   const hid_t attribute = H5Aopen(file, "schema_version", H5P_DEFAULT);
   const std::int32_t value = version;
   EXPECT_GE(H5Awrite(attribute, H5T_NATIVE_INT32, &value), 0);

@@ -46,13 +46,21 @@ std::string store_error(const std::function<void()>& action);
 // deleted, and schema_version is set. Schema 2 added /samples' sys_total;
 // schema 3 the /trials columns of kTrialColumnsOfVersion3; schema 4 those of
 // kTrialColumnsOfVersion4; schema 5 the /messages table; schema 6 the
-// /searches table and the /trials columns of kTrialColumnsOfVersion6.
+// /searches table and the /trials columns of kTrialColumnsOfVersion6;
+// schema 7 the GPU columns of kTrialColumnsOfVersion7 and
+// kSampleColumnsOfVersion7.
 void rewrite_as_schema_version(const std::filesystem::path& path, int version);
+// `row` with its GPU memory (schema 7) not measured, as an older file or a
+// trial without NVML reads.
+TrialRow without_gpu_memory(TrialRow row);
 inline const std::vector<std::string> kTrialColumnsOfVersion3{"pid",       "end_signal",    "oom_killed", "end_cause",
                                                               "isolation", "start_seconds", "cgroup_peak"};
 inline const std::vector<std::string> kTrialColumnsOfVersion4{
     "trainer", "params", "processes", "rss_peak_hwm_sum", "process_peak_max", "bad_event_lines"};
 inline const std::vector<std::string> kTrialColumnsOfVersion6{"search",       "probe",    "axis_value",
                                                               "search_limit", "full_run", "reported_oom"};
+inline const std::vector<std::string> kTrialColumnsOfVersion7{"gpu_peak", "gpu_devices", "gpu_peak_source",
+                                                              "torch_allocated_peak", "torch_reserved_peak"};
+inline const std::vector<std::string> kSampleColumnsOfVersion7{"gpu_used", "gpu_tree_used"};
 
 }  // namespace memsweep::testing

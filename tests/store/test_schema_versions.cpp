@@ -1,6 +1,6 @@
-// Schema versions: this memsweep writes version 6 and reads 1 to 6, by
+// Schema versions: this memsweep writes version 7 and reads 1 to 7, by
 // column name (a column a file's version lacks reads as its "not measured"
-// value, a table it lacks as empty); it resumes only version 6, and leaves an
+// value, a table it lacks as empty); it resumes only version 7, and leaves an
 // older file as it was; versions it does not know are refused.
 
 #include "memsweep/store.hpp"
@@ -98,6 +98,13 @@ TEST(CurrentSchemaVersion, WritesHowEachTrialProcessEndedAndWhatTrainedItWithUni
     const std::vector<SearchRow> searches = reader.searches();
     ASSERT_EQ(searches.size(), 1u);
     expect_same(example_search(0), searches[0]);
+    // Schema 7: GPU memory.
+    EXPECT_EQ(trials[1].gpu_peak, 3'000'000'001);
+    EXPECT_EQ(get_fixed(trials[1].gpu_devices), "0,3");
+    EXPECT_EQ(get_fixed(trials[1].gpu_peak_source), "tree");
+    EXPECT_EQ(trials[1].torch_reserved_peak, 2'500'000'000);
+    EXPECT_EQ(samples[5].gpu_used, 40'000'000'005);
+    EXPECT_EQ(samples[5].gpu_tree_used, 30'000'000'000);
   }
   const std::vector<std::pair<std::string, std::string>> units{
       {"pid", "1"},
@@ -123,9 +130,17 @@ TEST(CurrentSchemaVersion, WritesHowEachTrialProcessEndedAndWhatTrainedItWithUni
       {"search_limit", "bytes"},
       {"full_run", "1"},
       {"reported_oom", "1"},
+      // Schema 7: GPU memory.
+      {"gpu_peak", "bytes"},
+      {"gpu_devices", "text"},
+      {"gpu_peak_source", "text"},
+      {"torch_allocated_peak", "bytes"},
+      {"torch_reserved_peak", "bytes"},
   };
   for (const auto& [column, unit] : units) EXPECT_EQ(unit_of(path, "trials", column), unit) << column;
   EXPECT_EQ(unit_of(path, "samples", "phase"), "1");
+  EXPECT_EQ(unit_of(path, "samples", "gpu_used"), "bytes");
+  EXPECT_EQ(unit_of(path, "samples", "gpu_tree_used"), "bytes");
   // Schema 5: messages whole.
   for (const char* column : {"attempt", "run", "piece"}) EXPECT_EQ(unit_of(path, "messages", column), "1") << column;
   EXPECT_EQ(unit_of(path, "messages", "text"), "text");
@@ -189,8 +204,11 @@ class OlderVersion : public ::testing::TestWithParam<int> {
     EXPECT_EQ(H5Tget_member_index(trial_type, "plan_index") >= 0, version() >= 5);
     EXPECT_EQ(H5Tget_member_index(sample_type, "phase") >= 0, version() >= 5);
     EXPECT_EQ(H5Lexists(file, "messages", H5P_DEFAULT) > 0, version() >= 5);
-    EXPECT_LT(H5Tget_member_index(trial_type, "search"), 0);
-    EXPECT_EQ(H5Lexists(file, "searches", H5P_DEFAULT), 0);
+    EXPECT_EQ(H5Tget_member_index(trial_type, "search") >= 0, version() >= 6);
+    EXPECT_EQ(H5Lexists(file, "searches", H5P_DEFAULT) > 0, version() >= 6);
+    EXPECT_LT(H5Tget_member_index(trial_type, "gpu_peak"), 0);
+    EXPECT_LT(H5Tget_member_index(trial_type, "torch_reserved_peak"), 0);
+    EXPECT_LT(H5Tget_member_index(sample_type, "gpu_used"), 0);
     EXPECT_EQ(H5Tget_member_index(sample_type, "sys_total") >= 0, version() >= 2);
     H5Tclose(sample_type);
     H5Tclose(trial_type);
@@ -205,6 +223,8 @@ class OlderVersion : public ::testing::TestWithParam<int> {
 // What an old file's trial row reads as: its own columns, and "not
 // measured" for those added after its version.
 TrialRow as_read_from_an_older_file(TrialRow row, int version) {
+  if (version >= 7) return row;
+  row = testing::without_gpu_memory(row);
   if (version >= 6) return row;
   row.search = -1;
   row.probe = -1;
@@ -250,6 +270,7 @@ TEST_P(OlderVersion, ReadsItsColumnsAndDefaultsForTheNewOnes) {
     expect_same(as_read_from_an_older_file(example_trial(2), version()), reader.trials(1, 5)[1]);
 
     std::vector<SampleRow> expected_samples = example_samples(testing::example_id(0), 0, kSamples);
+    for (SampleRow& row : expected_samples) row.gpu_used = row.gpu_tree_used = -1;  // schema 7's: not measured
     if (version() < 5)
       for (SampleRow& row : expected_samples) row.phase = -1;  // schema 5's: unknown
     if (version() < 2)
@@ -260,10 +281,14 @@ TEST_P(OlderVersion, ReadsItsColumnsAndDefaultsForTheNewOnes) {
     EXPECT_EQ(samples[7].sys_total, version() >= 2 ? 16'000'000'000 : -1);
     EXPECT_EQ(samples[7].phase, version() >= 5 ? 1 : -1);
     EXPECT_EQ(trials[1].plan_index, version() >= 5 ? 41 : -1);
-    EXPECT_EQ(trials[1].search, -1);
-    EXPECT_EQ(trials[1].reported_oom, 0);
-    // No /searches: none to read.
-    EXPECT_TRUE(reader.searches().empty());
+    EXPECT_EQ(trials[1].gpu_peak, -1);
+    EXPECT_EQ(samples[7].gpu_used, -1);
+    if (version() < 6) {
+      EXPECT_EQ(trials[1].search, -1);
+      EXPECT_EQ(trials[1].reported_oom, 0);
+      // No /searches: none to read.
+      EXPECT_TRUE(reader.searches().empty());
+    }
 
     ASSERT_EQ(reader.epochs().size(), static_cast<std::size_t>(kTrials));
     expect_same(example_epoch(1), reader.epochs()[1]);
@@ -322,7 +347,7 @@ TEST_P(OlderVersion, ATableReadsTheDefaultsWhateverTheBufferHeld) {
     expect_same(as_read_from_an_older_file(example_trial(i), version()), rows[static_cast<std::size_t>(i)]);
 }
 
-INSTANTIATE_TEST_SUITE_P(Versions1To5, OlderVersion, ::testing::Values(1, 2, 3, 4, 5),
+INSTANTIATE_TEST_SUITE_P(Versions1To6, OlderVersion, ::testing::Values(1, 2, 3, 4, 5, 6),
                          [](const ::testing::TestParamInfo<int>& case_info) {
                            return fmt::format("Version{}", case_info.param);
                          });

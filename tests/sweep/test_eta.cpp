@@ -198,17 +198,23 @@ TEST(RemainingSeconds, TheLastLongTrialIsNotSpreadOverIdleWorkers) {
   EXPECT_NEAR(*remaining_seconds(inputs), kCnnSeconds, 1e-9);
 }
 
-TEST(RemainingSeconds, ARunningTrialPastItsPredictionRunsOnForAShareOfItsTimeSoFar) {
+TEST(RemainingSeconds, ARunningTrialPastItsPredictionRunsOnForAShareOfItsOverrun) {
   EtaInputs inputs = after_the_mlps();
   inputs.finished.push_back(ended(inputs.waiting[0], kCnnSeconds));
   inputs.running.push_back({inputs.waiting[1], 45.0});
   inputs.waiting.clear();
-  // Predicted 30 s, running for 45: not ended, so not 0 s left.
-  EXPECT_NEAR(*remaining_seconds(inputs), kOverrunShare * 45.0, 1e-9);
-  EXPECT_GT(kOverrunShare, 0.0);
-  // Before its prediction, the prediction's rest.
+  // Predicted 30 s, running for 45: not ended, so not 0 s left; it has
+  // overrun by 15 s and is expected to overrun by a share of that again.
+  EXPECT_NEAR(*remaining_seconds(inputs), kOverrunShare * 15.0, 1e-9);
+  EXPECT_GT(kOverrunShare * 15.0, kMinRunningSeconds);
+  // At its prediction, the least there is; before it, the prediction's rest.
+  inputs.running[0].elapsed_seconds = 30.0;
+  EXPECT_NEAR(*remaining_seconds(inputs), kMinRunningSeconds, 1e-9);
   inputs.running[0].elapsed_seconds = 20.0;
   EXPECT_NEAR(*remaining_seconds(inputs), 10.0, 1e-9);
+  // No jump as it nears its prediction: 2 s before it, 2 s left.
+  inputs.running[0].elapsed_seconds = 28.0;
+  EXPECT_NEAR(*remaining_seconds(inputs), 2.0, 1e-9);
 }
 
 // The user's sweep of issue 31: a program (the PyTorch MNIST example) over

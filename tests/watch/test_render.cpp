@@ -3,6 +3,7 @@
 // the frame the terminal gives them.
 
 #include "common/duration_text.hpp"
+#include "watch/charts.hpp"
 #include "watch/render.hpp"
 
 #include <fmt/format.h>
@@ -289,6 +290,18 @@ TEST(Trial, ShowsWhatTheTrialIsAndItsCounters) {
   std::vector<std::string> cells;
   for (std::string cell; unknown >> cell;) cells.push_back(cell);
   EXPECT_EQ(cells, (std::vector<std::string>{"minor_faults", "-", "-"}));
+}
+
+TEST(Trial, AGpuLineOnlyForATrialWithGpuMemory) {
+  const SweepSnapshot s = snapshot_with(1);
+  TrialView trial = s.running_trials[0];
+  EXPECT_THAT(joined(render_trial(s, trial, {100, 0, Glyphs::unicode()})), Not(HasSubstr("GPU")));
+  trial.gpu_now = 3 * kGiB;
+  trial.gpu_peak = 5 * kGiB;
+  const std::vector<std::string> lines = render_trial(s, trial, {100, 0, Glyphs::unicode()});
+  const std::string gpu = line_with(lines, "GPU now");
+  EXPECT_THAT(gpu, HasSubstr(format_bytes(3 * kGiB)));
+  EXPECT_THAT(gpu, HasSubstr("peak " + format_bytes(5 * kGiB)));
 }
 
 TEST(Trial, SaysWhenNoCountersWereRecorded) {

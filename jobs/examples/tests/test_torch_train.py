@@ -361,3 +361,39 @@ def test_nan_loss_exits_3(needs_torch):
     result = run(synthetic("1,8,8", 200, 20, "--hidden", "256,256", "--learning-rate", "1e6"))
     assert result.returncode == 3, result
     assert "nan" in result.stderr.lower() or "inf" in result.stderr.lower()
+
+
+# ---- --device -------------------------------------------------------------------
+
+
+def test_device_cpu_trains_and_writes_no_gpu_line(needs_torch, tmp_path):
+    events_path = tmp_path / "events.jsonl"
+    result = succeeded(run(synthetic("1,8,8", 100, 20, "--hidden", "8", "--epochs", "2", "--device", "cpu"),
+                           events_path))
+    events = events_of(events_path)
+    check_protocol(events, 2)
+    assert not any("gpu" in event for event in events), events
+    assert "device=cpu" in result.stdout
+
+
+def test_device_cuda_without_one_exits_2_saying_so(needs_torch, tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    result = run(synthetic("1,8,8", 100, 20, "--hidden", "8", "--device", "cuda"))
+    assert result.returncode == 2, result
+    assert "--device cuda: torch sees no CUDA device" in result.stderr
+
+
+def test_device_cuda_writes_pytorchs_peaks_after_each_epoch(needs_torch, tmp_path):
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device here (bench/gpu-check.sh runs this on a GPU machine)")
+    events_path = tmp_path / "events.jsonl"
+    succeeded(run(synthetic("1,8,8", 100, 20, "--hidden", "8", "--epochs", "2", "--device", "cuda"), events_path))
+    gpu = [event["gpu"] for event in events_of(events_path) if "gpu" in event]
+    assert len(gpu) == 2, gpu
+    for peaks in gpu:
+        assert 0 < peaks["allocated_peak"] <= peaks["reserved_peak"], peaks

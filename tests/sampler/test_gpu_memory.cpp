@@ -1,0 +1,266 @@
+// The GPU reader's logic through a library that answers NVML's calls
+// (fake_nvml.cpp, loaded by path), and the absent driver for real: this
+// machine has no libnvidia-ml.
+
+#include "memsweep/sampler.hpp"
+#include "sampler/gpu/gpu_memory.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+#include <stdlib.h>
+
+#include <unistd.h>
+
+#include <array>
+#include <string>
+#include <thread>
+
+namespace memsweep::gpu {
+namespace {
+
+constexpr std::int64_t kMiB = 1 << 20;
+
+// The fake's control functions, found in the same loaded copy the reader uses.
+class FakeNvml {
+ public:
+  FakeNvml() : handle_(::dlopen(MEMSWEEP_FAKE_NVML_PATH, RTLD_NOW | RTLD_LOCAL)) {
+    if (handle_ == nullptr) throw std::runtime_error(::dlerror());
+    call<void>("fake_nvml_reset");
+  }
+  ~FakeNvml() { ::dlclose(handle_); }
+  FakeNvml(const FakeNvml&) = delete;
+  FakeNvml& operator=(const FakeNvml&) = delete;
+
+  template <typename Result, typename... Args>
+  Result call(const char* name, Args... args) {
+    auto* function = reinterpret_cast<Result (*)(Args...)>(::dlsym(handle_, name));
+    if (function == nullptr) throw std::runtime_error(name);
+    return function(args...);
+  }
+  unsigned add_device(std::int64_t used) {
+    return call<unsigned>("fake_nvml_add_device", static_cast<unsigned long long>(used));
+  }
+  void set_used(unsigned device, std::int64_t used) {
+    call<void>("fake_nvml_set_used", device, static_cast<unsigned long long>(used));
+  }
+  void add_process(unsigned device, unsigned pid, std::int64_t used) {
+    call<void>("fake_nvml_add_process", device, pid, static_cast<unsigned long long>(used));
+  }
+
+ private:
+  void* handle_;
+};
+
+std::unique_ptr<GpuMemoryReader> open_fake() {
+  NvmlOpen opened = open_nvml(MEMSWEEP_FAKE_NVML_PATH);
+  if (!opened.library) throw std::runtime_error(opened.problem);
+  return std::make_unique<GpuMemoryReader>(std::move(opened.library));
+}
+
+TEST(GpuMemory, AbsentDriverIsOneLineNotAnError) {
+  // No NVIDIA driver on this machine, and none named by the test variable.
+  ::unsetenv(kNvmlLibraryVariable);
+  if (void* real = ::dlopen(kNvmlLibraryName, RTLD_NOW | RTLD_NOLOAD); real != nullptr) {
+    ::dlclose(real);
+    GTEST_SKIP() << "this machine has an NVIDIA driver";
+  }
+  const GpuOpen opened = open_gpu_memory();
+  EXPECT_EQ(opened.reader, nullptr);
+  EXPECT_EQ(opened.problem, "no NVIDIA driver: GPU memory not sampled");
+}
+
+TEST(GpuMemory, TestVariableLoadsTheNamedLibrary) {
+  FakeNvml fake;
+  fake.add_device(3 * kMiB);
+  ::setenv(kNvmlLibraryVariable, MEMSWEEP_FAKE_NVML_PATH, 1);
+  const GpuOpen opened = open_gpu_memory();
+  ::unsetenv(kNvmlLibraryVariable);
+  ASSERT_NE(opened.reader, nullptr) << opened.problem;
+  EXPECT_EQ(opened.reader->device_count(), 1);
+}
+
+TEST(GpuMemory, FailedInitSaysWhyAndShutsNothingDown) {
+  FakeNvml fake;
+  fake.call<void>("fake_nvml_set_init_result", 9);
+  const NvmlOpen opened = open_nvml(MEMSWEEP_FAKE_NVML_PATH);
+  EXPECT_EQ(opened.library, nullptr);
+  EXPECT_NE(opened.problem.find("Driver Not Loaded"), std::string::npos) << opened.problem;
+  EXPECT_EQ(fake.call<int>("fake_nvml_shutdowns"), 0);
+}
+
+TEST(GpuMemory, NoDeviceIsNotSampled) {
+  FakeNvml fake;
+  ::setenv(kNvmlLibraryVariable, MEMSWEEP_FAKE_NVML_PATH, 1);
+  const GpuOpen opened = open_gpu_memory();
+  ::unsetenv(kNvmlLibraryVariable);
+  EXPECT_EQ(opened.reader, nullptr);
+  EXPECT_EQ(opened.problem, "NVML lists no GPU: GPU memory not sampled");
+  EXPECT_EQ(fake.call<int>("fake_nvml_shutdowns"), 1);  // the library was let go
+}
+
+TEST(GpuMemory, DeviceUsedPerDeviceAndSummed) {
+  FakeNvml fake;
+  fake.add_device(100 * kMiB);
+  fake.add_device(7 * kMiB);
+  auto reader = open_fake();
+  std::array<std::int64_t, kMaxGpuDevices> used{};
+  EXPECT_EQ(reader->read_device_used(used), 107 * kMiB);
+  EXPECT_EQ(used[0], 100 * kMiB);
+  EXPECT_EQ(used[1], 7 * kMiB);
+  EXPECT_EQ(used[2], -1);
+  EXPECT_TRUE(reader->problems().empty());
+}
+
+TEST(GpuMemory, TreeIsFilteredByPidsAcrossDevices) {
+  FakeNvml fake;
+  fake.add_device(0);
+  fake.add_device(0);
+  fake.add_device(0);
+  fake.add_process(0, 100, 300 * kMiB);  // the trial's root
+  fake.add_process(0, 999, 50 * kMiB);   // someone else's
+  fake.add_process(2, 101, 20 * kMiB);   // the trial's worker
+  auto reader = open_fake();
+  const std::array<int, 2> pids{100, 101};
+  const TreeGpuReading reading = reader->read_tree(pids);
+  EXPECT_TRUE(reading.ok);
+  EXPECT_EQ(reading.bytes, 320 * kMiB);
+  EXPECT_EQ(reading.devices, (std::vector<int>{0, 2}));
+}
+
+TEST(GpuMemory, TreeListLongerThanTheBufferIsReadWhole) {
+  FakeNvml fake;
+  fake.add_device(0);
+  for (unsigned pid = 1; pid <= 200; ++pid) fake.add_process(0, pid, kMiB);
+  auto reader = open_fake();
+  const std::array<int, 2> pids{1, 200};
+  const TreeGpuReading reading = reader->read_tree(pids);
+  EXPECT_TRUE(reading.ok);
+  EXPECT_EQ(reading.bytes, 2 * kMiB);
+}
+
+TEST(GpuMemory, NvmlErrorsBecomeOneWarningEach) {
+  FakeNvml fake;
+  fake.add_device(kMiB);
+  fake.call<void>("fake_nvml_set_memory_result", 0U, 3);
+  fake.call<void>("fake_nvml_set_process_result", 0U, 3);
+  auto reader = open_fake();
+  std::array<std::int64_t, kMaxGpuDevices> used{};
+  const std::array<int, 1> pids{1};
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(reader->read_device_used(used), -1);
+    EXPECT_FALSE(reader->read_tree(pids).ok);
+  }
+  const std::vector<std::string> problems = reader->problems();
+  ASSERT_EQ(problems.size(), 2U);
+  EXPECT_NE(problems[0].find("nvmlDeviceGetMemoryInfo(device 0): NVML error 3 (Not Supported)"), std::string::npos)
+      << problems[0];
+  EXPECT_NE(problems[1].find("falls back to the device's used memory"), std::string::npos) << problems[1];
+}
+
+// The sampler with a reader: every sample carries the devices' used memory
+// and the tree's last per-process figure; the region has the trial's peak.
+TEST(GpuMemory, TheSamplerRecordsGpuMemoryAndTheRegionsPeak) {
+  FakeNvml fake;
+  fake.add_device(100 * kMiB);
+  fake.add_device(5 * kMiB);
+  fake.add_process(1, static_cast<unsigned>(::getpid()), 700 * kMiB);  // this process is the sampled one
+  fake.add_process(0, 1, 90 * kMiB);                                   // init's: not the trial's
+  SamplerOptions options;
+  options.interval = std::chrono::milliseconds(5);
+  Sampler sampler(options, make_proc_memory_probe(), nullptr);
+  sampler.set_gpu(open_fake());
+  sampler.begin_region();
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));  // the per-process read every 100 ms at least
+  const RegionSummary region = sampler.end_region();
+  EXPECT_EQ(region.gpu_peak_bytes, 700 * kMiB);
+  EXPECT_EQ(region.gpu_devices, "1");
+  EXPECT_EQ(region.gpu_peak_source, "tree");
+  EXPECT_GE(sampler.stats().gpu_tree_reads, 2U);
+  EXPECT_LE(sampler.stats().gpu_tree_reads, 4U) << "bounded: at most one read per 100 ms";
+  std::size_t samples = 0;
+  std::size_t with_tree = 0;
+  sampler.drain([&](const SampleChunk& chunk) {
+    for (const Sample& sample : chunk.view()) {
+      ++samples;
+      EXPECT_EQ(sample.gpu_used_bytes, 105 * kMiB);
+      if (sample.gpu_tree_used_bytes == 700 * kMiB) ++with_tree;
+    }
+  });
+  EXPECT_GT(samples, 10U);
+  EXPECT_GT(with_tree, samples / 2) << "the tree's figure is carried from its read on";
+  EXPECT_TRUE(sampler.gpu_problems().empty());
+  EXPECT_EQ(region.gpu_warning, "");
+}
+
+// NVML's failures reach a trial once: the region in which each first happened.
+TEST(GpuMemory, AFailingCallIsWarnedInTheFirstRegionOnly) {
+  FakeNvml fake;
+  fake.add_device(kMiB);
+  fake.call<void>("fake_nvml_set_process_result", 0U, 3);
+  SamplerOptions options;
+  options.interval = std::chrono::milliseconds(5);
+  Sampler sampler(options, make_proc_memory_probe(), nullptr);
+  sampler.set_gpu(open_fake());
+  sampler.begin_region();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a few ticks
+  const RegionSummary first = sampler.end_region();
+  EXPECT_THAT(first.gpu_warning, ::testing::HasSubstr("nvmlDeviceGetComputeRunningProcesses(device 0)"));
+  EXPECT_EQ(first.gpu_peak_source, "device_delta") << "no per-process figures: the device's rise";
+  sampler.begin_region();
+  const RegionSummary second = sampler.end_region();
+  EXPECT_EQ(second.gpu_warning, "");
+}
+
+TEST(GpuTrialPeak, TreePeakIsTheLargestTreeReadAndItsDevices) {
+  GpuTrialPeak peak;
+  peak.add_tree(TreeGpuReading{true, 100 * kMiB, {1}});
+  peak.add_tree(TreeGpuReading{true, 900 * kMiB, {1, 3}});
+  peak.add_tree(TreeGpuReading{false, 5000 * kMiB, {0}});  // partial: not used
+  peak.add_tree(TreeGpuReading{true, 200 * kMiB, {1}});
+  EXPECT_EQ(peak.source(), GpuPeakSource::tree);
+  EXPECT_EQ(peak.peak_bytes(), 900 * kMiB);
+  EXPECT_EQ(GpuTrialPeak::devices_text(peak.devices()), "1,3");
+}
+
+TEST(GpuTrialPeak, WithoutPerProcessFiguresTheDeviceRiseIsThePeak) {
+  GpuTrialPeak peak;
+  const std::array<std::int64_t, 2> start{500 * kMiB, 10 * kMiB};
+  const std::array<std::int64_t, 2> busy{1500 * kMiB, 10 * kMiB};
+  const std::array<std::int64_t, 2> later{900 * kMiB, 10 * kMiB};
+  peak.add_device_used(start);
+  peak.add_device_used(busy);
+  peak.add_device_used(later);
+  EXPECT_EQ(peak.source(), GpuPeakSource::device_delta);
+  EXPECT_EQ(peak.peak_bytes(), 1000 * kMiB);
+  EXPECT_EQ(peak.devices(), (std::vector<int>{0}));
+}
+
+TEST(GpuTrialPeak, TreeFiguresWinOverTheDeviceRise) {
+  GpuTrialPeak peak;
+  const std::array<std::int64_t, 1> start{0};
+  const std::array<std::int64_t, 1> busy{4000 * kMiB};  // another process's memory too
+  peak.add_device_used(start);
+  peak.add_device_used(busy);
+  peak.add_tree(TreeGpuReading{true, 0, {}});  // the tree was never on a GPU
+  EXPECT_EQ(peak.source(), GpuPeakSource::tree);
+  EXPECT_EQ(peak.peak_bytes(), 0);
+  EXPECT_TRUE(peak.devices().empty());
+}
+
+TEST(GpuTrialPeak, NothingReadIsNotMeasured) {
+  const GpuTrialPeak peak;
+  EXPECT_EQ(peak.source(), GpuPeakSource::none);
+  EXPECT_EQ(peak.peak_bytes(), -1);
+}
+
+TEST(GpuMemory, TreeReadSpacingIsBoundedByItsCost) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(next_tree_read_delay(milliseconds(0)), kMinTreeInterval);
+  EXPECT_EQ(next_tree_read_delay(milliseconds(1)), milliseconds(100));
+  EXPECT_EQ(next_tree_read_delay(milliseconds(8)), milliseconds(400));  // 2 % of the time under the lock
+}
+
+}  // namespace
+}  // namespace memsweep::gpu
