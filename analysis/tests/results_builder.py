@@ -15,8 +15,8 @@ FNV-1a hash), so ids are those of a real sweep with the same trials.
 `len(hidden)`, `epochs_done` to `epochs`. Sample rows default to the first
 trial's id; a counter value is given under the counter's name.
 
-Files are of the current schema (6) unless `schema_version` asks for an
-older one (1 to 5): then the columns added since are left out, as that
+Files are of the current schema (7) unless `schema_version` asks for an
+older one (1 to 6): then the columns added since are left out, as that
 version's memsweep wrote them (ADDED_IN), and a row naming one is refused.
 Schema 5's /messages holds each trial's whole message in pieces of at most
 256 bytes cut on characters: `messages` maps a trial's index to its whole
@@ -68,7 +68,7 @@ EVENTS = "events"
 MAX_HIDDEN = 16
 MAX_CHANNELS = 8
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 MAX_AXIS = 64
 MESSAGE_PIECE_BYTES = 256
 
@@ -132,6 +132,11 @@ TRIAL_COLUMNS = [
     ("search_limit", "<i8", BYTES),
     ("full_run", "<i4", ONE),
     ("reported_oom", "<i4", ONE),
+    ("gpu_peak", "<i8", BYTES),
+    ("gpu_devices", _text(40), TEXT),
+    ("gpu_peak_source", _text(16), TEXT),
+    ("torch_allocated_peak", "<i8", BYTES),
+    ("torch_reserved_peak", "<i8", BYTES),
 ]
 
 # /searches (schema 6): SearchRow's fields in order.
@@ -186,6 +191,8 @@ SAMPLE_COLUMNS = [
     ("sys_total", "<i8", BYTES),
     ("sys_available", "<i8", BYTES),
     ("sys_active", "<i8", BYTES),
+    ("gpu_used", "<i8", BYTES),
+    ("gpu_tree_used", "<i8", BYTES),
 ]
 
 EPOCH_COLUMNS = [
@@ -232,8 +239,10 @@ ADDED_IN = {
                                        "bad_event_lines")},
                "plan_index": 5,
                **{name: 6 for name in ("search", "probe", "axis_value", "search_limit", "full_run",
-                                       "reported_oom")}},
-    "samples": {"sys_total": 2, "phase": 5},
+                                       "reported_oom")},
+               **{name: 7 for name in ("gpu_peak", "gpu_devices", "gpu_peak_source", "torch_allocated_peak",
+                                       "torch_reserved_peak")}},
+    "samples": {"sys_total": 2, "phase": 5, "gpu_used": 7, "gpu_tree_used": 7},
     "runs": {"end_time": 3, "end_state": 3,
              **{name: 5 for name in ("data_dirs", "max_train_examples", "max_test_examples", "threads",
                                      "counter_source", "mem_budget", "trial_timeout", "flush_interval", "no_swmr",
@@ -322,6 +331,7 @@ TRIAL_DEFAULTS = {
     "trainer": "memsweep", "params": "{}", "processes": 1, "rss_peak_hwm_sum": -1, "process_peak_max": -1,
     "bad_event_lines": 0,
     "search": -1, "probe": -1, "axis_value": -1, "search_limit": -1, "full_run": -1, "reported_oom": 0,
+    "gpu_peak": -1, "gpu_devices": "", "gpu_peak_source": "", "torch_allocated_peak": -1, "torch_reserved_peak": -1,
 }
 
 SEARCH_DEFAULTS = {
@@ -336,7 +346,7 @@ SEARCH_CONFIGURATION_FIELDS = ("trainer", "dataset", "model", "optimizer", "lear
 
 SAMPLE_DEFAULTS = {"attempt": 0, "rank": 0, "epoch": 0, "phase": -1, "t": 0.0, "rss": 60 * 2**20, "anon_rss": 30 * 2**20,
                    "pss": -1, "sys_used": 800 * 2**20, "sys_total": 24 * 2**30, "sys_available": 20 * 2**30,
-                   "sys_active": 500 * 2**20}
+                   "sys_active": 500 * 2**20, "gpu_used": -1, "gpu_tree_used": -1}
 
 EPOCH_DEFAULTS = {"attempt": 0, "epoch": 1, "train_loss": 0.5, "test_accuracy": 0.9, "seconds": 1.0,
                   "rss": 60 * 2**20, "sys_used": 800 * 2**20}

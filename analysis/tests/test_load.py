@@ -13,7 +13,7 @@ import pytest
 
 import memsweep_analysis
 from memsweep_analysis import MemsweepFileError, load
-from results_builder import write_results_file
+from results_builder import SCHEMA_VERSION, write_results_file
 
 # the package's `load` is the function, which hides the module of the same name
 load_module = importlib.import_module("memsweep_analysis.load")
@@ -79,7 +79,7 @@ def test_files_frame_one_row_per_file(tmp_path):
     assert files["counter_columns"].tolist() == [["PAPI_L1_DCM", "perf::PAGE-FAULTS"], ["perf::PAGE-FAULTS"]]
     assert files["trials_rows"].tolist() == [1, 2]
     assert files["samples_rows"].tolist() == [0, 1]
-    assert (files["format"] == "memsweep").all() and (files["schema_version"] == 6).all()
+    assert (files["format"] == "memsweep").all() and (files["schema_version"] == SCHEMA_VERSION).all()
 
 
 def test_schema_1_files_without_sys_total_still_read(tmp_path):
