@@ -194,6 +194,9 @@ def _varied_parameters(trials):
     varied, constant = [], []
     for parameter in figures.LABELS:
         values = ok[["dataset", parameter]].dropna()
+        if values.empty:  # blank for every trial (a program's file leaves it unset): nothing to plot against
+            constant.append(parameter)
+            continue
         spread = values.groupby("dataset")[parameter].nunique()
         (varied if (spread > 1).any() else constant).append(parameter)
     return varied, constant

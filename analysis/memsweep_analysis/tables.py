@@ -55,7 +55,15 @@ def trials_of(source):
 
 
 def hidden_text(hidden):
+    """"128-64"; "" for a program whose file sets no hidden widths (None: blank, not an MLP without any)."""
+    if hidden is None or (isinstance(hidden, float) and np.isnan(hidden)):
+        return ""
     return "-".join(str(int(w)) for w in hidden)
+
+
+def _whole_or_none(value):
+    """An integer field as an int; None where a program's file leaves it blank (NaN)."""
+    return None if pd.isna(value) else int(value)
 
 
 def ok_rows(trials):
@@ -92,8 +100,8 @@ def paper_table(results, dataset=None, paper_csv=None):
     for (name, config), group in final.groupby(["dataset", "config"], sort=False):
         ok = ok_rows(group)
         first = group.iloc[0]
-        row = {"dataset": name, "learning_rate": float(first["learning_rate"]), "epochs": int(first["epochs"]),
-               "batch_size": int(first["batch_size"]), "hidden": hidden_text(first["hidden"]), "n": len(group),
+        row = {"dataset": name, "learning_rate": float(first["learning_rate"]), "epochs": _whole_or_none(first["epochs"]),
+               "batch_size": _whole_or_none(first["batch_size"]), "hidden": hidden_text(first["hidden"]), "n": len(group),
                "n_ok": len(ok), "config": config, "_order": group.index.min(),
                "trainer": str(first["trainer"]) if "trainer" in group.columns else BUILTIN_TRAINER,
                "trial_ids": tuple(dict.fromkeys(group["trial_id"]))}

@@ -66,3 +66,22 @@ def test_the_footprint_label_says_peak_for_programs(tmp_path):
     assert figures.footprint_label(programs) == "peak (the program's process tree)"
     path, _ = _file(tmp_path, dict(dataset="synthetic"))
     assert figures.footprint_label(load(path).trials) == "footprint (peak − baseline)"
+
+
+def test_a_report_of_programs_whose_files_leave_the_built_in_fields_blank(tmp_path):
+    # The PyTorch MNIST example's sweep as a user runs it: the program's blank hidden widths crashed the
+    # trials table, and no dataset's trials varying a blank field the figures' choice.
+    from memsweep_analysis.report import write_report
+    trials = [dict(PROGRAM, batch_size=batch, learning_rate=rate, epochs=1, rss_peak=peak * 2**20,
+                   rss_footprint=peak * 2**20, params='{"gamma":0.7}')
+              for batch, rate, peak in ((64, 1.0, 910), (64, 0.5, 904), (256, 1.0, 944), (256, 0.5, 925))]
+    path, rows = _file(tmp_path, *trials)
+    out = tmp_path / "report"
+    write_report([path], str(out))
+    text = (out / "report.md").read_text()
+    assert "| mnist_main" not in text  # the builder's trainer name is torch_mnist
+    table = [line for line in text.splitlines() if rows[0]["trial_id"] in line]
+    assert table, "the trials table lists the program's trial"
+    assert "| 64 |  |" in table[0], "its hidden widths blank, not 128 or []"
+    assert (out / "memory-vs-batch-size.png").exists()
+    assert png_size(out / "counters-vs-batch.png") == (800, 500)
