@@ -56,6 +56,8 @@ struct TrainerConfig {
   OptimizerSpec optimizer;
   double learning_rate = 0.01;
   std::uint64_t seed = 0;  // weight initialisation
+  MemoryPlan memory_plan = MemoryPlan::keep;
+  int recompute_every = kRecomputeEveryDefault;
   // Row counts to prepare for training (forward and backward) and for
   // evaluation only. The first training size is the main batch: it fixes the
   // parameters' memory layouts. A step with a row count not prepared throws.

@@ -37,6 +37,8 @@ TrainerConfig trainer_config(const TrainingSpec& spec, std::size_t train_example
   config.optimizer = spec.optimizer;
   config.learning_rate = spec.learning_rate;
   config.seed = spec.seed;
+  config.memory_plan = spec.memory_plan;
+  config.recompute_every = spec.recompute_every;
   const std::size_t batch = std::min<std::size_t>(static_cast<std::size_t>(spec.batch_size), train_examples);
   config.train_batch_sizes = {batch, train_examples % batch};
   config.eval_batch_sizes = {std::min(batch, test_examples), test_examples % batch};
