@@ -34,7 +34,10 @@ class TrainerError : public std::runtime_error {
 };
 
 // Bytes of each kind of memory the trainer holds, from oneDNN's own memory
-// descriptors (so blocked layouts' padding counts).
+// descriptors (so blocked layouts' padding counts). Under keep, every
+// transient buffer is counted in its own field; under reuse and recompute
+// they share step_arena (the labels stay in input_batch) and the fields
+// activations .. reordered_weights are 0.
 struct TrainerMemory {
   std::size_t parameters = 0;       // weights and biases
   std::size_t gradients = 0;        // their gradients
@@ -45,9 +48,10 @@ struct TrainerMemory {
   std::size_t input_batch = 0;        // the batch buffers (images, labels, reordered input)
   std::size_t reordered_weights = 0;  // conv weights in backward-data's layout
   std::size_t scratchpad = 0;         // one buffer, the largest any primitive asks for
+  std::size_t step_arena = 0;         // reuse, recompute: the transient buffers by lifetime
   std::size_t total() const {
     return parameters + gradients + optimizer_state + activations + workspace + activation_gradients + input_batch +
-           reordered_weights + scratchpad;
+           reordered_weights + scratchpad + step_arena;
   }
 };
 
@@ -73,7 +77,9 @@ class Trainer {
   Trainer& operator=(const Trainer&) = delete;
 
   // Where the next batch goes: rows × pixels floats (NCHW) and rows labels.
-  // Fill them, then call train_step(rows) or evaluate_step(rows).
+  // Fill them, then call train_step(rows) or evaluate_step(rows). Under
+  // reuse and recompute the images share the step's arena: they hold the
+  // batch until the step has read them, so fill them before every step.
   std::span<float> batch_images(std::size_t rows);
   std::span<std::int32_t> batch_labels(std::size_t rows);
 
@@ -102,6 +108,7 @@ class Trainer {
   double loss(std::size_t rows);
 
  private:
+  void bind_arena();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

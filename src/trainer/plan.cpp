@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
 
 namespace memsweep::trainer_detail {
 namespace {
@@ -239,39 +241,51 @@ PlanLayout make_plan_layout(const ModelSpec& model, std::size_t rows, bool with_
 // memories with buffers and the primitives that run on them; for a
 // prediction, memories without buffers and no primitives (generating their
 // code is the slow part of building a plan): only the sizes are counted.
+// Under reuse and recompute a transient memory gets no buffer of its own
+// either way: it is listed for the arena, which the Plan places once wired.
 class PlanMaker {
  public:
-  PlanMaker(const dnnl::engine& engine, const memory& scratchpad, PlanPurpose purpose)
-      : engine_(engine), scratchpad_(scratchpad), purpose_(purpose) {}
+  PlanMaker(const dnnl::engine& engine, const memory& scratchpad, PlanPurpose purpose,
+            std::vector<memory>* arena_memories)
+      : engine_(engine), scratchpad_(scratchpad), purpose_(purpose), arena_(arena_memories) {}
 
   const dnnl::engine& engine() const { return engine_; }
   std::pair<int, memory> scratch() const { return {DNNL_ARG_SCRATCHPAD, scratchpad_}; }
 
-  // A memory of `desc`, its size counted in `counter`.
+  // A transient memory of `desc`, its size counted in `counter`.
   memory allocate(const memory::desc& desc, std::size_t& counter) const {
     counter += desc.get_size();
+    if (arena_ != nullptr) {
+      arena_->push_back(memory(desc, engine_, DNNL_MEMORY_NONE));
+      return arena_->back();
+    }
     return allocates_buffers() ? memory(desc, engine_) : memory(desc, engine_, DNNL_MEMORY_NONE);
   }
 
-  void add(std::vector<Step>& steps, std::string what, const dnnl::primitive_desc_base& pd,
+  // Every purpose records which memories the step touches (the arena's
+  // lifetimes come from them); only training creates the primitive.
+  void add(Schedule& schedule, std::string what, const dnnl::primitive_desc_base& pd,
            const std::vector<std::pair<int, memory>>& args) const {
-    if (creates_primitives()) steps.emplace_back(std::move(what), pd.get(), args);
+    std::vector<dnnl_memory_t> uses;
+    for (const auto& arg : args) uses.push_back(arg.second.get());
+    schedule.uses.push_back(std::move(uses));
+    if (creates_primitives()) schedule.steps.emplace_back(std::move(what), pd.get(), args);
   }
 
-  void add_reorder(std::vector<Step>& steps, const std::string& what, const memory& from, const memory& to) const {
+  void add_reorder(Schedule& schedule, const std::string& what, const memory& from, const memory& to) const {
     const dnnl::reorder::primitive_desc pd(engine_, from.get_desc(), engine_, to.get_desc(), user_scratchpad());
     if (pd.scratchpad_desc().get_size() > scratchpad_.get_desc().get_size())
       throw TrainerError(what + ": the reorder needs more scratchpad than any primitive");
-    add(steps, what, pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, scratch()});
+    add(schedule, what, pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, scratch()});
   }
 
-  // `from` as the layout a primitive wants: itself, or a copy that `steps`
-  // reorders into just before the primitive runs.
-  memory as_layout(const memory& from, const memory::desc& want, std::vector<Step>& steps, const std::string& what,
+  // `from` as the layout a primitive wants: itself, or a copy that
+  // `schedule` reorders into just before the primitive runs.
+  memory as_layout(const memory& from, const memory::desc& want, Schedule& schedule, const std::string& what,
                    std::size_t& counter) const {
     if (from.get_desc() == want) return from;
     memory copy = allocate(want, counter);
-    add_reorder(steps, what, from, copy);
+    add_reorder(schedule, what, from, copy);
     return copy;
   }
 
@@ -282,35 +296,60 @@ class PlanMaker {
   const dnnl::engine& engine_;
   const memory& scratchpad_;
   PlanPurpose purpose_;
+  std::vector<memory>* arena_;
 };
+
+// A primitive's step, its implementation noted for implementations().
+void Plan::add_step(Schedule& schedule, const std::string& what, const dnnl::primitive_desc& pd,
+                    const std::vector<std::pair<int, memory>>& args, const PlanMaker& make) {
+  implementations_.push_back(implementation(what, pd));
+  make.add(schedule, what, pd, args);
+}
 
 // A layer's memories: its input, the gradient of that input (none for the
 // first layer), its output and the output's gradient, and max-pooling's
 // argmax.
-// A primitive's step, its implementation noted for implementations().
-void Plan::add_step(std::vector<Step>& steps, const std::string& what, const dnnl::primitive_desc& pd,
-                    const std::vector<std::pair<int, memory>>& args, const PlanMaker& make) {
-  implementations_.push_back(implementation(what, pd));
-  make.add(steps, what, pd, args);
-}
-
 struct Plan::LayerWiring {
   memory in, in_gradient, out, out_gradient, workspace;
 };
 
+std::size_t recompute_segment_length(std::size_t layers, int recompute_every) {
+  if (recompute_every > 0) return static_cast<std::size_t>(recompute_every);
+  return std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(std::sqrt(static_cast<double>(layers)))));
+}
+
 Plan::Plan(const PlanLayout& layout, ParameterStore& store, const memory& scratchpad, const dnnl::engine& engine,
-           PlanPurpose purpose)
+           PlanPurpose purpose, const PlanMemory& memory_plan)
     : rows_(layout.rows),
       with_backward_(layout.with_backward),
-      input_(purpose == PlanPurpose::train ? memory(layout.user_input, engine)
-                                           : memory(layout.user_input, engine, DNNL_MEMORY_NONE)),
+      memory_plan_(memory_plan.plan),
       input_floats_(floats_in(layout.user_input)),
       labels_(purpose == PlanPurpose::train ? layout.rows : 0) {
-  const PlanMaker make(engine, scratchpad, purpose);
+  const bool arena = memory_plan_ != MemoryPlan::keep;
+  const PlanMaker make(engine, scratchpad, purpose, arena ? &arena_memories_ : nullptr);
+  std::size_t input_counter = 0;
+  input_ = arena ? make.allocate(layout.user_input, input_counter)
+                 : (purpose == PlanPurpose::train ? memory(layout.user_input, engine)
+                                                  : memory(layout.user_input, engine, DNNL_MEMORY_NONE));
   const std::vector<LayerWiring> wiring = wire_forward(layout, store, make);
-  if (!with_backward_) return;
-  logits_gradient_ = wiring.back().out_gradient;
-  for (std::size_t i = layout.layers.size(); i-- > 0;) wire_backward(layout.layers[i], wiring[i], store, make);
+  if (with_backward_) {
+    logits_gradient_ = wiring.back().out_gradient;
+    // Under recompute, the backward pass reads the segments' recomputed
+    // activations; the gradients are the same memories whatever the plan.
+    std::vector<LayerWiring> backward_wiring = wiring;
+    const std::size_t layers = layout.layers.size();
+    const std::size_t every =
+        memory_plan_ == MemoryPlan::recompute ? recompute_segment_length(layers, memory_plan.recompute_every) : layers;
+    for (std::size_t i = layers; i-- > 0;) {
+      // The last layer of a segment that is not the network's last: its
+      // output is a checkpoint, the outputs before it down to the previous
+      // checkpoint are computed again now, just before their backward.
+      if ((i + 1) % every == 0 && i + 1 < layers)
+        recompute_segment(layout, i + 1 - every, i, wiring, backward_wiring, store, make);
+      wire_backward(layout.layers[i], backward_wiring[i], store, make);
+    }
+  }
+  if (arena) place_in_arena();
 }
 
 std::vector<Plan::LayerWiring> Plan::wire_forward(const PlanLayout& layout, ParameterStore& store,
@@ -320,34 +359,63 @@ std::vector<Plan::LayerWiring> Plan::wire_forward(const PlanLayout& layout, Para
   memory source_gradient;
   for (const LayerLayout& layer : layout.layers) {
     if (layer.kind == LayerLayout::Kind::conv)  // a convolution reads its source in the layout it chose
-      source = make.as_layout(source, layer.forward.src_desc(0), forward_steps_, layer.name + " source reorder",
+      source = make.as_layout(source, layer.forward.src_desc(0), forward_, layer.name + " source reorder",
                               layer.first ? reordered_input_bytes_ : activation_bytes_);
     LayerWiring w{source, source_gradient, make.allocate(layer.forward.dst_desc(0), activation_bytes_), {}, {}};
     if (with_backward_) w.out_gradient = make.allocate(layer.forward.dst_desc(0), activation_gradient_bytes_);
-    wire_layer_forward(layer, w, store, make);
+    if (layer.kind == LayerLayout::Kind::pool)
+      w.workspace = make.allocate(layer.forward.workspace_desc(), workspace_bytes_);
+    wire_layer_forward(layer, w, store, make, forward_, "");
     source = w.out;
     source_gradient = w.out_gradient;
     wiring.push_back(std::move(w));
   }
   // {batch, classes} -> {batch, classes}: the probabilities, along axis 1.
   probabilities_ = make.allocate(layout.softmax.dst_desc(0), activation_bytes_);
-  add_step(forward_steps_, "softmax", layout.softmax,
+  add_step(forward_, "softmax", layout.softmax,
            {{DNNL_ARG_SRC, source}, {DNNL_ARG_DST, probabilities_}, make.scratch()}, make);
   return wiring;
 }
 
-void Plan::wire_layer_forward(const LayerLayout& layer, LayerWiring& w, ParameterStore& store, const PlanMaker& make) {
+// Layers first..last of a segment, again, from the checkpoint that is
+// first's input: new memories for their outputs (and pooling workspaces),
+// the same primitives on the same inputs, so the same values. The last
+// layer's output is the next checkpoint and is not recomputed, but its
+// input is (a convolution's reordered source included).
+void Plan::recompute_segment(const PlanLayout& layout, std::size_t first, std::size_t last,
+                             const std::vector<LayerWiring>& wiring, std::vector<LayerWiring>& backward_wiring,
+                             ParameterStore& store, const PlanMaker& make) {
+  memory source = wiring[first].in;
+  for (std::size_t j = first; j <= last; ++j) {
+    const LayerLayout& layer = layout.layers[j];
+    LayerWiring& w = backward_wiring[j];
+    if (j > first) {
+      if (layer.kind == LayerLayout::Kind::conv)
+        source = make.as_layout(source, layer.forward.src_desc(0), backward_,
+                                layer.name + " source reorder (recompute)", activation_bytes_);
+      w.in = source;
+    }
+    if (j == last) break;
+    w.out = make.allocate(layer.forward.dst_desc(0), activation_bytes_);
+    if (layer.kind == LayerLayout::Kind::pool)
+      w.workspace = make.allocate(layer.forward.workspace_desc(), workspace_bytes_);
+    wire_layer_forward(layer, w, store, make, backward_, " (recompute)");
+    source = w.out;
+  }
+}
+
+void Plan::wire_layer_forward(const LayerLayout& layer, const LayerWiring& w, ParameterStore& store,
+                              const PlanMaker& make, Schedule& into, const char* suffix) {
   if (layer.kind == LayerLayout::Kind::pool) {
     // {batch, C, H, W} -> {batch, C, H/2, W/2}, and the argmax for backward.
-    w.workspace = make.allocate(layer.forward.workspace_desc(), workspace_bytes_);
-    add_step(forward_steps_, layer.name + " forward", layer.forward,
+    add_step(into, layer.name + " forward" + suffix, layer.forward,
              {{DNNL_ARG_SRC, w.in}, {DNNL_ARG_DST, w.out}, {DNNL_ARG_WORKSPACE, w.workspace}, make.scratch()}, make);
     return;
   }
   // conv: {batch, C, H, W} (x) {O, C, 3, 3} + {O} -> {batch, O, H, W};
   // inner product: {batch, N} (x) {O, N} + {O} -> {batch, O} (N: C*H*W
   // after convolutions, weights {O, C, H, W}). ReLU fused, except the output.
-  add_step(forward_steps_, layer.name + " forward", layer.forward,
+  add_step(into, layer.name + " forward" + suffix, layer.forward,
            {{DNNL_ARG_SRC, w.in},
             {DNNL_ARG_WEIGHTS, store.values_memory(*layer.weights, make.engine())},
             {DNNL_ARG_BIAS, store.values_memory(*layer.bias, make.engine())},
@@ -359,7 +427,7 @@ void Plan::wire_layer_forward(const LayerLayout& layer, LayerWiring& w, Paramete
 void Plan::wire_backward(const LayerLayout& layer, const LayerWiring& w, ParameterStore& store, const PlanMaker& make) {
   if (layer.kind == LayerLayout::Kind::pool) {
     // d{batch, C, H/2, W/2} and the argmax -> d{batch, C, H, W}.
-    add_step(backward_steps_, layer.name + " backward", layer.backward_data,
+    add_step(backward_, layer.name + " backward", layer.backward_data,
              {{DNNL_ARG_DIFF_DST, w.out_gradient},
               {DNNL_ARG_WORKSPACE, w.workspace},
               {DNNL_ARG_DIFF_SRC, w.in_gradient},
@@ -370,7 +438,7 @@ void Plan::wire_backward(const LayerLayout& layer, const LayerWiring& w, Paramet
   if (layer.relu) {
     // d{batch, O, ...} -> d{batch, O, ...}, from the output: in place, the
     // output's gradient becomes the pre-activation's.
-    add_step(backward_steps_, layer.name + " relu backward", layer.relu_backward,
+    add_step(backward_, layer.name + " relu backward", layer.relu_backward,
              {{DNNL_ARG_DST, w.out},
               {DNNL_ARG_DIFF_DST, w.out_gradient},
               {DNNL_ARG_DIFF_SRC, w.out_gradient},
@@ -379,7 +447,7 @@ void Plan::wire_backward(const LayerLayout& layer, const LayerWiring& w, Paramet
   }
   wire_weights_backward(layer, w, store, make);
   if (!layer.first) wire_data_backward(layer, w, store, make);
-  gradients_ready_.push_back({backward_steps_.size(), *layer.weights, *layer.bias});
+  gradients_ready_.push_back({backward_.uses.size(), *layer.weights, *layer.bias});
 }
 
 // conv: {batch, C, H, W} and d{batch, O, H, W} -> d{O, C, 3, 3} + d{O};
@@ -392,18 +460,17 @@ void Plan::wire_weights_backward(const LayerLayout& layer, const LayerWiring& w,
   const memory::desc gradient_layout = layer.backward_weights.diff_weights_desc(0);
   const memory written =
       gradient.get_desc() == gradient_layout ? gradient : make.allocate(gradient_layout, reordered_weight_bytes_);
-  add_step(backward_steps_, layer.name + " backward weights", layer.backward_weights,
-           {{DNNL_ARG_SRC, make.as_layout(w.in, layer.backward_weights.src_desc(0), backward_steps_,
+  add_step(backward_, layer.name + " backward weights", layer.backward_weights,
+           {{DNNL_ARG_SRC, make.as_layout(w.in, layer.backward_weights.src_desc(0), backward_,
                                           layer.name + " source reorder for backward", activation_bytes_)},
             {DNNL_ARG_DIFF_DST,
-             make.as_layout(w.out_gradient, layer.backward_weights.diff_dst_desc(0), backward_steps_,
+             make.as_layout(w.out_gradient, layer.backward_weights.diff_dst_desc(0), backward_,
                             layer.name + " gradient reorder for backward weights", activation_gradient_bytes_)},
             {DNNL_ARG_DIFF_WEIGHTS, written},
             {DNNL_ARG_DIFF_BIAS, store.gradient_memory(*layer.bias, make.engine())},
             make.scratch()},
            make);
-  if (written != gradient)
-    make.add_reorder(backward_steps_, layer.name + " weights gradient reorder", written, gradient);
+  if (written != gradient) make.add_reorder(backward_, layer.name + " weights gradient reorder", written, gradient);
 }
 
 // conv: d{batch, O, H, W} (x) {O, C, 3, 3} -> d{batch, C, H, W};
@@ -414,37 +481,111 @@ void Plan::wire_data_backward(const LayerLayout& layer, const LayerWiring& w, Pa
   const memory::desc produced = layer.backward_data.diff_src_desc(0);
   const memory target =
       produced == w.in_gradient.get_desc() ? w.in_gradient : make.allocate(produced, activation_gradient_bytes_);
-  add_step(backward_steps_, layer.name + " backward data", layer.backward_data,
+  add_step(backward_, layer.name + " backward data", layer.backward_data,
            {{DNNL_ARG_DIFF_DST,
-             make.as_layout(w.out_gradient, layer.backward_data.diff_dst_desc(0), backward_steps_,
+             make.as_layout(w.out_gradient, layer.backward_data.diff_dst_desc(0), backward_,
                             layer.name + " gradient reorder for backward data", activation_gradient_bytes_)},
             {DNNL_ARG_WEIGHTS,
              make.as_layout(store.values_memory(*layer.weights, make.engine()), layer.backward_data.weights_desc(0),
-                            backward_steps_, layer.name + " weights reorder", reordered_weight_bytes_)},
+                            backward_, layer.name + " weights reorder", reordered_weight_bytes_)},
             {DNNL_ARG_DIFF_SRC, target},
             make.scratch()},
            make);
   if (target != w.in_gradient)
-    make.add_reorder(backward_steps_, layer.name + " source gradient reorder", target, w.in_gradient);
+    make.add_reorder(backward_, layer.name + " source gradient reorder", target, w.in_gradient);
 }
 
+// The step schedule: forward steps 0..F-1, the loss at F (it reads the
+// probabilities and writes the logits' gradient), backward steps from F+1.
+// Each transient memory lives from the first step that touches it to the
+// last; the batch's images from step 0, since the caller writes them before
+// the forward pass.
+void Plan::place_in_arena() {
+  std::map<dnnl_memory_t, std::size_t> index;
+  for (std::size_t i = 0; i < arena_memories_.size(); ++i) index.emplace(arena_memories_[i].get(), i);
+  constexpr std::size_t kUnused = std::numeric_limits<std::size_t>::max();
+  std::vector<ArenaBuffer> buffers(arena_memories_.size(), ArenaBuffer{0, kUnused, 0});
+  const auto touch = [&](dnnl_memory_t m, std::size_t step) {
+    const auto found = index.find(m);
+    if (found == index.end()) return;  // a parameter, its gradient, the scratchpad: outside the arena
+    ArenaBuffer& b = buffers[found->second];
+    b.first = std::min(b.first, step);
+    b.last = std::max(b.last, step);
+  };
+  const std::size_t loss_step = forward_.uses.size();
+  for (std::size_t s = 0; s < forward_.uses.size(); ++s)
+    for (dnnl_memory_t m : forward_.uses[s]) touch(m, s);
+  touch(probabilities_.get(), loss_step);
+  if (with_backward_) touch(logits_gradient_.get(), loss_step);
+  for (std::size_t s = 0; s < backward_.uses.size(); ++s)
+    for (dnnl_memory_t m : backward_.uses[s]) touch(m, loss_step + 1 + s);
+  touch(input_.get(), 0);
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    if (buffers[i].first == kUnused)
+      buffers[i] = ArenaBuffer{0, 0, 0};  // never touched: needs no bytes
+    else
+      buffers[i].bytes = arena_memories_[i].get_desc().get_size();
+  }
+  arena_buffers_ = buffers;
+  arena_ = plan_arena(buffers);
+}
+
+void Plan::bind_arena(std::byte* base, bool poison_freed) {
+  for (std::size_t i = 0; i < arena_memories_.size(); ++i) arena_memories_[i].set_data_handle(base + arena_.offsets[i]);
+  if (!poison_freed) return;
+  // After step s, the regions of the buffers whose last step is s.
+  const std::size_t loss_step = forward_.uses.size();
+  poison_after_forward_.assign(forward_.uses.size(), {});
+  poison_after_backward_.assign(backward_.uses.size(), {});
+  poison_after_loss_.clear();
+  for (std::size_t i = 0; i < arena_buffers_.size(); ++i) {
+    const ArenaBuffer& b = arena_buffers_[i];
+    if (b.bytes == 0) continue;
+    const std::span<float> region(reinterpret_cast<float*>(base + arena_.offsets[i]), b.bytes / sizeof(float));
+    if (b.last < loss_step)
+      poison_after_forward_[b.last].push_back(region);
+    else if (b.last == loss_step)
+      poison_after_loss_.push_back(region);
+    else
+      poison_after_backward_[b.last - loss_step - 1].push_back(region);
+  }
+}
+
+namespace {
+
+void poison(const std::vector<std::span<float>>& regions) {
+  for (const std::span<float> region : regions)
+    std::fill(region.begin(), region.end(), std::numeric_limits<float>::quiet_NaN());
+}
+
+}  // namespace
+
 void Plan::forward(dnnl::stream& stream) const {
-  for (const Step& step : forward_steps_) step.run(stream);
+  for (std::size_t i = 0; i < forward_.steps.size(); ++i) {
+    forward_.steps[i].run(stream);
+    if (!poison_after_forward_.empty()) {
+      stream.wait();
+      poison(poison_after_forward_[i]);
+    }
+  }
   stream.wait();
 }
 
 void Plan::backward(dnnl::stream& stream, LayerGradientsReady* ready) const {
+  poison(poison_after_loss_);  // the loss has read the probabilities
   auto next = gradients_ready_.begin();
-  for (std::size_t i = 0; i < backward_steps_.size(); ++i) {
-    backward_steps_[i].run(stream);
+  for (std::size_t i = 0; i < backward_.steps.size(); ++i) {
+    backward_.steps[i].run(stream);
+    if (!poison_after_backward_.empty()) {
+      stream.wait();
+      poison(poison_after_backward_[i]);
+    }
     for (; ready != nullptr && next != gradients_ready_.end() && next->after_steps == i + 1; ++next)
       ready->gradients_ready(next->weights, next->bias);
   }
   stream.wait();
 }
 
-std::size_t Plan::input_bytes() const {
-  return input_floats_ * sizeof(float) + rows_ * sizeof(std::int32_t) + reordered_input_bytes_;
-}
+std::size_t Plan::input_bytes() const { return input_floats_ * sizeof(float) + label_bytes() + reordered_input_bytes_; }
 
 }  // namespace memsweep::trainer_detail

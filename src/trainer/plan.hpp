@@ -7,12 +7,15 @@
 // inner product, softmax. Backward runs them in reverse with ReLU's backward
 // computed from its output, in place on the gradient.
 
+#include "memsweep/memory_plan.hpp"
 #include "memsweep/model_spec.hpp"
+#include "trainer/arena_planner.hpp"
 #include "trainer/dnnl_step.hpp"
 #include "trainer/parameters.hpp"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -67,10 +70,27 @@ enum class PlanPurpose { train, predict };
 
 class PlanMaker;  // makes memories and steps as the purpose says (plan.cpp)
 
+// How the plan holds its transient buffers (memory_plan.hpp).
+struct PlanMemory {
+  MemoryPlan plan = MemoryPlan::keep;
+  int recompute_every = kRecomputeEveryDefault;
+};
+
+// Layers per recompute segment: `recompute_every`, or ceil(sqrt(layers))
+// for kRecomputeEveryDefault. Layers count pools as layers of their own.
+std::size_t recompute_segment_length(std::size_t layers, int recompute_every);
+
+// Steps in the order they run, and for every purpose the memories each one
+// touches: the arena's lifetimes come from them.
+struct Schedule {
+  std::vector<Step> steps;  // training only
+  std::vector<std::vector<dnnl_memory_t>> uses;
+};
+
 class Plan {
  public:
   Plan(const PlanLayout& layout, ParameterStore& store, const dnnl::memory& scratchpad, const dnnl::engine& engine,
-       PlanPurpose purpose);
+       PlanPurpose purpose, const PlanMemory& memory_plan = {});
 
   std::size_t rows() const { return rows_; }
   bool with_backward() const { return with_backward_; }
@@ -88,14 +108,29 @@ class Plan {
   std::size_t reordered_weight_bytes() const { return reordered_weight_bytes_; }
   std::size_t workspace_bytes() const { return workspace_bytes_; }  // max-pooling's argmax
   std::size_t input_bytes() const;
+  std::size_t label_bytes() const { return rows_ * sizeof(std::int32_t); }
+  // Under reuse and recompute: the bytes the arena needs for this plan
+  // (0 under keep), and the buffers' lifetimes it was planned from.
+  std::size_t arena_bytes() const { return arena_.bytes; }
+  const std::vector<ArenaBuffer>& arena_buffers() const { return arena_buffers_; }
+  // Points every transient memory at its offset in `base` (arena_bytes()
+  // or more, 64-byte aligned). With `poison_freed`, each buffer's region is
+  // filled with NaN right after its last step, so a read of bytes already
+  // handed to another buffer shows as NaN in the loss.
+  void bind_arena(std::byte* base, bool poison_freed);
   std::vector<std::string> implementations() const { return implementations_; }
 
  private:
   struct LayerWiring;
-  void add_step(std::vector<Step>& steps, const std::string& what, const dnnl::primitive_desc& pd,
+  void add_step(Schedule& schedule, const std::string& what, const dnnl::primitive_desc& pd,
                 const std::vector<std::pair<int, dnnl::memory>>& args, const PlanMaker& make);
   std::vector<LayerWiring> wire_forward(const PlanLayout& layout, ParameterStore& store, const PlanMaker& make);
-  void wire_layer_forward(const LayerLayout& layer, LayerWiring& w, ParameterStore& store, const PlanMaker& make);
+  void wire_layer_forward(const LayerLayout& layer, const LayerWiring& w, ParameterStore& store, const PlanMaker& make,
+                          Schedule& into, const char* suffix);
+  void recompute_segment(const PlanLayout& layout, std::size_t first, std::size_t last,
+                         const std::vector<LayerWiring>& wiring, std::vector<LayerWiring>& backward_wiring,
+                         ParameterStore& store, const PlanMaker& make);
+  void place_in_arena();
   void wire_backward(const LayerLayout& layer, const LayerWiring& w, ParameterStore& store, const PlanMaker& make);
   void wire_weights_backward(const LayerLayout& layer, const LayerWiring& w, ParameterStore& store,
                              const PlanMaker& make);
@@ -103,11 +138,17 @@ class Plan {
 
   std::size_t rows_;
   bool with_backward_;
+  MemoryPlan memory_plan_;
+  std::vector<dnnl::memory> arena_memories_;  // the transient memories, under reuse and recompute
+  std::vector<ArenaBuffer> arena_buffers_;
+  ArenaPlan arena_;
+  std::vector<std::vector<std::span<float>>> poison_after_forward_, poison_after_backward_;
+  std::vector<std::span<float>> poison_after_loss_;
   dnnl::memory input_;
   std::size_t input_floats_;
   std::vector<std::int32_t> labels_;
   dnnl::memory probabilities_, logits_gradient_;
-  std::vector<Step> forward_steps_, backward_steps_;
+  Schedule forward_, backward_;
   struct GradientsReady {
     std::size_t after_steps, weights, bias;
   };

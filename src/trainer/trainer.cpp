@@ -1,5 +1,6 @@
 #include "memsweep/trainer.hpp"
 
+#include "trainer/aligned_buffer.hpp"
 #include "trainer/dnnl_step.hpp"
 #include "trainer/loss.hpp"
 #include "trainer/optimizer.hpp"
@@ -9,6 +10,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 namespace memsweep {
 
@@ -56,6 +59,7 @@ struct Trainer::Impl : LayerGradientsReady {
   dnnl::memory scratchpad;
   std::size_t scratchpad_bytes = 0;
   std::vector<std::unique_ptr<Plan>> plans;
+  AlignedBuffer arena;  // under reuse and recompute: every plan's transient buffers
 };
 
 namespace {
@@ -80,12 +84,38 @@ dnnl::memory::desc scratchpad_desc(std::size_t bytes) {
                             dnnl::memory::data_type::u8, dnnl::memory::format_tag::x);
 }
 
+PlanMemory plan_memory(const TrainerConfig& config) { return {config.memory_plan, config.recompute_every}; }
+
+// Plans of different row counts never run at the same time: one arena,
+// sized for the largest, serves them all.
+std::size_t arena_bytes(const std::vector<std::unique_ptr<Plan>>& plans) {
+  std::size_t most = 0;
+  for (const auto& p : plans) most = std::max(most, p->arena_bytes());
+  return most;
+}
+
+// MEMSWEEP_POISON_FREED_BUFFERS=1 (read when a Trainer is built): under
+// reuse and recompute, each buffer's bytes are filled with NaN as soon as
+// its last step has run, so a lifetime planned too short shows in the loss.
+// For tests; it costs a pass over every buffer each step.
+bool poison_freed_buffers() {
+  const char* value = std::getenv("MEMSWEEP_POISON_FREED_BUFFERS");
+  return value != nullptr && std::string_view(value) != "" && std::string_view(value) != "0";
+}
+
 TrainerMemory account(const ParameterStore& store, int state_copies, const std::vector<std::unique_ptr<Plan>>& plans,
-                      std::size_t scratchpad) {
+                      std::size_t scratchpad, MemoryPlan memory_plan) {
   TrainerMemory m;
   m.parameters = store.buffer_bytes();
   m.gradients = store.buffer_bytes();
   m.optimizer_state = static_cast<std::size_t>(state_copies) * store.buffer_bytes();
+  m.scratchpad = scratchpad;
+  if (memory_plan != MemoryPlan::keep) {
+    // The labels stay outside the arena: int32, read by the loss on the CPU.
+    for (const auto& p : plans) m.input_batch += p->label_bytes();
+    m.step_arena = arena_bytes(plans);
+    return m;
+  }
   for (const auto& p : plans) {
     m.activations += p->activation_bytes();
     m.activation_gradients += p->activation_gradient_bytes();
@@ -93,7 +123,6 @@ TrainerMemory account(const ParameterStore& store, int state_copies, const std::
     m.reordered_weights += p->reordered_weight_bytes();
     m.workspace += p->workspace_bytes();
   }
-  m.scratchpad = scratchpad;
   return m;
 }
 
@@ -123,8 +152,18 @@ Trainer::Trainer(const TrainerConfig& config) : impl_(std::make_unique<Impl>(con
   impl_->scratchpad_bytes = scratchpad_bytes(layouts);
   impl_->scratchpad = dnnl::memory(scratchpad_desc(impl_->scratchpad_bytes), impl_->engine);
   for (const PlanLayout& layout : layouts)
-    impl_->plans.push_back(
-        std::make_unique<Plan>(layout, impl_->store, impl_->scratchpad, impl_->engine, PlanPurpose::train));
+    impl_->plans.push_back(std::make_unique<Plan>(layout, impl_->store, impl_->scratchpad, impl_->engine,
+                                                  PlanPurpose::train, plan_memory(config)));
+  bind_arena();
+}
+
+// Once, before the first step: the arena's bytes (zeroed, so touched now,
+// not during a step) and every plan's buffers pointed into them.
+void Trainer::bind_arena() {
+  if (impl_->config.memory_plan == MemoryPlan::keep) return;
+  impl_->arena = AlignedBuffer((arena_bytes(impl_->plans) + sizeof(float) - 1) / sizeof(float));
+  const bool poison = poison_freed_buffers();
+  for (const auto& p : impl_->plans) p->bind_arena(reinterpret_cast<std::byte*>(impl_->arena.data()), poison);
 }
 
 TrainerMemory predict_trainer_memory(const TrainerConfig& config) {
@@ -136,8 +175,10 @@ TrainerMemory predict_trainer_memory(const TrainerConfig& config) {
   const dnnl::memory no_scratchpad(scratchpad_desc(scratchpad), engine, DNNL_MEMORY_NONE);
   std::vector<std::unique_ptr<Plan>> plans;
   for (const PlanLayout& layout : layouts)
-    plans.push_back(std::make_unique<Plan>(layout, store, no_scratchpad, engine, PlanPurpose::predict));
-  return account(store, Optimizer(config.optimizer, config.learning_rate).state_copies(), plans, scratchpad);
+    plans.push_back(
+        std::make_unique<Plan>(layout, store, no_scratchpad, engine, PlanPurpose::predict, plan_memory(config)));
+  return account(store, Optimizer(config.optimizer, config.learning_rate).state_copies(), plans, scratchpad,
+                 config.memory_plan);
 }
 
 Trainer::~Trainer() = default;
@@ -169,7 +210,8 @@ double Trainer::compute_gradients(std::size_t rows) {
 double Trainer::loss(std::size_t rows) { return impl_->forward_loss(impl_->plan(rows), false); }
 
 TrainerMemory Trainer::memory() const {
-  return account(impl_->store, impl_->optimizer.state_copies(), impl_->plans, impl_->scratchpad_bytes);
+  return account(impl_->store, impl_->optimizer.state_copies(), impl_->plans, impl_->scratchpad_bytes,
+                 impl_->config.memory_plan);
 }
 
 const TrainerConfig& Trainer::config() const { return impl_->config; }

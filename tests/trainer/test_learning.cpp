@@ -34,7 +34,8 @@ TrialSpec trial_of(DatasetKind dataset, ModelKind model, std::vector<int> channe
 
 // Trains until `target` test accuracy or the trial's epochs run out; prints
 // the epochs so CI logs show how far above the bar each run is.
-double best_accuracy(const TrialSpec& trial, const Dataset& data, double target, TrainingOptions options = {}) {
+double best_accuracy(const TrialSpec& trial, const Dataset& data, double target, TrainingOptions options = {},
+                     MemoryPlan plan = MemoryPlan::keep) {
   std::atomic<bool> reached{false};
   double best = 0.0;
   options.stop = &reached;
@@ -44,7 +45,9 @@ double best_accuracy(const TrialSpec& trial, const Dataset& data, double target,
     best = std::max(best, e.test_accuracy);
     if (e.test_accuracy >= target) reached = true;
   };
-  const TrainingResult result = train_trial(training_spec(trial), data, options);
+  TrainingSpec spec = training_spec(trial);
+  spec.memory_plan = plan;
+  const TrainingResult result = train_trial(spec, data, options);
   EXPECT_NE(result.outcome, TrainingOutcome::diverged) << result.message;
   return best;
 }
@@ -110,6 +113,41 @@ TEST(Learning, CifarSubsetCnnReachesThirtyFivePercentWithinFiveEpochs) {
       trial_of(DatasetKind::cifar10, ModelKind::cnn, {16, 32}, {128}, OptimizerKind::adam, 1e-3, 5, 32);
   EXPECT_GE(best_accuracy(trial, data, 0.35), 0.35);
 }
+
+// reuse and recompute learn as keep does, with freed arena bytes poisoned
+// (MEMSWEEP_POISON_FREED_BUFFERS, set for this binary by
+// test_memory_plans.cpp): a buffer read after its bytes were reused would
+// turn the loss to NaN and end the trial as diverged.
+class LearningUnderPlan : public ::testing::TestWithParam<MemoryPlan> {};
+
+TEST_P(LearningUnderPlan, SyntheticCnnAboveChanceAfterOneEpoch) {
+  SyntheticSpec spec;
+  spec.shape = {3, 16, 16};
+  spec.train_size = 4000;
+  const Dataset data = generate_synthetic(spec);
+  TrialSpec trial =
+      trial_of(DatasetKind::synthetic, ModelKind::cnn, {8, 16}, {32}, OptimizerKind::momentum, 0.05, 1, 32);
+  trial.dataset.synthetic = spec;
+  EXPECT_GT(best_accuracy(trial, data, 1.0, {}, GetParam()), 0.4) << "chance is 0.1";
+}
+
+TEST_P(LearningUnderPlan, MnistMlpReachesNinetyFivePercentWithinThreeEpochs) {
+  MEMSWEEP_REAL_DATASETS_OR_SKIP(root, "mnist");
+  const Dataset& data = real_dataset(DatasetKind::mnist, root);
+  const TrialSpec trial = trial_of(DatasetKind::mnist, ModelKind::mlp, {}, {128, 64}, OptimizerKind::sgd, 0.1, 3, 32);
+  EXPECT_GE(best_accuracy(trial, data, 0.95, {}, GetParam()), 0.95);
+}
+
+TEST_P(LearningUnderPlan, MnistCnnReachesNinetySevenPercent) {
+  MEMSWEEP_REAL_DATASETS_OR_SKIP(root, "mnist");
+  const Dataset& data = real_dataset(DatasetKind::mnist, root);
+  const TrialSpec trial =
+      trial_of(DatasetKind::mnist, ModelKind::cnn, {8, 16}, {64}, OptimizerKind::momentum, 0.05, 2, 64);
+  EXPECT_GE(best_accuracy(trial, data, 0.97, {}, GetParam()), 0.97);
+}
+
+INSTANTIATE_TEST_SUITE_P(Plans, LearningUnderPlan, ::testing::Values(MemoryPlan::reuse, MemoryPlan::recompute),
+                         [](const auto& plan) { return std::string(memory_plan_name(plan.param)); });
 
 // The source paper's MNIST trial 1 trains a 784-285-389-423-173-61-10 MLP
 // with learning rate 0.7886 at batch 8. With plain SGD it does not learn:

@@ -29,6 +29,7 @@ struct AllocationCase {
   ModelSpec model;
   std::size_t batch, partial;
   OptimizerKind optimizer;
+  MemoryPlan plan = MemoryPlan::keep;
 };
 
 void PrintTo(const AllocationCase& c, std::ostream* os) { *os << c.name; }
@@ -39,17 +40,24 @@ TEST_P(NoAllocation, TrainingStepsLeaveHeapAndRssFlat) {
   const AllocationCase& c = GetParam();
   TrainerConfig config = tiny_config(c.model, c.batch, c.optimizer, 0.01);
   config.train_batch_sizes.push_back(c.partial);
+  config.memory_plan = c.plan;
   Trainer trainer(config);
-  fill_random_batch(trainer, c.batch, 1);
-  fill_random_batch(trainer, c.partial, 2);
-  const auto step = [&](int i) { trainer.train_step(i % 4 == 3 ? c.partial : c.batch); };
-  for (int i = 0; i < kWarmupSteps * 4; ++i) step(i);
+  // Under reuse and recompute the images share the arena: refilled before
+  // each step (outside the counts), as the training loop gathers them.
+  const auto rows_of = [&](int i) { return i % 4 == 3 ? c.partial : c.batch; };
+  const auto fill = [&](int i) { fill_random_batch(trainer, rows_of(i), static_cast<std::uint64_t>(i % 4)); };
+  const auto step = [&](int i) { trainer.train_step(rows_of(i)); };
+  for (int i = 0; i < kWarmupSteps * 4; ++i) {
+    fill(i);
+    step(i);
+  }
 
   std::vector<std::uint64_t> per_step;
   per_step.reserve(kMeasuredSteps);
   const AllocationCounts before = allocation_counts();
   const std::int64_t rss_before = resident_bytes();
   for (int i = 0; i < kMeasuredSteps; ++i) {
+    fill(i);
     const std::uint64_t start = allocation_counts().allocations;
     step(i);
     per_step.push_back(allocation_counts().allocations - start);
@@ -104,7 +112,15 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(AllocationCase{"mlp_sgd", mlp({1, 28, 28}, {128, 64}, 10), 32, 7, OptimizerKind::sgd},
                       AllocationCase{"mlp_adam", mlp({1, 28, 28}, {128}, 10), 32, 5, OptimizerKind::adam},
                       AllocationCase{"cnn_momentum", cnn({3, 16, 16}, {{8, true}, {16, true}}, {32}, 10), 16, 3,
-                                     OptimizerKind::momentum}),
+                                     OptimizerKind::momentum},
+                      AllocationCase{"mlp_adam_reuse", mlp({1, 28, 28}, {128, 64}, 10), 32, 5, OptimizerKind::adam,
+                                     MemoryPlan::reuse},
+                      AllocationCase{"cnn_momentum_reuse", cnn({3, 16, 16}, {{8, true}, {16, true}}, {32}, 10), 16, 3,
+                                     OptimizerKind::momentum, MemoryPlan::reuse},
+                      AllocationCase{"mlp_sgd_recompute", mlp({1, 28, 28}, {128, 64, 32}, 10), 32, 7,
+                                     OptimizerKind::sgd, MemoryPlan::recompute},
+                      AllocationCase{"cnn_momentum_recompute", cnn({3, 16, 16}, {{8, true}, {16, true}}, {32}, 10), 16,
+                                     3, OptimizerKind::momentum, MemoryPlan::recompute}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace
