@@ -60,6 +60,10 @@ inline constexpr std::string_view kActivationGradients = "activation gradients";
 inline constexpr std::string_view kInputBatch = "input batch";
 inline constexpr std::string_view kReorderedWeights = "reordered weight copies";
 inline constexpr std::string_view kScratchpad = "oneDNN scratchpad";
+// reuse and recompute: the step's transient buffers in one arena, placed by
+// their lifetimes; it replaces activations, pooling workspace, activation
+// gradients, reordered weight copies and the batch images.
+inline constexpr std::string_view kStepArena = "step arena";
 inline constexpr std::string_view kResidentDataset = "resident dataset";
 // The Q&A rule's parts.
 inline constexpr std::string_view kRuleParameters = "parameters x3";
@@ -99,12 +103,21 @@ inline constexpr std::uint64_t kEstimateLimitBytes = std::uint64_t{1} << 50;
 // every tensor in its plain layout (no blocked padding, no 64-byte
 // alignment, no reorder copies, no scratchpad, no pooling workspace), for
 // every batch size the trainer prepares. Each part is at most the full
-// estimate's part of that name; sums saturate at 2^64 - 1. Its cost does
+// estimate's part of that name; sums saturate at 2^64 - 1. Under reuse and
+// recompute the transient buffers are one part, the step arena, whose
+// floor is what is live at the first step of the largest batch: its images
+// and the first layer's output (or the input's reordered copy), plain. Its cost does
 // not depend on the sizes: a few operations per layer and batch size.
 MemoryEstimate plain_floor_estimate(const TrainerConfig& config);
 
-// The parts of what a trainer holds, in the order a table shows them.
+// The parts of what a trainer holds, in the order a table shows them: under
+// keep every kind of transient buffer on its own, under reuse and recompute
+// (step_arena set) the step arena instead.
 MemoryEstimate estimate_from_trainer_memory(const TrainerMemory& memory);
+
+// What a trainer built from `config` allocates, its memory plan included;
+// the floor (at_least set) when the floor alone exceeds kEstimateLimitBytes.
+MemoryEstimate estimate_trainer(const TrainerConfig& config);
 
 // What `trial` allocates when it trains on a dataset of `counts` examples:
 // the trainer of trainer_config(trial, counts.train, counts.test) (main
@@ -125,7 +138,7 @@ std::optional<AxisEstimate> estimate_along_axis(const TrialSpec& configuration, 
                                                 ExampleCounts counts);
 
 // estimate_trial for many trials, computed once per distinct shape (layers,
-// batch sizes, optimizer kind): a sweep has many trials of one shape, and
+// batch sizes, optimizer kind, memory plan and recompute_every): a sweep has many trials of one shape, and
 // each estimate builds oneDNN primitive descriptors.
 class EstimateCache {
  public:

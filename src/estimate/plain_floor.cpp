@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace memsweep {
 
 using estimate_detail::saturating_add;
@@ -35,18 +37,42 @@ MemoryEstimate plain_floor_estimate(const TrainerConfig& config) {
     input = saturating_add(input, saturating_mul(rows, saturating_add(saturating_mul(pixels, kFloat), kLabel)));
   }
   const std::string plain = "at least: plain layouts, without oneDNN's padding and alignment";
-  return MemoryEstimate{{
+  MemoryEstimate floor{{
       {std::string(part::kParameters), parameters,
        fmt::format("{} weights and biases; {}", parameter_count(model), plain)},
       {std::string(part::kGradients), parameters, "one buffer shaped like the parameters"},
       {std::string(part::kOptimizerState), saturating_mul(copies, parameters),
        "copies of the parameters: SGD 0, momentum 1, Adam 2"},
+  }};
+  if (config.memory_plan != MemoryPlan::keep) {
+    // At the first step the batch's images are live, and so is what that
+    // step writes: the first layer's output, or (convolutions) the input's
+    // reordered copy, no smaller than the input. Every plan shares the arena.
+    const std::uint64_t first_output =
+        !model.conv.empty()
+            ? std::min<std::uint64_t>(pixels, static_cast<std::uint64_t>(model.conv.front().out_channels) *
+                                                  static_cast<std::uint64_t>(model.input.height) *
+                                                  static_cast<std::uint64_t>(model.input.width))
+            : static_cast<std::uint64_t>(model.hidden.empty() ? model.classes : model.hidden.front());
+    std::uint64_t arena = 0, labels = 0;
+    for (const auto& [rows, trains] : prepared_batch_sizes(config)) {
+      arena = std::max(arena, saturating_mul(rows, saturating_mul(saturating_add(pixels, first_output), kFloat)));
+      labels = saturating_add(labels, saturating_mul(rows, kLabel));
+    }
+    floor.parts.push_back({std::string(part::kStepArena), arena,
+                           fmt::format("the first step's images and output of the largest batch; {}", plain)});
+    floor.parts.push_back({std::string(part::kInputBatch), labels, "the labels of each batch size"});
+    return floor;
+  }
+  floor.parts.push_back(
       {std::string(part::kActivations), activations,
        fmt::format("{} outputs per example, softmax included, for every batch size the trainer prepares; {}",
-                   saturating_add(outputs, model.classes), plain)},
-      {std::string(part::kActivationGradients), gradients, "gradients of the forward outputs, per training batch size"},
-      {std::string(part::kInputBatch), input, "images and labels of each batch size; no reordered copy counted"},
-  }};
+                   saturating_add(outputs, model.classes), plain)});
+  floor.parts.push_back({std::string(part::kActivationGradients), gradients,
+                         "gradients of the forward outputs, per training batch size"});
+  floor.parts.push_back(
+      {std::string(part::kInputBatch), input, "images and labels of each batch size; no reordered copy counted"});
+  return floor;
 }
 
 }  // namespace memsweep

@@ -11,12 +11,15 @@ double MeasuredTrial::ratio() const {
   return static_cast<double>(region.footprint_bytes) / static_cast<double>(predicted_bytes);
 }
 
-MeasuredTrial measure_trial(const TrialSpec& trial, const Dataset& data) {
+MeasuredTrial measure_trial(const TrialSpec& trial, const Dataset& data, MemoryPlan plan) {
   MeasuredTrial result;
-  result.predicted_bytes = estimate_trial(trial, example_counts(data)).total();
+  TrainingSpec spec = training_spec(trial);
+  spec.memory_plan = plan;
+  const ExampleCounts counts = example_counts(data);
+  result.predicted_bytes = estimate_trainer(trainer_config(spec, counts.train, counts.test)).total();
   Sampler sampler(SamplerOptions{}, make_proc_memory_probe(), nullptr);
   sampler.begin_region();
-  const TrainingResult training = train_trial(training_spec(trial), data);
+  const TrainingResult training = train_trial(spec, data);
   result.region = sampler.end_region();
   if (training.outcome != TrainingOutcome::completed)
     throw std::runtime_error("the measured trial did not complete: " + training.message);

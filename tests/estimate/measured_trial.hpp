@@ -17,7 +17,7 @@ struct MeasuredTrial {
 };
 
 // The dataset is built before the region, as a rank loads it before its trials.
-MeasuredTrial measure_trial(const TrialSpec& trial, const Dataset& data);
+MeasuredTrial measure_trial(const TrialSpec& trial, const Dataset& data, MemoryPlan plan = MemoryPlan::keep);
 
 // A trial of `hidden` on data of `data`'s shape (synthetic, MNIST-like or not),
 // SGD, one epoch.

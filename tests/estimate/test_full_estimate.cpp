@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
 
 namespace memsweep {
 namespace {
@@ -118,6 +121,54 @@ TEST(FullEstimate, PartsAreTheTrainersOwnPrediction) {
   EXPECT_EQ(estimate.total(), m.total()) << "exactly what the trainer will hold";
   EXPECT_EQ(estimate.part(part::kScratchpad).bytes, m.scratchpad);
   EXPECT_THROW((void)estimate.part("no such part"), std::out_of_range);
+}
+
+// 784-128-10 at batch 32 under reuse, by hand. The schedule: fc1 forward
+// (0), output forward (1), softmax (2), the loss (3), output backward
+// weights (4) and data (5), fc1's ReLU backward (6) and weights (7). The
+// images live 0-7, fc1's output 0-6, the logits 1-2, the probabilities 2-3,
+// the logits' gradient 3-5, fc1's output gradient 5-7: at step 5 the
+// images, fc1's output and both gradients are live, and the arena is that.
+TEST(FullEstimate, ReusesArenaIsThePeakOfLiveBytesForAnMlp) {
+  const TrialSpec trial = mnist_shaped_mlp({128}, 32, OptimizerKind::sgd);
+  TrainerConfig config = trainer_config(training_spec(trial), 3200, 640);
+  config.memory_plan = MemoryPlan::reuse;
+  const MemoryEstimate estimate = estimate_trainer(config);
+  constexpr std::uint64_t kRows = 32;
+  EXPECT_EQ(estimate.part(part::kStepArena).bytes, kRows * (784 + 128 + 10 + 128) * kFloat);
+  EXPECT_EQ(estimate.part(part::kInputBatch).bytes, kRows * kLabel) << "the labels stay outside the arena";
+  EXPECT_THROW((void)estimate.part(part::kActivations), std::out_of_range) << "in the arena";
+  const MemoryEstimate keep = estimate_trial(trial, {3200, 640});
+  // keep: images 784, outputs 128 + 10 + 10, gradients 128 + 10 per row;
+  // the arena 784 + 128 + 10 + 128: the logits and probabilities share bytes
+  // with the gradients.
+  EXPECT_EQ(keep.total() - estimate.total(), kRows * (10 + 10) * kFloat);
+  EXPECT_EQ(estimate.total(), predict_trainer_memory(config).total());
+}
+
+TEST(FullEstimate, EveryPlanHasItsOwnPartsAndRecomputeIsSmallestForADeepNetwork) {
+  TrialSpec trial = mnist_shaped_mlp({1024, 1024}, 64, OptimizerKind::momentum);
+  trial.dataset.synthetic.shape = {3, 32, 32};
+  trial.model = ModelKind::alexnet;
+  TrainerConfig config = trainer_config(training_spec(trial), 6400, 640);
+  const MemoryEstimate keep = estimate_trainer(config);
+  config.memory_plan = MemoryPlan::reuse;
+  const MemoryEstimate reuse = estimate_trainer(config);
+  config.memory_plan = MemoryPlan::recompute;
+  const MemoryEstimate recompute = estimate_trainer(config);
+  for (const MemoryEstimate* e : {&reuse, &recompute}) {
+    std::vector<std::string> names;
+    for (const EstimatePart& p : e->parts) names.push_back(p.name);
+    EXPECT_EQ(names, (std::vector<std::string>{std::string(part::kParameters), std::string(part::kGradients),
+                                               std::string(part::kOptimizerState), std::string(part::kStepArena),
+                                               std::string(part::kInputBatch), std::string(part::kScratchpad)}));
+    EXPECT_EQ(e->part(part::kParameters).bytes, keep.part(part::kParameters).bytes);
+  }
+  std::printf("  alexnet 3x32x32 batch 64: keep %llu B, reuse %llu B, recompute %llu B\n",
+              static_cast<unsigned long long>(keep.total()), static_cast<unsigned long long>(reuse.total()),
+              static_cast<unsigned long long>(recompute.total()));
+  EXPECT_LT(reuse.total(), keep.total());
+  EXPECT_LT(recompute.total(), reuse.total());
 }
 
 TEST(ResidentDataset, PublishedSizes) {

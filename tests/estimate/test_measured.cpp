@@ -78,6 +78,36 @@ TEST_F(EstimateVsMeasured, RealMlpTrialsAgreeWithinTolerance) {
   }
 }
 
+// Every memory plan against its measured footprint, once the shape's kernels
+// are cached: an MLP and a CNN on 3x32x32 images whose activations dominate.
+TEST_F(EstimateVsMeasured, EveryMemoryPlanAgreesOnceKernelsAreCached) {
+  SyntheticSpec spec;
+  spec.shape = {3, 32, 32};
+  spec.train_size = 1024;
+  spec.test_size = 256;
+  const Dataset data = generate_synthetic(spec);
+  TrialSpec mlp = mlp_trial(data, {1024, 512, 256}, 128);
+  TrialSpec cnn = mlp_trial(data, {128}, 128);
+  cnn.model = ModelKind::cnn;
+  cnn.channels = {32, 64};
+  for (const TrialSpec& trial : {mlp, cnn}) {
+    for (const MemoryPlan plan : {MemoryPlan::keep, MemoryPlan::reuse, MemoryPlan::recompute}) {
+      const std::string name =
+          fmt::format("{} {} batch {}, {}", model_name(trial.model),
+                      fmt::join(trial.model == ModelKind::cnn ? trial.channels : trial.hidden, "-"), trial.batch_size,
+                      memory_plan_name(plan));
+      SCOPED_TRACE(name);
+      (void)measure_trial(trial, data, plan);
+      const MeasuredTrial again = measure_trial(trial, data, plan);
+      print(name + ", again", again);
+      ASSERT_TRUE(again.region.peak_since_baseline) << "the kernel's peak RSS could not be reset";
+      const double predicted = static_cast<double>(again.predicted_bytes);
+      EXPECT_LE(std::abs(static_cast<double>(again.region.footprint_bytes) - predicted),
+                kCachedRelative * predicted + kFixedAllowance);
+    }
+  }
+}
+
 // The paper's 21 MLP trials (jobs/examples/paper-*.toml) on synthetic data of
 // the same shape, one epoch of kTrainExamples, each measured twice: the
 // first run of a shape generates oneDNN's kernels, the second finds them in

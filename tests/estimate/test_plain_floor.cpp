@@ -73,6 +73,21 @@ TEST_P(FloorOfNormalShapes, EveryPartIsAtMostTheFullEstimates) {
   EXPECT_LE(floor.total(), full.total());
 }
 
+// Under reuse and recompute the floor is a floor too: the arena holds at
+// least the first step's images and output of the largest batch.
+TEST_P(FloorOfNormalShapes, EveryPartIsAtMostTheFullEstimatesUnderEveryPlan) {
+  const NormalShape& shape = GetParam();
+  for (const MemoryPlan plan : {MemoryPlan::reuse, MemoryPlan::recompute}) {
+    TrainerConfig config = trainer_config(training_spec(shape.trial), shape.counts.train, shape.counts.test);
+    config.memory_plan = plan;
+    const MemoryEstimate floor = plain_floor_estimate(config);
+    const MemoryEstimate full = estimate_trainer(config);
+    EXPECT_GT(floor.part(part::kStepArena).bytes, 0u);
+    for (const EstimatePart& p : floor.parts) EXPECT_LE(p.bytes, full.part(p.name).bytes) << p.name;
+    EXPECT_LE(floor.total(), full.total()) << memory_plan_name(plan);
+  }
+}
+
 // Plain layouts (nc) cannot be padded: an MLP's floor is its full estimate
 // but for the parameters' 64-byte lines and blocked layouts and the scratchpad.
 TEST_P(FloorOfNormalShapes, AgreesWithTheFullEstimateWhereLayoutsArePlain) {
