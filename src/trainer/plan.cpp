@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
+#include <optional>
 
 namespace memsweep::trainer_detail {
 namespace {
@@ -262,12 +262,16 @@ class PlanMaker {
     return allocates_buffers() ? memory(desc, engine_) : memory(desc, engine_, DNNL_MEMORY_NONE);
   }
 
-  // Every purpose records which memories the step touches (the arena's
-  // lifetimes come from them); only training creates the primitive.
+  // Every purpose records which arena memories the step touches (the
+  // arena's lifetimes come from them); only training creates the primitive.
+  // Recorded as indices while the memories are alive: a prediction keeps no
+  // step, so a parameter's temporary memory handle is freed at once and its
+  // address may come back as a later arena memory's.
   void add(Schedule& schedule, std::string what, const dnnl::primitive_desc_base& pd,
            const std::vector<std::pair<int, memory>>& args) const {
-    std::vector<dnnl_memory_t> uses;
-    for (const auto& arg : args) uses.push_back(arg.second.get());
+    std::vector<std::size_t> uses;
+    for (const auto& arg : args)
+      if (const auto index = arena_index(arg.second)) uses.push_back(*index);
     schedule.uses.push_back(std::move(uses));
     if (creates_primitives()) schedule.steps.emplace_back(std::move(what), pd.get(), args);
   }
@@ -277,6 +281,15 @@ class PlanMaker {
     if (pd.scratchpad_desc().get_size() > scratchpad_.get_desc().get_size())
       throw TrainerError(what + ": the reorder needs more scratchpad than any primitive");
     add(schedule, what, pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, scratch()});
+  }
+
+  // Where `m` is in the arena's list; nullopt for a memory outside it
+  // (parameters, their gradients, the scratchpad) or under keep.
+  std::optional<std::size_t> arena_index(const memory& m) const {
+    if (arena_ == nullptr) return std::nullopt;
+    for (std::size_t i = 0; i < arena_->size(); ++i)
+      if ((*arena_)[i].get() == m.get()) return i;
+    return std::nullopt;
   }
 
   // `from` as the layout a primitive wants: itself, or a copy that
@@ -349,7 +362,7 @@ Plan::Plan(const PlanLayout& layout, ParameterStore& store, const memory& scratc
       wire_backward(layout.layers[i], backward_wiring[i], store, make);
     }
   }
-  if (arena) place_in_arena();
+  if (arena) place_in_arena(make);
 }
 
 std::vector<Plan::LayerWiring> Plan::wire_forward(const PlanLayout& layout, ParameterStore& store,
@@ -500,26 +513,25 @@ void Plan::wire_data_backward(const LayerLayout& layer, const LayerWiring& w, Pa
 // Each transient memory lives from the first step that touches it to the
 // last; the batch's images from step 0, since the caller writes them before
 // the forward pass.
-void Plan::place_in_arena() {
-  std::map<dnnl_memory_t, std::size_t> index;
-  for (std::size_t i = 0; i < arena_memories_.size(); ++i) index.emplace(arena_memories_[i].get(), i);
+void Plan::place_in_arena(const PlanMaker& make) {
   constexpr std::size_t kUnused = std::numeric_limits<std::size_t>::max();
   std::vector<ArenaBuffer> buffers(arena_memories_.size(), ArenaBuffer{0, kUnused, 0});
-  const auto touch = [&](dnnl_memory_t m, std::size_t step) {
-    const auto found = index.find(m);
-    if (found == index.end()) return;  // a parameter, its gradient, the scratchpad: outside the arena
-    ArenaBuffer& b = buffers[found->second];
+  const auto touch = [&](std::size_t index, std::size_t step) {
+    ArenaBuffer& b = buffers[index];
     b.first = std::min(b.first, step);
     b.last = std::max(b.last, step);
   };
+  const auto touch_memory = [&](const memory& m, std::size_t step) {
+    if (const auto index = make.arena_index(m)) touch(*index, step);
+  };
   const std::size_t loss_step = forward_.uses.size();
   for (std::size_t s = 0; s < forward_.uses.size(); ++s)
-    for (dnnl_memory_t m : forward_.uses[s]) touch(m, s);
-  touch(probabilities_.get(), loss_step);
-  if (with_backward_) touch(logits_gradient_.get(), loss_step);
+    for (const std::size_t index : forward_.uses[s]) touch(index, s);
+  touch_memory(probabilities_, loss_step);
+  if (with_backward_) touch_memory(logits_gradient_, loss_step);
   for (std::size_t s = 0; s < backward_.uses.size(); ++s)
-    for (dnnl_memory_t m : backward_.uses[s]) touch(m, loss_step + 1 + s);
-  touch(input_.get(), 0);
+    for (const std::size_t index : backward_.uses[s]) touch(index, loss_step + 1 + s);
+  touch_memory(input_, 0);
   for (std::size_t i = 0; i < buffers.size(); ++i) {
     if (buffers[i].first == kUnused)
       buffers[i] = ArenaBuffer{0, 0, 0};  // never touched: needs no bytes

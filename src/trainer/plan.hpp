@@ -80,11 +80,11 @@ struct PlanMemory {
 // for kRecomputeEveryDefault. Layers count pools as layers of their own.
 std::size_t recompute_segment_length(std::size_t layers, int recompute_every);
 
-// Steps in the order they run, and for every purpose the memories each one
-// touches: the arena's lifetimes come from them.
+// Steps in the order they run, and for every purpose the arena memories
+// each one touches: the arena's lifetimes come from them.
 struct Schedule {
-  std::vector<Step> steps;  // training only
-  std::vector<std::vector<dnnl_memory_t>> uses;
+  std::vector<Step> steps;                     // training only
+  std::vector<std::vector<std::size_t>> uses;  // indices into the plan's arena memories
 };
 
 class Plan {
@@ -130,7 +130,7 @@ class Plan {
   void recompute_segment(const PlanLayout& layout, std::size_t first, std::size_t last,
                          const std::vector<LayerWiring>& wiring, std::vector<LayerWiring>& backward_wiring,
                          ParameterStore& store, const PlanMaker& make);
-  void place_in_arena();
+  void place_in_arena(const PlanMaker& make);
   void wire_backward(const LayerLayout& layer, const LayerWiring& w, ParameterStore& store, const PlanMaker& make);
   void wire_weights_backward(const LayerLayout& layer, const LayerWiring& w, ParameterStore& store,
                              const PlanMaker& make);

@@ -146,6 +146,14 @@ TEST_P(LearningUnderPlan, MnistCnnReachesNinetySevenPercent) {
   EXPECT_GE(best_accuracy(trial, data, 0.97, {}, GetParam()), 0.97);
 }
 
+TEST_P(LearningUnderPlan, CifarSubsetCnnReachesThirtyFivePercentWithinFiveEpochs) {
+  MEMSWEEP_REAL_DATASETS_OR_SKIP(root, "cifar-10");
+  const Dataset& data = real_dataset(DatasetKind::cifar10, root);
+  const TrialSpec trial =
+      trial_of(DatasetKind::cifar10, ModelKind::cnn, {16, 32}, {128}, OptimizerKind::adam, 1e-3, 5, 32);
+  EXPECT_GE(best_accuracy(trial, data, 0.35, {}, GetParam()), 0.35);
+}
+
 INSTANTIATE_TEST_SUITE_P(Plans, LearningUnderPlan, ::testing::Values(MemoryPlan::reuse, MemoryPlan::recompute),
                          [](const auto& plan) { return std::string(memory_plan_name(plan.param)); });
 

@@ -141,16 +141,21 @@ TEST(MemoryPlans, ReuseHoldsLessThanKeepAndRecomputeLessThanReuse) {
   EXPECT_EQ(reuse.scratchpad, keep.scratchpad);
 }
 
+// The prediction wires the same plans without buffers or primitives and asks
+// the same planner: the arena it predicts is the trainer's, to the byte.
 TEST(MemoryPlans, TheTrainerHoldsWhatThePredictionSays) {
-  for (const MemoryPlan plan : {MemoryPlan::reuse, MemoryPlan::recompute}) {
-    TrainerConfig config = tiny_config(cnn({3, 16, 16}, {{8, true}, {16, false}}, {32}, 10), 8);
-    config.train_batch_sizes.push_back(3);
-    config.eval_batch_sizes = {10, 4};
-    config.memory_plan = plan;
-    const Trainer trainer(config);
-    const TrainerMemory built = trainer.memory(), predicted = predict_trainer_memory(config);
-    EXPECT_EQ(built.step_arena, predicted.step_arena) << memory_plan_name(plan);
-    EXPECT_EQ(built.total(), predicted.total()) << memory_plan_name(plan);
+  for (const ModelSpec& model :
+       {cnn({3, 16, 16}, {{8, true}, {16, false}}, {32}, 10), cnn({3, 32, 32}, alexnet_conv_blocks(), {64, 64}, 10)}) {
+    for (const MemoryPlan plan : {MemoryPlan::reuse, MemoryPlan::recompute}) {
+      TrainerConfig config = tiny_config(model, 4);
+      config.train_batch_sizes.push_back(3);
+      config.eval_batch_sizes = {5, 2};
+      config.memory_plan = plan;
+      const Trainer trainer(config);
+      const TrainerMemory built = trainer.memory(), predicted = predict_trainer_memory(config);
+      EXPECT_EQ(built.step_arena, predicted.step_arena) << memory_plan_name(plan);
+      EXPECT_EQ(built.total(), predicted.total()) << memory_plan_name(plan);
+    }
   }
 }
 
