@@ -3,6 +3,7 @@
 // kernels generated beforehand, as a sweep's later trials find them cached),
 // and the median step time; ratios against keep measured in the same run.
 //   memsweep_bench_memory_plans --model alexnet --input 3,32,32 --hidden 1024,1024 --batch 64 --steps 5
+// Each plan trains the same batches, so their losses must be equal.
 
 #include "memsweep/estimate.hpp"
 #include "memsweep/random.hpp"
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <sstream>
 
 namespace {
@@ -43,31 +45,26 @@ void fill(Trainer& trainer, std::size_t rows, std::uint64_t seed) {
 }
 
 struct Figures {
-  double estimate_mib = 0, measured_mib = 0, step_ms = 0;
+  double estimate_mib = 0, measured_mib = 0;
+  std::vector<double> step_ms;
   std::vector<double> losses;
 };
 
-Figures measure(const TrainerConfig& config, int steps) {
-  Figures f;
+// The trainer built and stepped twice inside a sampler region: its
+// peak - baseline. The trainer stays alive for the timed rounds.
+std::unique_ptr<Trainer> build_and_measure(const TrainerConfig& config, Figures& f) {
   f.estimate_mib = static_cast<double>(estimate_trainer(config).total()) / (1024.0 * 1024.0);
   Sampler sampler(SamplerOptions{}, make_proc_memory_probe(), nullptr);
   sampler.begin_region();
-  std::vector<double> times;
-  {
-    Trainer trainer(config);
-    const std::size_t rows = config.train_batch_sizes.front();
-    for (int i = 0; i < steps; ++i) {
-      fill(trainer, rows, static_cast<std::uint64_t>(i));
-      const auto start = Clock::now();
-      f.losses.push_back(trainer.train_step(rows));
-      times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-    }
-    const RegionSummary region = sampler.end_region();
-    f.measured_mib = static_cast<double>(region.footprint_bytes) / (1024.0 * 1024.0);
+  auto trainer = std::make_unique<Trainer>(config);
+  const std::size_t rows = config.train_batch_sizes.front();
+  for (int i = 0; i < 2; ++i) {
+    fill(*trainer, rows, static_cast<std::uint64_t>(i));
+    f.losses.push_back(trainer->train_step(rows));
   }
-  times.erase(times.begin());  // the first step touches the thread team and pages
-  f.step_ms = median(times);
-  return f;
+  const RegionSummary region = sampler.end_region();
+  f.measured_mib = static_cast<double>(region.footprint_bytes) / (1024.0 * 1024.0);
+  return trainer;
 }
 
 }  // namespace
@@ -81,7 +78,7 @@ int main(int argc, char** argv) {
   app.add_option("--hidden", hidden, "hidden widths");
   app.add_option("--channels", channels, "cnn: conv channels (each pooled)");
   app.add_option("--batch", batch);
-  app.add_option("--steps", steps, "steps per plan; the first is not timed");
+  app.add_option("--steps", steps, "timed rounds (one step of each plan per round)");
   app.add_option("--recompute-every", every);
   CLI11_PARSE(app, argc, argv);
 
@@ -103,19 +100,35 @@ int main(int argc, char** argv) {
     fill(warm, static_cast<std::size_t>(batch), 0);
     warm.train_step(static_cast<std::size_t>(batch));
   }
-  fmt::print("{} {} hidden {} batch {}, {} steps, median of the last {}\n", model, input, hidden, batch, steps,
-             steps - 1);
+  constexpr MemoryPlan kPlans[] = {MemoryPlan::keep, MemoryPlan::reuse, MemoryPlan::recompute};
+  Figures figures[3];
+  std::vector<std::unique_ptr<Trainer>> trainers;
+  for (int p = 0; p < 3; ++p) {
+    config.memory_plan = kPlans[p];
+    trainers.push_back(build_and_measure(config, figures[p]));
+  }
+  // Timed in rounds, one step of each plan per round, so a change in the
+  // machine's load touches every plan alike.
+  const auto rows = static_cast<std::size_t>(batch);
+  for (int round = 0; round < steps; ++round) {
+    for (int p = 0; p < 3; ++p) {
+      fill(*trainers[p], rows, static_cast<std::uint64_t>(2 + round));
+      const auto start = Clock::now();
+      figures[p].losses.push_back(trainers[p]->train_step(rows));
+      figures[p].step_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    }
+  }
+  fmt::print("{} {} hidden {} batch {}: peak - baseline of building and 2 steps; step time median of {} rounds\n",
+             model, input, hidden, batch, steps);
   fmt::print(
       "| plan | estimate MiB | measured MiB | measured/estimate | vs keep | step ms | vs keep | losses equal keep |\n");
   fmt::print("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
-  Figures keep;
-  for (const MemoryPlan plan : {MemoryPlan::keep, MemoryPlan::reuse, MemoryPlan::recompute}) {
-    config.memory_plan = plan;
-    const Figures f = measure(config, steps);
-    if (plan == MemoryPlan::keep) keep = f;
-    fmt::print("| {} | {:.1f} | {:.1f} | {:.3f} | {:.2f} | {:.1f} | {:.2f} | {} |\n", memory_plan_name(plan),
+  const Figures& keep = figures[0];
+  for (int p = 0; p < 3; ++p) {
+    const Figures& f = figures[p];
+    fmt::print("| {} | {:.1f} | {:.1f} | {:.3f} | {:.2f} | {:.1f} | {:.2f} | {} |\n", memory_plan_name(kPlans[p]),
                f.estimate_mib, f.measured_mib, f.measured_mib / f.estimate_mib, f.measured_mib / keep.measured_mib,
-               f.step_ms, f.step_ms / keep.step_ms, f.losses == keep.losses ? "yes" : "no");
+               median(f.step_ms), median(f.step_ms) / median(keep.step_ms), f.losses == keep.losses ? "yes" : "no");
   }
   return 0;
 }

@@ -356,10 +356,15 @@ Plan::Plan(const PlanLayout& layout, ParameterStore& store, const memory& scratc
     for (std::size_t i = layers; i-- > 0;) {
       // The last layer of a segment that is not the network's last: its
       // output is a checkpoint, the outputs before it down to the previous
-      // checkpoint are computed again now, just before their backward.
-      if ((i + 1) % every == 0 && i + 1 < layers)
-        recompute_segment(layout, i + 1 - every, i, wiring, backward_wiring, store, make);
+      // checkpoint are computed again now, just before the first backward
+      // step that reads one. A pooling's backward reads only its own
+      // (kept) workspace, so it runs first and its gradient's source dies
+      // before the recomputed activations appear.
+      const bool recompute = (i + 1) % every == 0 && i + 1 < layers;
+      const bool pool = layout.layers[i].kind == LayerLayout::Kind::pool;
+      if (recompute && !pool) recompute_segment(layout, i + 1 - every, i, wiring, backward_wiring, store, make);
       wire_backward(layout.layers[i], backward_wiring[i], store, make);
+      if (recompute && pool) recompute_segment(layout, i + 1 - every, i, wiring, backward_wiring, store, make);
     }
   }
   if (arena) place_in_arena(make);
