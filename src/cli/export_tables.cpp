@@ -98,6 +98,8 @@ const Column<TrialRow> kTrialIdentity[] = {
     {"depth", [](const TrialRow& r, DelimitedWriter& o) { set_depth(r.depth, o); }},
     {"hidden", [](const TrialRow& r, DelimitedWriter& o) { o.text(joined_sizes(r.hidden, r.depth)); }},
     {"channels", [](const TrialRow& r, DelimitedWriter& o) { o.text(joined_sizes(r.channels, kMaxConvBlocks)); }},
+    {"memory_plan", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.memory_plan)); }},
+    {"recompute_every", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.recompute_every); }},
     {"seed", [](const TrialRow& r, DelimitedWriter& o) { o.unsigned_integer(r.seed); }},
     {"trainer", [](const TrialRow& r, DelimitedWriter& o) { o.text(trainer_of(r)); }},
     {"params", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.params)); }},

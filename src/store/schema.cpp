@@ -182,6 +182,9 @@ TableSchema trials_schema() {
                             kNameChars),
               source_column(gpu::kTrialTorchAllocatedPeak, offsetof(TrialRow, torch_allocated_peak), ColumnKind::int64),
               source_column(gpu::kTrialTorchReservedPeak, offsetof(TrialRow, torch_reserved_peak), ColumnKind::int64),
+              // Schema 8: the trainer's memory plan.
+              added_in(8, text("memory_plan", offsetof(TrialRow, memory_plan), kNameChars)),
+              added_in(8, int32("recompute_every", offsetof(TrialRow, recompute_every), kOne)),
           },
       }),
       default_row<TrialRow>(),
