@@ -15,8 +15,8 @@ FNV-1a hash), so ids are those of a real sweep with the same trials.
 `len(hidden)`, `epochs_done` to `epochs`. Sample rows default to the first
 trial's id; a counter value is given under the counter's name.
 
-Files are of the current schema (7) unless `schema_version` asks for an
-older one (1 to 6): then the columns added since are left out, as that
+Files are of the current schema (8) unless `schema_version` asks for an
+older one (1 to 7): then the columns added since are left out, as that
 version's memsweep wrote them (ADDED_IN), and a row naming one is refused.
 Schema 5's /messages holds each trial's whole message in pieces of at most
 256 bytes cut on characters: `messages` maps a trial's index to its whole
@@ -68,7 +68,7 @@ EVENTS = "events"
 MAX_HIDDEN = 16
 MAX_CHANNELS = 8
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 MAX_AXIS = 64
 MESSAGE_PIECE_BYTES = 256
 
@@ -137,6 +137,8 @@ TRIAL_COLUMNS = [
     ("gpu_peak_source", _text(16), TEXT),
     ("torch_allocated_peak", "<i8", BYTES),
     ("torch_reserved_peak", "<i8", BYTES),
+    ("memory_plan", _text(16), TEXT),
+    ("recompute_every", "<i4", ONE),
 ]
 
 # /searches (schema 6): SearchRow's fields in order.
@@ -241,7 +243,8 @@ ADDED_IN = {
                **{name: 6 for name in ("search", "probe", "axis_value", "search_limit", "full_run",
                                        "reported_oom")},
                **{name: 7 for name in ("gpu_peak", "gpu_devices", "gpu_peak_source", "torch_allocated_peak",
-                                       "torch_reserved_peak")}},
+                                       "torch_reserved_peak")},
+               "memory_plan": 8, "recompute_every": 8},
     "samples": {"sys_total": 2, "phase": 5, "gpu_used": 7, "gpu_tree_used": 7},
     "runs": {"end_time": 3, "end_state": 3,
              **{name: 5 for name in ("data_dirs", "max_train_examples", "max_test_examples", "threads",
@@ -332,6 +335,7 @@ TRIAL_DEFAULTS = {
     "bad_event_lines": 0,
     "search": -1, "probe": -1, "axis_value": -1, "search_limit": -1, "full_run": -1, "reported_oom": 0,
     "gpu_peak": -1, "gpu_devices": "", "gpu_peak_source": "", "torch_allocated_peak": -1, "torch_reserved_peak": -1,
+    "memory_plan": "keep", "recompute_every": 0,
 }
 
 SEARCH_DEFAULTS = {
@@ -391,6 +395,10 @@ def canonical_text(row):
     text += (f";learning_rate={_number(row['learning_rate'])};epochs={row['epochs']};"
              f"batch_size={row['batch_size']};hidden={'-'.join(str(h) for h in row['hidden'])};"
              f"seed={row['seed']};repeat={row['repeat']}")
+    if row.get("memory_plan", "keep") not in ("keep", ""):
+        text += f";memory_plan={row['memory_plan']}"
+    if row.get("memory_plan") == "recompute" and row.get("recompute_every", 0):
+        text += f";recompute_every={row['recompute_every']}"
     if row.get("trainer", "memsweep") not in ("memsweep", ""):
         text += f";trainer={row['trainer']}"
     if row.get("params", "{}") not in ("{}", ""):
