@@ -78,7 +78,8 @@ TEST(MemoryPlanCli, EstimateNamesThePlanItPredicts) {
   const CommandResult keep = run_memsweep({"estimate", "--dataset", "mnist", "--hidden", "64"});
   ASSERT_EQ(keep.exit_status, 0) << keep.err;
   EXPECT_THAT(keep.out, Not(HasSubstr("memory plan")));
-  const CommandResult reuse = run_memsweep({"estimate", "--dataset", "mnist", "--hidden", "64", "--memory-plan", "reuse"});
+  const CommandResult reuse =
+      run_memsweep({"estimate", "--dataset", "mnist", "--hidden", "64", "--memory-plan", "reuse"});
   ASSERT_EQ(reuse.exit_status, 0) << reuse.err;
   EXPECT_THAT(reuse.out, HasSubstr("mnist, mlp 784-64-10, sgd, batch 32, memory plan reuse, 60000 + 10000 examples"));
   const CommandResult recompute = run_memsweep(

@@ -147,8 +147,8 @@ const BadSweep kCases[] = {
     {"random_depth_too_deep", "[random]\ncount = 2\ndepth = { int_uniform = [1, 20] }\nwidth = 8\n", 3, "random.depth",
      "from 1 to 16, found 20"},
     // memory plans
-    {"unknown_memory_plan", "[[trial]]\nhidden = [4]\n[grid]\nmemory_plan = ['keep', 'share']\n", 4,
-     "grid.memory_plan", "expected \"keep\", \"reuse\" or \"recompute\", found \"share\""},
+    {"unknown_memory_plan", "[[trial]]\nhidden = [4]\n[grid]\nmemory_plan = ['keep', 'share']\n", 4, "grid.memory_plan",
+     "expected \"keep\", \"reuse\" or \"recompute\", found \"share\""},
     {"memory_plan_not_a_string", "[[trial]]\nmemory_plan = 1\n", 2, "trial[0].memory_plan", "expected a string"},
     {"recompute_every_negative", "[defaults]\nmemory_plan = 'recompute'\nrecompute_every = -1\n[[trial]]\n", 3,
      "defaults.recompute_every", "expected a whole number from 0 to 1000, found -1"},

@@ -52,8 +52,8 @@ TEST(MemoryPlanFields, KeepWrittenOutKeepsTheIdOfATrialThatNeverNamedIt) {
 }
 
 TEST(MemoryPlanFields, EachPlanIsAnotherTrial) {
-  const SweepSpec sweep = parse_sweep(
-      "[defaults]\nhidden = [32]\n[grid]\nmemory_plan = ['keep', 'reuse', 'recompute']\n", "grid.toml");
+  const SweepSpec sweep =
+      parse_sweep("[defaults]\nhidden = [32]\n[grid]\nmemory_plan = ['keep', 'reuse', 'recompute']\n", "grid.toml");
   ASSERT_EQ(sweep.trials.size(), 3u);
   const std::vector<TrialSpec> trials = sweep.trials.list();
   EXPECT_EQ(trials[0].memory_plan, MemoryPlan::keep);
@@ -112,8 +112,8 @@ TEST(MemoryPlanFields, ARandomSearchDrawsPlansAndSegmentLengths) {
 }
 
 TEST(MemoryPlanFields, SummaryTextNamesAPlanOtherThanKeep) {
-  const SweepSpec sweep = parse_sweep(
-      "[defaults]\nrecompute_every = 2\n[grid]\nmemory_plan = ['keep', 'reuse', 'recompute']\n", "s.toml");
+  const SweepSpec sweep =
+      parse_sweep("[defaults]\nrecompute_every = 2\n[grid]\nmemory_plan = ['keep', 'reuse', 'recompute']\n", "s.toml");
   const std::vector<TrialSpec> trials = sweep.trials.list();
   EXPECT_THAT(trials[0].summary_text(), Not(HasSubstr("plan")));
   EXPECT_THAT(trials[1].summary_text(), HasSubstr("plan=reuse"));
@@ -135,7 +135,8 @@ memory_plan = ["keep", "recompute"]
                                       "p.toml");
   const std::vector<TrialSpec> trials = sweep.trials.list();
   ASSERT_EQ(trials.size(), 2u);
-  EXPECT_THAT(program_invocation(trials[0], {}).argv, ElementsAre("train.py", "--memory-plan", "keep", "--segments", "0"));
+  EXPECT_THAT(program_invocation(trials[0], {}).argv,
+              ElementsAre("train.py", "--memory-plan", "keep", "--segments", "0"));
   EXPECT_THAT(program_invocation(trials[1], {}).argv,
               ElementsAre("train.py", "--memory-plan", "recompute", "--segments", "3"));
   // Set by the file, and named: both are fields the program shows.
@@ -145,7 +146,8 @@ memory_plan = ["keep", "recompute"]
 }
 
 TEST(MemoryPlanFields, AProgramThatNeverNamesThePlanDoesNotShowIt) {
-  const TrialSpec trial = only_trial(parse_sweep("[[trial]]\nprogram = ['train.py', '--lr', '{learning_rate}']\n", "p.toml"));
+  const TrialSpec trial =
+      only_trial(parse_sweep("[[trial]]\nprogram = ['train.py', '--lr', '{learning_rate}']\n", "p.toml"));
   EXPECT_FALSE(trial.shows_field("memory_plan"));
   EXPECT_FALSE(trial.shows_field("recompute_every"));
   // Named in a text only: shown.
@@ -155,8 +157,8 @@ TEST(MemoryPlanFields, AProgramThatNeverNamesThePlanDoesNotShowIt) {
 }
 
 TEST(MemoryPlanFields, ASweepSplitsByPlan) {
-  const SweepSpec sweep = parse_sweep(
-      "[grid]\nmemory_plan = ['keep', 'reuse', 'recompute']\nbatch_size = [8, 16]\n", "split.toml");
+  const SweepSpec sweep =
+      parse_sweep("[grid]\nmemory_plan = ['keep', 'reuse', 'recompute']\nbatch_size = [8, 16]\n", "split.toml");
   const std::vector<SweepPart> parts = split_sweep(sweep, "memory_plan");
   ASSERT_EQ(parts.size(), 3u);
   EXPECT_EQ(parts[0].label, "memory_plan-keep");
@@ -169,8 +171,8 @@ TEST(MemoryPlanFields, ASweepSplitsByPlan) {
 }
 
 TEST(MemoryPlanFields, TrialFromFieldsTakesThem) {
-  const TrialSpec trial = trial_from_fields({{"memory_plan", std::string("recompute")}, {"recompute_every", std::int64_t{5}}},
-                                            "command line");
+  const TrialSpec trial = trial_from_fields(
+      {{"memory_plan", std::string("recompute")}, {"recompute_every", std::int64_t{5}}}, "command line");
   EXPECT_EQ(trial.memory_plan, MemoryPlan::recompute);
   EXPECT_EQ(trial.recompute_every, 5);
   EXPECT_THAT(trial.canonical_text(), HasSubstr(";memory_plan=recompute;recompute_every=5"));
