@@ -99,7 +99,7 @@ KEEP_PLAN = "keep"
 TRIAL_COLUMNS_OF_SCHEMA_8 = {"memory_plan": KEEP_PLAN, "recompute_every": 0}
 ADDED_COLUMNS = {"trials": {**TRIAL_COLUMNS_OF_SCHEMA_3, **TRIAL_COLUMNS_OF_SCHEMA_4, **TRIAL_COLUMNS_OF_SCHEMA_6,
                             **TRIAL_COLUMNS_OF_SCHEMA_7, **TRIAL_COLUMNS_OF_SCHEMA_8},
-                 "samples": SAMPLE_COLUMNS_OF_SCHEMA_7}
+                 "samples": SAMPLE_COLUMNS_OF_SCHEMA_7, "searches": TRIAL_COLUMNS_OF_SCHEMA_8}
 
 # /trials' columns as the loader gives them (the file's, of schema 4, then the derived ones), before the
 # params columns: a params key named like one of them gets a column `param_<key>` (param_column_names).
@@ -132,7 +132,7 @@ SEARCH_COLUMNS = (
     "search", "configuration", "limit_index", "run", "configuration_id", "trainer", "dataset", "model", "optimizer",
     "learning_rate", "epochs", "batch_size", "depth", "hidden", "channels", "repeat", "params", "definition", "axis",
     "range_low", "range_high", "limit", "enforced_by", "strategy", "status", "fits", "fits_verified", "does_not_fit",
-    "fit_a_mib", "fit_b_mib", "predicted", "trials", "seconds", "message")
+    "fit_a_mib", "fit_b_mib", "predicted", "trials", "seconds", "message", "memory_plan", "recompute_every")
 # SearchRow::status names (search_status).
 SEARCH_STATUSES = ("found", "below_range", "above_range", "stopped", "failed")
 

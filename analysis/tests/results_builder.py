@@ -177,6 +177,8 @@ SEARCH_COLUMNS = [
     ("trials", "<i4", ONE),
     ("seconds", "<f8", SECONDS),
     ("message", _text(256), TEXT),
+    ("memory_plan", _text(16), TEXT),
+    ("recompute_every", "<i4", ONE),
 ]
 
 SAMPLE_COLUMNS = [
@@ -246,6 +248,7 @@ ADDED_IN = {
                                        "torch_reserved_peak")},
                "memory_plan": 8, "recompute_every": 8},
     "samples": {"sys_total": 2, "phase": 5, "gpu_used": 7, "gpu_tree_used": 7},
+    "searches": {"memory_plan": 8, "recompute_every": 8},
     "runs": {"end_time": 3, "end_state": 3,
              **{name: 5 for name in ("data_dirs", "max_train_examples", "max_test_examples", "threads",
                                      "counter_source", "mem_budget", "trial_timeout", "flush_interval", "no_swmr",
@@ -346,7 +349,7 @@ SEARCH_DEFAULTS = {
 }
 # The configuration's fields a search row shares with a trial row (their defaults are the trial's).
 SEARCH_CONFIGURATION_FIELDS = ("trainer", "dataset", "model", "optimizer", "learning_rate", "epochs", "batch_size",
-                               "hidden", "channels", "repeat", "params")
+                               "hidden", "channels", "repeat", "params", "memory_plan", "recompute_every")
 
 SAMPLE_DEFAULTS = {"attempt": 0, "rank": 0, "epoch": 0, "phase": -1, "t": 0.0, "rss": 60 * 2**20, "anon_rss": 30 * 2**20,
                    "pss": -1, "sys_used": 800 * 2**20, "sys_total": 24 * 2**30, "sys_available": 20 * 2**30,
@@ -595,5 +598,7 @@ def write_results_file(path, trials, samples=(), epochs=(), attrs=None, counter_
             _write_table(file, "messages", MESSAGE_COLUMNS, _records(pieces, MESSAGE_COLUMNS, {}))
         if schema_version >= 6:
             search_rows = [complete_search(dict(s)) for s in searches]
-            _write_table(file, "searches", SEARCH_COLUMNS, _records(search_rows, SEARCH_COLUMNS, {}))
+            search_columns = columns_of("searches", SEARCH_COLUMNS, schema_version)
+            search_rows = [{k: v for k, v in row.items() if k in {c[0] for c in search_columns}} for row in search_rows]
+            _write_table(file, "searches", search_columns, _records(search_rows, search_columns, {}))
     return trial_rows

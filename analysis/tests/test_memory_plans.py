@@ -67,3 +67,14 @@ def test_a_program_that_never_names_the_plan_reads_blank(tmp_path):
     trials = load(path).trials
     assert pd.isna(trials["memory_plan"].iloc[0])
     assert trials["memory_plan"].iloc[1] == "reuse"
+
+
+def test_searches_carry_the_plan_and_older_files_read_keep(tmp_path):
+    path = tmp_path / "searches.h5"
+    write_results_file(path, [dict(memory_plan="reuse")], searches=[dict(memory_plan="reuse"), dict()])
+    searches = load(path).searches
+    assert list(searches["memory_plan"].astype(str)) == ["reuse", "keep"]
+    old = tmp_path / "old.h5"
+    write_results_file(old, [dict()], searches=[dict()], schema_version=7)
+    searches = load(old).searches
+    assert list(searches["memory_plan"].astype(str)) == ["keep"] and list(searches["recompute_every"]) == [0]

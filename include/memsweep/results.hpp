@@ -201,6 +201,10 @@ struct SearchRow {
   std::int32_t trials = 0;           // trials the search used
   double seconds = 0.0;              // its trials' wall time, summed
   FixedString<kMessageChars> message{};
+  // The configuration's memory plan (schema 8), as TrialRow's: searches of
+  // one configuration under two plans are two searches.
+  FixedString<kNameChars> memory_plan{'k', 'e', 'e', 'p'};
+  std::int32_t recompute_every = 0;
 };
 static_assert(std::is_trivially_copyable_v<SearchRow>);
 

@@ -176,6 +176,8 @@ const Column<SearchRow> kSearchColumns[] = {
     {"channels", [](const SearchRow& r, DelimitedWriter& o) { o.text(joined_sizes(r.channels, kMaxConvBlocks)); }},
     {"repeat", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.repeat); }},
     {"params", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.params)); }},
+    {"memory_plan", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.memory_plan)); }},
+    {"recompute_every", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.recompute_every); }},
     {"axis", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.axis)); }},
     {"range_low", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.range_low); }},
     {"range_high", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.range_high); }},

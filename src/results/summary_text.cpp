@@ -478,6 +478,8 @@ TrialRow configuration_row(const SearchRow& search) {
   row.channels = search.channels;
   row.repeat = search.repeat;
   row.params = search.params;
+  row.memory_plan = search.memory_plan;
+  row.recompute_every = search.recompute_every;
   return row;
 }
 
@@ -490,6 +492,7 @@ std::vector<std::pair<std::string, std::string>> configuration_fields(const Tria
           {"hidden", hidden_text(row)},
           {"channels", channels_text(row)},
           {"params", params_of(row)},
+          {"plan", memory_plan_text(row)},
           {"repeat", std::to_string(row.repeat)}};
 }
 

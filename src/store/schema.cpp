@@ -339,9 +339,13 @@ TableSchema searches_schema() {
               int32("trials", offsetof(SearchRow, trials), kOne),
               float64("seconds", offsetof(SearchRow, seconds), kSeconds),
               text("message", offsetof(SearchRow, message), kMessageChars),
+              // Schema 8: the configuration's memory plan.
+              added_in(8, text("memory_plan", offsetof(SearchRow, memory_plan), kNameChars)),
+              added_in(8, int32("recompute_every", offsetof(SearchRow, recompute_every), kOne)),
           },
       }),
-      {},  // the whole table is schema 6's: older files have none
+      // Schema 6 and 7 files' rows read the plan every search then had.
+      default_row<SearchRow>(),
   };
 }
 

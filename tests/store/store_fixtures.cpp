@@ -149,6 +149,8 @@ SearchRow example_search(int index, std::string_view status) {
   row.trials = 7;
   row.seconds = 93.5;
   set_fixed(row.message, std::string(kMessageChars, 's'));  // fills every byte
+  set_fixed(row.memory_plan, "recompute");                  // not the default: an older file's rows read keep
+  row.recompute_every = 4 + index;
   return row;
 }
 
@@ -366,6 +368,8 @@ void expect_same(const SearchRow& expected, const SearchRow& actual) {
   EXPECT_EQ(actual.trials, expected.trials);
   EXPECT_EQ(actual.seconds, expected.seconds);
   EXPECT_EQ(actual.message, expected.message);
+  EXPECT_EQ(get_fixed(actual.memory_plan), get_fixed(expected.memory_plan));
+  EXPECT_EQ(actual.recompute_every, expected.recompute_every);
 }
 
 std::string read_bytes(const std::filesystem::path& path) {
@@ -484,6 +488,7 @@ void rewrite_as_schema_version(const std::filesystem::path& path, int version) {
     dropped.insert(dropped.end(), kTrialColumnsOfVersion7.begin(), kTrialColumnsOfVersion7.end());
     dropped_samples = kSampleColumnsOfVersion7;
   }
+  if (version < 8 && version >= 6) drop_columns(file, "searches", kSearchColumnsOfVersion8);
   if (version < 6) {
     EXPECT_GE(H5Ldelete(file, "searches", H5P_DEFAULT), 0) << "schema 6's /searches";
     dropped.insert(dropped.end(), kTrialColumnsOfVersion6.begin(), kTrialColumnsOfVersion6.end());

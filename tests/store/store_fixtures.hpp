@@ -64,5 +64,6 @@ inline const std::vector<std::string> kTrialColumnsOfVersion7{"gpu_peak", "gpu_d
                                                               "torch_allocated_peak", "torch_reserved_peak"};
 inline const std::vector<std::string> kSampleColumnsOfVersion7{"gpu_used", "gpu_tree_used"};
 inline const std::vector<std::string> kTrialColumnsOfVersion8{"memory_plan", "recompute_every"};
+inline const std::vector<std::string> kSearchColumnsOfVersion8{"memory_plan", "recompute_every"};
 
 }  // namespace memsweep::testing
