@@ -4,7 +4,7 @@ apart, and the report's tables show it when some trial left keep."""
 
 import pandas as pd
 
-from memsweep_analysis import drivers, figures, load
+from memsweep_analysis import drivers, figures, load, trainers
 from memsweep_analysis.tables import extra_columns, paper_table
 from results_builder import write_results_file
 
@@ -78,3 +78,20 @@ def test_searches_carry_the_plan_and_older_files_read_keep(tmp_path):
     write_results_file(old, [dict()], searches=[dict()], schema_version=7)
     searches = load(old).searches
     assert list(searches["memory_plan"].astype(str)) == ["keep"] and list(searches["recompute_every"]) == [0]
+
+
+def test_trainers_pair_like_plan_with_like(tmp_path):
+    """memsweep's reuse trial pairs with the program trial that trained reuse too (its file names the plan), and
+    keep with keep: the study's PyTorch as is against memsweep's keep, --checkpoint against recompute."""
+    rows = []
+    for plan, ours, theirs in (("keep", 100, 120), ("reuse", 80, 90)):
+        rows.append(dict(memory_plan=plan, rss_peak=ours * 2 ** 20))
+        rows.append(dict(memory_plan=plan, trainer="pytorch", rss_peak=theirs * 2 ** 20, rss_baseline=0))
+    path = tmp_path / "pairs.h5"
+    write_results_file(path, rows)
+    pairs = trainers.paired_configurations(load(path).trials)
+    assert len(pairs) == 2
+    by_plan = {str(plan): row for plan, (_, row) in zip(pairs["memory_plan"], pairs.iterrows())}
+    assert set(by_plan) == {"keep", "reuse"}
+    assert by_plan["keep"]["peak_reference"] == 100 * 2 ** 20 and by_plan["keep"]["peak_trainer"] == 120 * 2 ** 20
+    assert by_plan["reuse"]["peak_reference"] == 80 * 2 ** 20 and by_plan["reuse"]["peak_trainer"] == 90 * 2 ** 20
