@@ -45,7 +45,7 @@ from .tables import trials_of  # noqa: E402
 MIB = 2 ** 20
 MIN_RESIDUAL_DF = 2
 FACTOR_LABELS = {"dataset": "dataset", "model": "model", "optimizer": "optimizer", "trainer": "trainer",
-                 "channels_text": "channels", "shape": "synthetic shape"}
+                 "channels_text": "channels", "shape": "synthetic shape", "memory_plan": "memory plan"}
 # column: (label, unit of one step when linear, scales to try)
 NUMERIC = {
     "learning_rate": ("learning rate", None, ("log10",)),

@@ -52,9 +52,9 @@ DOUBLING = {"batch_size", "total_units", "max_width"}
 # Hyperparameters a sweep's configuration is made of, for frames that lack A's `config` column (a trial's
 # trainer and free parameters, schema 4, are part of it).
 CONFIG_COLUMNS = ("dataset", "model", "optimizer", "learning_rate", "epochs", "batch_size", "hidden", "channels",
-                  "trainer", "params")
+                  "trainer", "params", "memory_plan", "recompute_every")
 # The categorical fields a figure may colour or split its points by, in the order that breaks a tie.
-FACTORS = ("dataset", "model", "optimizer", "trainer", "channels", "params")
+FACTORS = ("dataset", "model", "optimizer", "trainer", "channels", "params", "memory_plan")
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">"]
 MAX_PANELS = 4  # beyond four panels in a row the labels no longer fit 800 x 500
 EVAL_PHASE = 2

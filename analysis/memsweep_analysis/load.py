@@ -1,7 +1,7 @@
-"""Read memsweep results files (docs/results-file.md, schemas 1 to 7) into pandas DataFrames.
+"""Read memsweep results files (docs/results-file.md, schemas 1 to 8) into pandas DataFrames.
 
 `load(*paths)` checks every file at once (an HDF5 file, `format` = "memsweep",
-`schema_version` 1 to 7, the four tables present, and /messages from schema 5) and reads only its root
+`schema_version` 1 to 8, the four tables present, and /messages from schema 5) and reads only its root
 attributes; each table is read from every file the first time its property
 is used, then kept. `load(big).trials` never touches /samples, and
 `samples_for(ids)` reads the samples of a few trials without converting the
@@ -45,8 +45,9 @@ FORMAT = "memsweep"
 # schema 3 added the /trials columns of TRIAL_COLUMNS_OF_SCHEMA_3, schema 4 those of TRIAL_COLUMNS_OF_SCHEMA_4;
 # schema 5 the /messages table (messages whole); schema 6 the /searches table and the /trials columns of
 # TRIAL_COLUMNS_OF_SCHEMA_6; schema 7 GPU memory: the /trials columns of TRIAL_COLUMNS_OF_SCHEMA_7 and the /samples
-# ones of SAMPLE_COLUMNS_OF_SCHEMA_7 (include/memsweep/gpu_columns.hpp declares them).
-SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
+# ones of SAMPLE_COLUMNS_OF_SCHEMA_7 (include/memsweep/gpu_columns.hpp declares them); schema 8 the trainer's memory
+# plan: the /trials columns of TRIAL_COLUMNS_OF_SCHEMA_8.
+SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8)
 SCHEMA_VERSION = SCHEMA_VERSIONS[-1]
 TABLES = ("trials", "samples", "epochs", "runs")
 MESSAGES_TABLE = "messages"
@@ -92,9 +93,13 @@ TRIAL_COLUMNS_OF_SCHEMA_7 = {"gpu_peak": math.nan, "gpu_devices": "", "gpu_peak_
                              "torch_allocated_peak": math.nan, "torch_reserved_peak": math.nan}
 SAMPLE_COLUMNS_OF_SCHEMA_7 = {"gpu_used": math.nan, "gpu_tree_used": math.nan}
 GPU_TRIAL_FIGURES = ("gpu_peak", "torch_reserved_peak", "torch_allocated_peak")
+# How the trainer held each step's buffers (schema 8), as the rows of an older file read: every trial then kept
+# them for its whole life, and recompute_every 0 (only `recompute` has segments; 0 is its default length).
+KEEP_PLAN = "keep"
+TRIAL_COLUMNS_OF_SCHEMA_8 = {"memory_plan": KEEP_PLAN, "recompute_every": 0}
 ADDED_COLUMNS = {"trials": {**TRIAL_COLUMNS_OF_SCHEMA_3, **TRIAL_COLUMNS_OF_SCHEMA_4, **TRIAL_COLUMNS_OF_SCHEMA_6,
-                            **TRIAL_COLUMNS_OF_SCHEMA_7},
-                 "samples": SAMPLE_COLUMNS_OF_SCHEMA_7}
+                            **TRIAL_COLUMNS_OF_SCHEMA_7, **TRIAL_COLUMNS_OF_SCHEMA_8},
+                 "samples": SAMPLE_COLUMNS_OF_SCHEMA_7, "searches": TRIAL_COLUMNS_OF_SCHEMA_8}
 
 # /trials' columns as the loader gives them (the file's, of schema 4, then the derived ones), before the
 # params columns: a params key named like one of them gets a column `param_<key>` (param_column_names).
@@ -106,12 +111,13 @@ FILE_TRIAL_COLUMNS = (
     "definition", "pid", "end_signal", "oom_killed", "end_cause", "isolation", "start_seconds", "cgroup_peak",
     "trainer", "params", "processes", "rss_peak_hwm_sum", "process_peak_max", "bad_event_lines",
     "search", "probe", "axis_value", "search_limit", "full_run", "reported_oom",
-    "gpu_peak", "gpu_devices", "gpu_peak_source", "torch_allocated_peak", "torch_reserved_peak")
+    "gpu_peak", "gpu_devices", "gpu_peak_source", "torch_allocated_peak", "torch_reserved_peak",
+    "memory_plan", "recompute_every")
 DERIVED_TRIAL_COLUMNS = ("total_units", "max_width", "parameters", "final", "config", "run_command_line",
                          "channels_text", "shape", "trial_number")
 # The fields a trial's configuration is made of that are names, not numbers: categorical columns, their
 # categories in plan order (categorical_columns). The free parameters' text columns are too.
-CATEGORICAL_COLUMNS = ("dataset", "model", "optimizer", "trainer", "channels_text", "shape")
+CATEGORICAL_COLUMNS = ("dataset", "model", "optimizer", "trainer", "channels_text", "shape", "memory_plan")
 # A /trials column added by the runner after schema 5 (the trial's 0-based position in its sweep's plan; -1 or
 # absent in older files): the trials' `trial_number` is it + 1 where known.
 PLAN_INDEX = "plan_index"
@@ -126,13 +132,13 @@ SEARCH_COLUMNS = (
     "search", "configuration", "limit_index", "run", "configuration_id", "trainer", "dataset", "model", "optimizer",
     "learning_rate", "epochs", "batch_size", "depth", "hidden", "channels", "repeat", "params", "definition", "axis",
     "range_low", "range_high", "limit", "enforced_by", "strategy", "status", "fits", "fits_verified", "does_not_fit",
-    "fit_a_mib", "fit_b_mib", "predicted", "trials", "seconds", "message")
+    "fit_a_mib", "fit_b_mib", "predicted", "trials", "seconds", "message", "memory_plan", "recompute_every")
 # SearchRow::status names (search_status).
 SEARCH_STATUSES = ("found", "below_range", "above_range", "stopped", "failed")
 
 
 class MemsweepFileError(ValueError):
-    """A file that is not a readable memsweep results file (schema 1 to 7); the message names it."""
+    """A file that is not a readable memsweep results file (schema 1 to 8); the message names it."""
 
 
 # What h5py raises when a file's bytes are not what HDF5 expects (a flipped byte, a cut file): OSError (data it
@@ -769,7 +775,8 @@ def trial_columns(trials, runs=None):
     (param_series, param_column_names; the map in attrs["param_columns"]).
     """
     trials = trials.copy()
-    for name, value in {**TRIAL_COLUMNS_OF_SCHEMA_4, **TRIAL_COLUMNS_OF_SCHEMA_6, **TRIAL_COLUMNS_OF_SCHEMA_7}.items():
+    for name, value in {**TRIAL_COLUMNS_OF_SCHEMA_4, **TRIAL_COLUMNS_OF_SCHEMA_6, **TRIAL_COLUMNS_OF_SCHEMA_7,
+                        **TRIAL_COLUMNS_OF_SCHEMA_8}.items():
         if name not in trials.columns:  # a frame built by hand
             trials[name] = value
     trials["trainer"] = pd.Categorical([trainer_name(t) for t in trials["trainer"]])
@@ -815,7 +822,7 @@ def blank_program_fields(trials):
     program left it blank, so a file without such trials keeps its whole-number columns."""
     trials = trials.copy()
     programs = pd.Series([trainer_name(t) != BUILTIN_TRAINER for t in trials["trainer"]], index=trials.index)
-    for name in ("dataset", "model", "optimizer"):
+    for name in ("dataset", "model", "optimizer", "memory_plan"):
         blank = programs & (trials[name].astype(object) == "")
         if blank.any():
             trials[name] = trials[name].astype(object).where(~blank, None)

@@ -359,11 +359,11 @@ def _interval_per_example(low, high):
 
 
 def _pairs_layout(pairs):
-    """The paired configurations as a reader sees them: MiB, repeats as "n ref/n trainer"; model, optimizer and
-    channels only when they tell rows apart."""
+    """The paired configurations as a reader sees them: MiB, repeats as "n ref/n trainer"; model, optimizer,
+    memory plan and channels only when they tell rows apart."""
     shown = pd.DataFrame({"trainer": pairs["trainer"], "dataset": pairs["dataset"]})
-    for column in ("model", "optimizer"):
-        if pairs[column].nunique() > 1:
+    for column in ("model", "optimizer", "memory_plan"):
+        if column in pairs.columns and pairs[column].nunique() > 1:
             shown[column] = pairs[column]
     shown["lr"] = pairs["learning_rate"].map(lambda v: f"{v:g}")
     shown["epochs"] = pairs["epochs"]

@@ -33,11 +33,12 @@ require("numpy", "pandas")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .load import BUILTIN_TRAINER, FINAL_STATUSES, param_column_names, param_columns  # noqa: E402
+from .load import BUILTIN_TRAINER, FINAL_STATUSES, KEEP_PLAN, param_column_names, param_columns  # noqa: E402
 
 MIB = float(2 ** 20)
 # this table's column: the trials' categorical column it is the configuration's value of
-CATEGORICAL_EXTRA = {"model": "model", "optimizer": "optimizer", "channels": "channels_text", "shape": "shape"}
+CATEGORICAL_EXTRA = {"model": "model", "optimizer": "optimizer", "channels": "channels_text", "shape": "shape",
+                     "memory_plan": "memory_plan"}
 
 # (trials column, table column prefix): the figures averaged over repeats.
 FIGURES = [
@@ -140,10 +141,12 @@ def _categories(trials, column):
 
 def extra_columns(table):
     """The columns after the paper's that a reader needs: model and optimizer always, channels and the synthetic
-    shape when some row has one, `trainer` when some row is not memsweep's own, and the free parameters' columns
-    that have a value in some row."""
+    shape when some row has one, `memory_plan` when some row trained with another plan than keep, `trainer` when
+    some row is not memsweep's own, and the free parameters' columns that have a value in some row."""
     extra = [c for c in ("model", "optimizer") if c in table.columns]
     extra += [c for c in ("channels", "shape") if c in table.columns and (table[c].astype(str) != "").any()]
+    if "memory_plan" in table.columns and set(table["memory_plan"].astype(str)) - {"", KEEP_PLAN}:
+        extra.append("memory_plan")
     if "trainer" in table.columns and set(table["trainer"].dropna().astype(str)) - {BUILTIN_TRAINER}:
         extra.append("trainer")
     for column in table.attrs.get("param_columns", {}).values():

@@ -42,7 +42,8 @@ FIGURES = (("rss_peak", "peak"), ("rss_footprint", "footprint"))
 # Definition fields that are not hyperparameters (or are the trainer's own, when the definition holds them).
 NOT_HYPERPARAMETERS = ("seed", "repeat", "trainer", "program", "command", "env", "workdir", "params")
 # What identifies a configuration to a reader, beside its free parameters.
-DESCRIPTION = ("dataset", "model", "optimizer", "learning_rate", "epochs", "batch_size", "hidden", "channels")
+DESCRIPTION = ("dataset", "model", "optimizer", "learning_rate", "epochs", "batch_size", "hidden", "channels",
+               "memory_plan")
 NOISE = "about constant"
 
 

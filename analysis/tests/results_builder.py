@@ -15,8 +15,8 @@ FNV-1a hash), so ids are those of a real sweep with the same trials.
 `len(hidden)`, `epochs_done` to `epochs`. Sample rows default to the first
 trial's id; a counter value is given under the counter's name.
 
-Files are of the current schema (7) unless `schema_version` asks for an
-older one (1 to 6): then the columns added since are left out, as that
+Files are of the current schema (8) unless `schema_version` asks for an
+older one (1 to 7): then the columns added since are left out, as that
 version's memsweep wrote them (ADDED_IN), and a row naming one is refused.
 Schema 5's /messages holds each trial's whole message in pieces of at most
 256 bytes cut on characters: `messages` maps a trial's index to its whole
@@ -68,7 +68,7 @@ EVENTS = "events"
 MAX_HIDDEN = 16
 MAX_CHANNELS = 8
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 MAX_AXIS = 64
 MESSAGE_PIECE_BYTES = 256
 
@@ -137,6 +137,8 @@ TRIAL_COLUMNS = [
     ("gpu_peak_source", _text(16), TEXT),
     ("torch_allocated_peak", "<i8", BYTES),
     ("torch_reserved_peak", "<i8", BYTES),
+    ("memory_plan", _text(16), TEXT),
+    ("recompute_every", "<i4", ONE),
 ]
 
 # /searches (schema 6): SearchRow's fields in order.
@@ -175,6 +177,8 @@ SEARCH_COLUMNS = [
     ("trials", "<i4", ONE),
     ("seconds", "<f8", SECONDS),
     ("message", _text(256), TEXT),
+    ("memory_plan", _text(16), TEXT),
+    ("recompute_every", "<i4", ONE),
 ]
 
 SAMPLE_COLUMNS = [
@@ -241,8 +245,10 @@ ADDED_IN = {
                **{name: 6 for name in ("search", "probe", "axis_value", "search_limit", "full_run",
                                        "reported_oom")},
                **{name: 7 for name in ("gpu_peak", "gpu_devices", "gpu_peak_source", "torch_allocated_peak",
-                                       "torch_reserved_peak")}},
+                                       "torch_reserved_peak")},
+               "memory_plan": 8, "recompute_every": 8},
     "samples": {"sys_total": 2, "phase": 5, "gpu_used": 7, "gpu_tree_used": 7},
+    "searches": {"memory_plan": 8, "recompute_every": 8},
     "runs": {"end_time": 3, "end_state": 3,
              **{name: 5 for name in ("data_dirs", "max_train_examples", "max_test_examples", "threads",
                                      "counter_source", "mem_budget", "trial_timeout", "flush_interval", "no_swmr",
@@ -332,6 +338,7 @@ TRIAL_DEFAULTS = {
     "bad_event_lines": 0,
     "search": -1, "probe": -1, "axis_value": -1, "search_limit": -1, "full_run": -1, "reported_oom": 0,
     "gpu_peak": -1, "gpu_devices": "", "gpu_peak_source": "", "torch_allocated_peak": -1, "torch_reserved_peak": -1,
+    "memory_plan": "keep", "recompute_every": 0,
 }
 
 SEARCH_DEFAULTS = {
@@ -342,7 +349,7 @@ SEARCH_DEFAULTS = {
 }
 # The configuration's fields a search row shares with a trial row (their defaults are the trial's).
 SEARCH_CONFIGURATION_FIELDS = ("trainer", "dataset", "model", "optimizer", "learning_rate", "epochs", "batch_size",
-                               "hidden", "channels", "repeat", "params")
+                               "hidden", "channels", "repeat", "params", "memory_plan", "recompute_every")
 
 SAMPLE_DEFAULTS = {"attempt": 0, "rank": 0, "epoch": 0, "phase": -1, "t": 0.0, "rss": 60 * 2**20, "anon_rss": 30 * 2**20,
                    "pss": -1, "sys_used": 800 * 2**20, "sys_total": 24 * 2**30, "sys_available": 20 * 2**30,
@@ -391,6 +398,10 @@ def canonical_text(row):
     text += (f";learning_rate={_number(row['learning_rate'])};epochs={row['epochs']};"
              f"batch_size={row['batch_size']};hidden={'-'.join(str(h) for h in row['hidden'])};"
              f"seed={row['seed']};repeat={row['repeat']}")
+    if row.get("memory_plan", "keep") not in ("keep", ""):
+        text += f";memory_plan={row['memory_plan']}"
+    if row.get("memory_plan") == "recompute" and row.get("recompute_every", 0):
+        text += f";recompute_every={row['recompute_every']}"
     if row.get("trainer", "memsweep") not in ("memsweep", ""):
         text += f";trainer={row['trainer']}"
     if row.get("params", "{}") not in ("{}", ""):
@@ -587,5 +598,7 @@ def write_results_file(path, trials, samples=(), epochs=(), attrs=None, counter_
             _write_table(file, "messages", MESSAGE_COLUMNS, _records(pieces, MESSAGE_COLUMNS, {}))
         if schema_version >= 6:
             search_rows = [complete_search(dict(s)) for s in searches]
-            _write_table(file, "searches", SEARCH_COLUMNS, _records(search_rows, SEARCH_COLUMNS, {}))
+            search_columns = columns_of("searches", SEARCH_COLUMNS, schema_version)
+            search_rows = [{k: v for k, v in row.items() if k in {c[0] for c in search_columns}} for row in search_rows]
+            _write_table(file, "searches", search_columns, _records(search_rows, search_columns, {}))
     return trial_rows

@@ -9,7 +9,7 @@ import pytest
 
 from memsweep_analysis.__main__ import main
 from pngs import png_size
-from results_builder import write_results_file
+from results_builder import SCHEMA_VERSION, write_results_file
 
 MIB = 2 ** 20
 ANALYSIS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -33,8 +33,8 @@ def bad_file(tmp_path, kind):
     elif kind == "other-hdf5":
         with h5py.File(path, "w") as f:
             f["x"] = [1, 2, 3]
-    elif kind == "schema-7":
-        write_results_file(str(path), [{}], attrs={"schema_version": 8})
+    elif kind == "newer-schema":
+        write_results_file(str(path), [{}], attrs={"schema_version": SCHEMA_VERSION + 1})
     return str(path)
 
 
@@ -47,7 +47,7 @@ def one_error_line(stderr):
 
 @pytest.mark.parametrize("kind, says", [("missing", "no such file"), ("directory", "directory"),
                                         ("empty", "not an HDF5 file"), ("text", "not an HDF5 file"),
-                                        ("other-hdf5", "format"), ("schema-7", "schema")])
+                                        ("other-hdf5", "format"), ("newer-schema", "schema")])
 @pytest.mark.parametrize("command", ["report", "tables", "compare"])
 def test_bad_files_give_one_line_naming_them_and_status_2(tmp_path, capsys, kind, says, command):
     path = bad_file(tmp_path, kind)

@@ -128,7 +128,7 @@ def test_trainer_and_params_columns_come_after_the_papers(tmp_path):
         "dataset", "trial", "learning_rate", "epochs", "batch_size", "hidden", "n", "n_ok", "memory_used_mb",
         "memory_used_mb_std", "rss_mean_mb", "rss_mean_mb_std", "rss_peak_mb", "rss_peak_mb_std", "rss_footprint_mb",
         "rss_footprint_mb_std", "predicted_mb", "predicted_mb_std", "config", "trial_numbers", "trial_ids", "model",
-        "optimizer", "channels", "shape", "trainer", "dropout", "param_trial"]
+        "optimizer", "channels", "shape", "memory_plan", "trainer", "dropout", "param_trial"]
     # the configurations' trials by their numbers (load order here: the builder writes no plan_index)
     assert table["trial_numbers"].tolist() == [(1,), (2, 3), (4,)]
     assert isinstance(table["model"].dtype, pd.CategoricalDtype) and table["model"].tolist() == ["mlp"] * 3

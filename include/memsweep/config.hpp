@@ -5,6 +5,7 @@
 
 #include "memsweep/dataset_spec.hpp"
 #include "memsweep/error.hpp"
+#include "memsweep/memory_plan.hpp"
 #include "memsweep/optimizer_spec.hpp"
 #include "memsweep/search_spec.hpp"
 #include "memsweep/training_spec.hpp"
@@ -29,6 +30,10 @@ inline constexpr int kMaxConvBlocks = 8;
 inline constexpr int kMaxEpochs = 100'000;
 inline constexpr int kMaxBatchSize = 1 << 20;
 inline constexpr int kMaxRepeats = 10'000;
+// recompute_every: layers per recomputed segment. More than any network has
+// (hidden, convolution and AlexNet's layers together); a value past the
+// network's depth makes the whole network one segment.
+inline constexpr int kMaxRecomputeEvery = 1'000;
 inline constexpr int kMaxRandomCount = 100'000'000;  // config/expand.hpp's kMaxSweepTrials
 inline constexpr int kMinSamplerIntervalMs = 1;
 inline constexpr int kMaxSamplerIntervalMs = 600'000;  // ten minutes
@@ -102,6 +107,12 @@ struct TrialSpec {
   int batch_size = 32;
   std::vector<int> hidden{128};  // fully connected hidden widths, input side first
   std::uint64_t seed = 0;
+  // How the trainer holds the step's buffers (memory_plan.hpp); part of the
+  // id only where it is not the default, so older sweeps keep their ids.
+  MemoryPlan memory_plan = MemoryPlan::keep;
+  // Layers per segment for `recompute` (kRecomputeEveryDefault: ceil(sqrt(L)));
+  // kept as the file gave it whatever the plan, but only `recompute` uses it.
+  int recompute_every = kRecomputeEveryDefault;
   std::optional<std::uint64_t> mem_budget_bytes;           // not part of the id: a limit, not the trial
   std::optional<double> timeout_seconds;                   // wall time from the start of training; not part of the id
   std::string origin;                                      // where the file defines it, e.g. "sweep.toml:12 grid[3]"
@@ -123,6 +134,12 @@ struct TrialSpec {
   // channels are left out), in a fixed order with round-trip number
   // formatting. Editing or reordering a sweep file never changes it.
   std::string canonical_text() const;
+
+  // recompute_every where the plan uses it, else kRecomputeEveryDefault:
+  // what the id, the results file and the trainer see.
+  int effective_recompute_every() const {
+    return memory_plan == MemoryPlan::recompute ? recompute_every : kRecomputeEveryDefault;
+  }
 
   // One line for people: "mnist mlp adam lr=0.001 batch=64 epochs=5
   // hidden=[128,64]" (progress lines, watch). A program's: its trainer, the

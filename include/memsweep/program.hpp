@@ -32,7 +32,8 @@ struct ProgramInvocation {
 
 // Every placeholder a program's texts may use, sorted: the trial fields
 // (dataset, model, channels, optimizer, momentum, beta1, beta2, epsilon,
-// learning_rate, epochs, batch_size, hidden, seed, synthetic.shape,
+// learning_rate, epochs, batch_size, hidden, memory_plan, recompute_every,
+// seed, synthetic.shape,
 // synthetic.classes, synthetic.train_size, synthetic.test_size,
 // synthetic.noise), trial_id, repeat, attempt, data_dir, threads,
 // max_train_examples, max_test_examples, and the trial's [params] names.

@@ -29,7 +29,7 @@
 
 namespace memsweep {
 
-inline constexpr int kSchemaVersion = 7;
+inline constexpr int kSchemaVersion = 8;
 // The oldest version readers still read (columns added later read as their
 // "not measured" value); only the current one is written or resumed.
 inline constexpr int kOldestReadableSchemaVersion = 1;
@@ -153,6 +153,13 @@ struct TrialRow {
   FixedString<kNameChars> gpu_peak_source{};    // "tree", "device_delta"
   std::int64_t torch_allocated_peak = -1;       // the program's {"gpu": ...} events line
   std::int64_t torch_reserved_peak = -1;
+  // How the trainer held the step's buffers (schema 8; memory_plan.hpp):
+  // "keep", "reuse" or "recompute", and recompute's layers per segment (0:
+  // the default, ceil(sqrt(L)); always 0 for the other plans). Rows of
+  // older files read keep and 0, what every trial then trained with; a
+  // program trial that neither sets nor names memory_plan reads "".
+  FixedString<kNameChars> memory_plan{'k', 'e', 'e', 'p'};
+  std::int32_t recompute_every = 0;
 };
 
 // One row of /searches (schema 6): one configuration's search at one limit,
@@ -194,6 +201,10 @@ struct SearchRow {
   std::int32_t trials = 0;           // trials the search used
   double seconds = 0.0;              // its trials' wall time, summed
   FixedString<kMessageChars> message{};
+  // The configuration's memory plan (schema 8), as TrialRow's: searches of
+  // one configuration under two plans are two searches.
+  FixedString<kNameChars> memory_plan{'k', 'e', 'e', 'p'};
+  std::int32_t recompute_every = 0;
 };
 static_assert(std::is_trivially_copyable_v<SearchRow>);
 

@@ -13,7 +13,7 @@ namespace memsweep {
 
 // The fields a sweep can be split by, with the sweep file's key names.
 inline constexpr std::string_view kSplitFields =
-    "dataset, model, optimizer, learning_rate, epochs, batch_size, hidden, channels, repeat";
+    "dataset, model, optimizer, learning_rate, epochs, batch_size, hidden, channels, memory_plan, repeat";
 
 // The trials that share one value of the field.
 struct SweepPart {

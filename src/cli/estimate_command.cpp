@@ -21,13 +21,16 @@ constexpr std::string_view kRuleFull = "full";
 constexpr std::string_view kRuleQa = "qa";
 
 // Sweep-file keys of a trial and the options that set them.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kOptionOfKey{{{"dataset", "--dataset"},
-                                                                                     {"model", "--model"},
-                                                                                     {"optimizer", "--optimizer"},
-                                                                                     {"hidden", "--hidden"},
-                                                                                     {"channels", "--channels"},
-                                                                                     {"batch_size", "--batch"},
-                                                                                     {"epochs", "--epochs"}}};
+constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kOptionOfKey{
+    {{"dataset", "--dataset"},
+     {"model", "--model"},
+     {"optimizer", "--optimizer"},
+     {"hidden", "--hidden"},
+     {"channels", "--channels"},
+     {"batch_size", "--batch"},
+     {"epochs", "--epochs"},
+     {"memory_plan", "--memory-plan"},
+     {"recompute_every", "--recompute-every"}}};
 
 bool describes_a_trial(const EstimateOptions& o) {
   return o.dataset || o.model || o.optimizer || !o.hidden.empty() || !o.channels.empty() || o.batch || o.epochs;
@@ -44,10 +47,30 @@ InputError option_error(const ConfigError& error) {
 
 std::vector<std::int64_t> whole_numbers(const std::vector<int>& values) { return {values.begin(), values.end()}; }
 
+// ", memory plan recompute every 4 layers": the plan, where it is not keep.
+std::string plan_words(const TrialSpec& trial) {
+  if (trial.memory_plan == MemoryPlan::keep) return {};
+  std::string words = fmt::format(", memory plan {}", memory_plan_name(trial.memory_plan));
+  if (trial.effective_recompute_every() != kRecomputeEveryDefault)
+    words += fmt::format(" every {} layers", trial.recompute_every);
+  return words;
+}
+
 std::string trial_heading(const TrialSpec& trial, ExampleCounts counts) {
-  return fmt::format("trial {} ({}): {}, {} {}, {}, batch {}, {} + {} examples", trial.id, trial.origin,
+  return fmt::format("trial {} ({}): {}, {} {}, {}, batch {}{}, {} + {} examples", trial.id, trial.origin,
                      dataset_name(trial.dataset.kind), model_name(trial.model), describe_layers(model_spec(trial)),
-                     optimizer_name(trial.optimizer.kind), trial.batch_size, counts.train, counts.test);
+                     optimizer_name(trial.optimizer.kind), trial.batch_size, plan_words(trial), counts.train,
+                     counts.test);
+}
+
+// A sweep file's trial under the plan the options give: the same trial in
+// every other field, so another id.
+TrialSpec with_plan_options(TrialSpec trial, const EstimateOptions& o) {
+  if (!o.memory_plan && !o.recompute_every) return trial;
+  if (o.memory_plan) trial.memory_plan = *parse_memory_plan(*o.memory_plan);  // CLI11 checked the name
+  if (o.recompute_every) trial.recompute_every = *o.recompute_every;
+  trial.id = trial_id(trial);
+  return trial;
 }
 
 TableRow part_row(const EstimatePart& part) {
@@ -69,6 +92,14 @@ void add_estimate_command(CLI::App& app, EstimateOptions& options) {
   estimate->add_option("--batch", options.batch, "Batch size");
   estimate->add_option("--optimizer", options.optimizer, "sgd, momentum or adam");
   estimate->add_option("--epochs", options.epochs, "Epochs (the estimate does not depend on them)");
+  estimate
+      ->add_option("--memory-plan", options.memory_plan,
+                   "keep, reuse or recompute (with a sweep file: instead of each trial's own)")
+      ->check(CLI::IsMember({"keep", "reuse", "recompute"}));
+  estimate
+      ->add_option("--recompute-every", options.recompute_every,
+                   "recompute: layers per segment (0, the default: ceil(sqrt(layers)))")
+      ->check(whole_number_from(kRecomputeEveryDefault, kMaxRecomputeEvery));
   estimate->add_option("--rule", options.rule, "full (the trainer's own layouts) or qa (the Q&A rule)")
       ->check(CLI::IsMember({std::string(kRuleFull), std::string(kRuleQa)}));
   estimate->add_option("--train-examples", options.train_examples, "Training examples (default: the published size)")
@@ -86,6 +117,8 @@ TrialSpec trial_from_options(const EstimateOptions& o) {
   if (!o.channels.empty()) fields.push_back({"channels", whole_numbers(o.channels)});
   if (o.batch) fields.push_back({"batch_size", std::int64_t{*o.batch}});
   if (o.epochs) fields.push_back({"epochs", std::int64_t{*o.epochs}});
+  if (o.memory_plan) fields.push_back({"memory_plan", *o.memory_plan});
+  if (o.recompute_every) fields.push_back({"recompute_every", std::int64_t{*o.recompute_every}});
   try {
     return trial_from_fields(fields, std::string(kCommandLineSource));
   } catch (const ConfigError& error) {
@@ -136,6 +169,10 @@ int run_estimate_command(const EstimateOptions& options) {
   std::vector<TrialSpec> trials;
   if (from_options) {
     trials.push_back(trial_from_options(options));
+    // A sweep file reads recompute_every under any plan (a grid may cross
+    // the two); one trial on the command line has no such reason.
+    if (options.recompute_every && trials.front().memory_plan != MemoryPlan::recompute)
+      throw InputError("--recompute-every: only memory plan recompute has segments; add --memory-plan recompute");
   } else {
     SweepSpec sweep = load_sweep_file(options.sweep_file);
     if (options.trial_id.empty()) {
@@ -156,7 +193,8 @@ int run_estimate_command(const EstimateOptions& options) {
     }
   }
   std::string out;
-  for (const TrialSpec& trial : trials) {
+  for (TrialSpec& trial : trials) {
+    trial = with_plan_options(std::move(trial), options);
     ExampleCounts counts = canonical_example_counts(trial.dataset);
     if (options.train_examples) counts.train = *options.train_examples;
     if (options.test_examples) counts.test = *options.test_examples;

@@ -22,6 +22,10 @@ struct EstimateOptions {
   std::optional<std::string> dataset, model, optimizer;
   std::vector<int> hidden, channels;
   std::optional<int> batch, epochs;
+  // The memory plan to predict: a field of the trial described, or, with a
+  // sweep file, every trial's plan replaced (the ids are made again).
+  std::optional<std::string> memory_plan;
+  std::optional<int> recompute_every;
   std::string rule = "full";  // full | qa
   // Split sizes; default: the dataset's published sizes.
   std::optional<std::size_t> train_examples, test_examples;

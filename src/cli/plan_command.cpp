@@ -26,6 +26,14 @@ namespace {
 
 using Row = TableRow;
 
+// "keep", "reuse", "recompute", or "recompute:4" where the file sets its
+// layers per segment.
+std::string memory_plan_text(const TrialSpec& trial) {
+  const int every = trial.effective_recompute_every();
+  const std::string_view plan = memory_plan_name(trial.memory_plan);
+  return every == kRecomputeEveryDefault ? std::string(plan) : fmt::format("{}:{}", plan, every);
+}
+
 std::string hidden_text(const std::vector<int>& widths) {
   return widths.empty() ? "-" : fmt::format("{}", fmt::join(widths, "-"));
 }
@@ -195,6 +203,8 @@ void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<Planne
   const bool any_cnn = any([](const TrialSpec& t) { return t.model == ModelKind::cnn; });
   const bool any_budget = any([](const TrialSpec& t) { return t.mem_budget_bytes.has_value(); });
   const bool any_timeout = any([](const TrialSpec& t) { return t.timeout_seconds.has_value(); });
+  // A sweep that never leaves the default plan lists as it did before there were others.
+  const bool any_plan = any([](const TrialSpec& t) { return t.memory_plan != MemoryPlan::keep; });
   const bool any_program = any([](const TrialSpec& t) { return t.program.has_value(); });
   const std::vector<std::string> params = param_names(every_value);
   std::map<std::string, std::size_t> part_of_value;
@@ -207,6 +217,7 @@ void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<Planne
   for (const char* name : {"repeat", "dataset", "model", "optimizer", "lr", "epochs", "batch", "hidden"})
     header.push_back(name);
   if (any_cnn) header.push_back("channels");
+  if (any_plan) header.push_back("memory_plan");
   if (any_budget) header.push_back("budget");
   if (any_timeout) header.push_back("timeout");
   header.insert(header.end(), params.begin(), params.end());
@@ -238,6 +249,7 @@ void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<Planne
     field("batch_size", std::to_string(t.batch_size));
     field("hidden", hidden_text(t.hidden));
     if (any_cnn) field("channels", t.model == ModelKind::cnn ? hidden_text(t.channels) : "-");
+    if (any_plan) field("memory_plan", memory_plan_text(t));
     if (any_budget) row.push_back(t.mem_budget_bytes ? format_byte_size(*t.mem_budget_bytes) : "-");
     if (any_timeout) row.push_back(t.timeout_seconds ? format_duration(*t.timeout_seconds) : "-");
     for (const std::string& name : params) row.push_back(param_text(t, name));

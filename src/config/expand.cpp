@@ -24,8 +24,8 @@ bool is_real_field(std::string_view name) {
          name.starts_with("params.");
 }
 bool is_whole_field(std::string_view name) {
-  return name == "epochs" || name == "batch_size" || name == "seed" || name == kDepth || name == kWidth ||
-         name.starts_with("params.");
+  return name == "epochs" || name == "batch_size" || name == "seed" || name == "recompute_every" || name == kDepth ||
+         name == kWidth || name.starts_with("params.");
 }
 
 std::vector<std::string_view> section_keys(std::initializer_list<std::string_view> extra) {

@@ -46,6 +46,9 @@ std::optional<std::string> field_placeholder(const TrialSpec& t, std::string_vie
   if (name == "epochs") return std::to_string(t.epochs);
   if (name == "batch_size") return std::to_string(t.batch_size);
   if (name == "hidden") return fmt::format("{}", fmt::join(t.hidden, ","));
+  if (name == "memory_plan") return std::string(memory_plan_name(t.memory_plan));
+  // 0: the program's own default segment length, as for memsweep's trainer.
+  if (name == "recompute_every") return std::to_string(t.effective_recompute_every());
   // What memsweep's own trainer would train this repeat with, so that a
   // program's repeats differ as the built-in trainer's do.
   if (name == "seed") return std::to_string(t.training_seed());
@@ -171,6 +174,8 @@ std::vector<std::string> builtin_placeholder_names() {
                                  "epochs",
                                  "batch_size",
                                  "hidden",
+                                 "memory_plan",
+                                 "recompute_every",
                                  "seed",
                                  "synthetic.shape",
                                  "synthetic.classes",

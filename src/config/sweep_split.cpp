@@ -10,9 +10,20 @@
 namespace memsweep {
 namespace {
 
-enum class SplitField { dataset, model, optimizer, learning_rate, epochs, batch_size, hidden, channels, repeat };
+enum class SplitField {
+  dataset,
+  model,
+  optimizer,
+  learning_rate,
+  epochs,
+  batch_size,
+  hidden,
+  channels,
+  memory_plan,
+  repeat
+};
 
-constexpr std::array<std::pair<std::string_view, SplitField>, 9> kFields{{
+constexpr std::array<std::pair<std::string_view, SplitField>, 10> kFields{{
     {"dataset", SplitField::dataset},
     {"model", SplitField::model},
     {"optimizer", SplitField::optimizer},
@@ -21,6 +32,7 @@ constexpr std::array<std::pair<std::string_view, SplitField>, 9> kFields{{
     {"batch_size", SplitField::batch_size},
     {"hidden", SplitField::hidden},
     {"channels", SplitField::channels},
+    {"memory_plan", SplitField::memory_plan},
     {"repeat", SplitField::repeat},
 }};
 
@@ -49,6 +61,7 @@ std::string value_text(const TrialSpec& trial, SplitField field) {
     case SplitField::batch_size: return std::to_string(trial.batch_size);
     case SplitField::hidden: return widths_text(trial.hidden);
     case SplitField::channels: return trial.model == ModelKind::cnn ? widths_text(trial.channels) : "none";
+    case SplitField::memory_plan: return std::string(memory_plan_name(trial.memory_plan));
     case SplitField::repeat: return std::to_string(trial.repeat);
   }
   return "unknown";

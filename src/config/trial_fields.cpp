@@ -3,6 +3,7 @@
 #include "config/program_fields.hpp"
 
 #include "memsweep/byte_size.hpp"
+#include "memsweep/memory_plan.hpp"
 #include "memsweep/model_spec.hpp"
 
 #include <fmt/format.h>
@@ -108,6 +109,12 @@ Kind one_of(const FieldValue& field, std::initializer_list<std::pair<std::string
   fail(field.place, fmt::format("unknown value \"{}\"; expected one of: {}", text, fmt::join(known, ", ")));
 }
 
+MemoryPlan memory_plan_field(const FieldValue& field) {
+  const std::string& text = expect_string(field.value, field.place);
+  if (const std::optional<MemoryPlan> plan = parse_memory_plan(text)) return *plan;
+  fail(field.place, fmt::format("expected \"keep\", \"reuse\" or \"recompute\", found \"{}\"", text));
+}
+
 SyntheticSpec synthetic_spec(const FieldValue& field) {
   static const std::vector<std::string_view> kKeys{"shape", "classes", "train_size", "test_size", "noise", "seed"};
   const TomlTable& table = expect_table(field.value, field.place);
@@ -174,6 +181,14 @@ const std::vector<std::pair<std::string_view, Apply>>& field_table() {
       {"hidden",
        [](TrialSpec& t, const FieldValue& f) {
          t.hidden = width_list(f, kMaxHiddenLayers, kMaxLayerWidth, "hidden layers");
+       }},
+      {"memory_plan", [](TrialSpec& t, const FieldValue& f) { t.memory_plan = memory_plan_field(f); }},
+      // Read whatever the plan: a grid may cross it with memory_plan, and only
+      // `recompute` uses it (canonical_text() leaves it out otherwise, as it
+      // does an sgd trial's momentum).
+      {"recompute_every",
+       [](TrialSpec& t, const FieldValue& f) {
+         t.recompute_every = as_int(f, kRecomputeEveryDefault, kMaxRecomputeEvery);
        }},
       {"seed",
        [](TrialSpec& t, const FieldValue& f) {

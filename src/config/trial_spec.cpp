@@ -81,6 +81,11 @@ std::string TrialSpec::summary_text() const {
   if (shows_field("hidden")) words.push_back(fmt::format("hidden=[{}]", fmt::join(hidden, ",")));
   if (model == ModelKind::cnn && shows_field("channels"))
     words.push_back(fmt::format("channels=[{}]", fmt::join(channels, ",")));
+  // The default plan goes unsaid, as it did before there were others.
+  if (memory_plan != MemoryPlan::keep && shows_field("memory_plan"))
+    words.push_back(fmt::format("plan={}", memory_plan_name(memory_plan)));
+  if (effective_recompute_every() != kRecomputeEveryDefault && shows_field("recompute_every"))
+    words.push_back(fmt::format("recompute_every={}", recompute_every));
   for (const auto& [name, value] : params) words.push_back(fmt::format("{}={}", name, value.text));
   if (repeat > 0) words.push_back(fmt::format("repeat={}", repeat));
   return fmt::format("{}", fmt::join(words, " "));
@@ -108,8 +113,12 @@ std::string TrialSpec::canonical_text() const {
                    optimizer.epsilon);
   fmt::format_to(out, FMT_COMPILE(";learning_rate={};epochs={};batch_size={};hidden={};seed={};repeat={}"),
                  learning_rate, epochs, batch_size, fmt::join(hidden, "-"), seed, repeat);
-  // Appended, and only when present: a built-in trial's text, and so its
-  // id, is what it was before programs existed.
+  // Appended, and only when not the default: a trial's text, and so its
+  // id, is what it was before there were memory plans (or programs).
+  if (memory_plan != MemoryPlan::keep)
+    fmt::format_to(out, FMT_COMPILE(";memory_plan={}"), memory_plan_name(memory_plan));
+  if (effective_recompute_every() != kRecomputeEveryDefault)
+    fmt::format_to(out, FMT_COMPILE(";recompute_every={}"), recompute_every);
   if (program) text += program_canonical_text(*this);
   if (!params.empty()) text += ";params=" + params_json();
   // A search's probe: the same values under another limit are another trial.
@@ -139,8 +148,8 @@ ModelSpec model_spec(const TrialSpec& trial) {
 }
 
 TrainingSpec training_spec(const TrialSpec& trial) {
-  return {model_spec(trial), trial.optimizer, trial.learning_rate,
-          trial.batch_size,  trial.epochs,    trial.training_seed()};
+  return {model_spec(trial), trial.optimizer,       trial.learning_rate, trial.batch_size,
+          trial.epochs,      trial.training_seed(), trial.memory_plan,   trial.effective_recompute_every()};
 }
 
 std::uint64_t TrialSpec::training_seed() const {

@@ -134,6 +134,8 @@ TrialRow trial_row_for(const TrialSpec& trial, int attempt) {
     const std::size_t channels = std::min(trial.channels.size(), row.channels.size());
     for (std::size_t i = 0; i < channels; ++i) row.channels[i] = trial.channels[i];
   }
+  set_fixed(row.memory_plan, trial.shows_field("memory_plan") ? memory_plan_name(trial.memory_plan) : "");
+  row.recompute_every = trial.effective_recompute_every();
   row.seed = trial.seed;
   set_fixed(row.definition, trial.canonical_text());
   set_fixed(row.trainer, trial.trainer());

@@ -133,6 +133,7 @@ struct DatasetColumns {
   bool channels = false;
   bool shape = false;  // a synthetic dataset's shape varies
   bool params = false;
+  bool plan = false;      // some trial trained with another memory plan than keep
   bool attempts = false;  // some trial was retried
 };
 
@@ -140,6 +141,13 @@ struct DatasetColumns {
 std::string trainer_of(const TrialRow& row) {
   const std::string trainer = get_fixed(row.trainer);
   return trainer.empty() ? std::string(kBuiltinTrainer) : trainer;
+}
+
+// "reuse", "recompute", "recompute:4" (4 layers per segment); "" for a
+// program trial that does not show the field.
+std::string memory_plan_text(const TrialRow& row) {
+  const std::string plan = get_fixed(row.memory_plan);
+  return row.recompute_every > 0 ? fmt::format("{}:{}", plan, row.recompute_every) : plan;
 }
 
 std::string params_of(const TrialRow& row) {
@@ -162,6 +170,12 @@ DatasetColumns dataset_columns(const std::vector<ShownRow>& shown, bool several_
   columns.channels = any([](const TrialRow& r) { return get_fixed(r.model) == model_name(ModelKind::cnn); });
   columns.shape = shapes.size() > 1;
   columns.params = any([](const TrialRow& r) { return !params_of(r).empty(); });
+  // Files before memory plans, and sweeps that never name one, read keep:
+  // their tables stay as they were.
+  columns.plan = any([](const TrialRow& r) {
+    const std::string plan = get_fixed(r.memory_plan);
+    return !plan.empty() && plan != memory_plan_name(MemoryPlan::keep);
+  });
   columns.attempts = std::any_of(shown.begin(), shown.end(), [](const ShownRow& s) { return s.attempts > 1; });
   return columns;
 }
@@ -174,6 +188,7 @@ TableRow dataset_header(const DatasetColumns& columns) {
   if (columns.trainer) header.push_back("trainer");
   header.push_back("model");
   header.push_back("optimizer");
+  if (columns.plan) header.push_back("plan");
   if (columns.channels) header.push_back("channels");
   if (columns.shape) header.push_back("shape");
   if (columns.params) header.push_back("params");
@@ -193,6 +208,7 @@ TableRow dataset_line(const ShownRow& s, const DatasetColumns& columns) {
   if (columns.trainer) line.push_back(trainer_of(row));
   line.push_back(get_fixed(row.model));
   line.push_back(get_fixed(row.optimizer));
+  if (columns.plan) line.push_back(memory_plan_text(row));
   if (columns.channels) line.push_back(channels_text(row));
   if (columns.shape) {
     const std::string shape = synthetic_shape(row);
@@ -462,6 +478,8 @@ TrialRow configuration_row(const SearchRow& search) {
   row.channels = search.channels;
   row.repeat = search.repeat;
   row.params = search.params;
+  row.memory_plan = search.memory_plan;
+  row.recompute_every = search.recompute_every;
   return row;
 }
 
@@ -474,6 +492,7 @@ std::vector<std::pair<std::string, std::string>> configuration_fields(const Tria
           {"hidden", hidden_text(row)},
           {"channels", channels_text(row)},
           {"params", params_of(row)},
+          {"plan", memory_plan_text(row)},
           {"repeat", std::to_string(row.repeat)}};
 }
 

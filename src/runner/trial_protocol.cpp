@@ -149,6 +149,7 @@ Frame encode(const TrialJob& job) {
   out.value(t.optimizer.momentum).value(t.optimizer.beta1).value(t.optimizer.beta2).value(t.optimizer.epsilon);
   out.value(t.learning_rate).value<std::int32_t>(t.epochs).value<std::int32_t>(t.batch_size).ints(t.hidden);
   out.value(t.seed);
+  out.value<std::int32_t>(static_cast<std::int32_t>(t.memory_plan)).value<std::int32_t>(t.recompute_every);
   // A search's probe: its limit is part of its id.
   const SearchPoint point = t.search.value_or(SearchPoint{.search = -1});
   out.value<std::int32_t>(point.search).value<std::int32_t>(point.probe).value<std::int64_t>(point.value);
@@ -187,6 +188,9 @@ TrialJob decode_job(const Frame& frame) {
   t.batch_size = in.value<std::int32_t>();
   t.hidden = in.ints();
   t.seed = in.value<std::uint64_t>();
+  t.memory_plan =
+      checked_enum<MemoryPlan>(in.value<std::int32_t>(), static_cast<int>(MemoryPlan::recompute), "memory plan");
+  t.recompute_every = in.value<std::int32_t>();
   SearchPoint point;
   point.search = in.value<std::int32_t>();
   point.probe = in.value<std::int32_t>();

@@ -182,6 +182,9 @@ TableSchema trials_schema() {
                             kNameChars),
               source_column(gpu::kTrialTorchAllocatedPeak, offsetof(TrialRow, torch_allocated_peak), ColumnKind::int64),
               source_column(gpu::kTrialTorchReservedPeak, offsetof(TrialRow, torch_reserved_peak), ColumnKind::int64),
+              // Schema 8: the trainer's memory plan.
+              added_in(8, text("memory_plan", offsetof(TrialRow, memory_plan), kNameChars)),
+              added_in(8, int32("recompute_every", offsetof(TrialRow, recompute_every), kOne)),
           },
       }),
       default_row<TrialRow>(),
@@ -336,9 +339,13 @@ TableSchema searches_schema() {
               int32("trials", offsetof(SearchRow, trials), kOne),
               float64("seconds", offsetof(SearchRow, seconds), kSeconds),
               text("message", offsetof(SearchRow, message), kMessageChars),
+              // Schema 8: the configuration's memory plan.
+              added_in(8, text("memory_plan", offsetof(SearchRow, memory_plan), kNameChars)),
+              added_in(8, int32("recompute_every", offsetof(SearchRow, recompute_every), kOne)),
           },
       }),
-      {},  // the whole table is schema 6's: older files have none
+      // Schema 6 and 7 files' rows read the plan every search then had.
+      default_row<SearchRow>(),
   };
 }
 

@@ -221,6 +221,8 @@ SearchRow SearchBoard::row_of(std::size_t index, const SearchStanding& standing)
   row.repeat = trial.repeat;
   row.params = trial.params;
   row.definition = trial.definition;
+  row.memory_plan = trial.memory_plan;
+  row.recompute_every = trial.recompute_every;
   set_fixed(row.axis, spec_.axis);
   row.range_low = spec_.low;
   row.range_high = spec_.high;

@@ -344,7 +344,7 @@ INSTANTIATE_TEST_SUITE_P(
                       {"plan", "@", "--split-by", "depth"},
                       "[grid]\nbatch_size = [1, 2]\n",
                       "--split-by: \"depth\" is not a field a sweep can be split by; expected one of: dataset, model, "
-                      "optimizer, learning_rate, epochs, batch_size, hidden, channels, repeat"},
+                      "optimizer, learning_rate, epochs, batch_size, hidden, channels, memory_plan, repeat"},
         BadInvocation{"outputs_unknown_field",
                       {"plan", "@", "--split-by", "Dataset", "--outputs"},
                       "[grid]\nbatch_size = [1, 2]\n",

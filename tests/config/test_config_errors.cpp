@@ -146,6 +146,18 @@ const BadSweep kCases[] = {
      "add `depth`"},
     {"random_depth_too_deep", "[random]\ncount = 2\ndepth = { int_uniform = [1, 20] }\nwidth = 8\n", 3, "random.depth",
      "from 1 to 16, found 20"},
+    // memory plans
+    {"unknown_memory_plan", "[[trial]]\nhidden = [4]\n[grid]\nmemory_plan = ['keep', 'share']\n", 4, "grid.memory_plan",
+     "expected \"keep\", \"reuse\" or \"recompute\", found \"share\""},
+    {"memory_plan_not_a_string", "[[trial]]\nmemory_plan = 1\n", 2, "trial[0].memory_plan", "expected a string"},
+    {"recompute_every_negative", "[defaults]\nmemory_plan = 'recompute'\nrecompute_every = -1\n[[trial]]\n", 3,
+     "defaults.recompute_every", "expected a whole number from 0 to 1000, found -1"},
+    {"recompute_every_too_large", "[[trial]]\nmemory_plan = 'recompute'\nrecompute_every = 1001\n", 3,
+     "trial[0].recompute_every", "from 0 to 1000, found 1001"},
+    {"recompute_every_not_whole", "[[trial]]\nrecompute_every = 2.5\n", 2, "trial[0].recompute_every",
+     "expected a whole number"},
+    {"recompute_every_real_distribution", "[random]\ncount = 2\nrecompute_every = { uniform = [1, 4] }\n", 3,
+     "random.recompute_every", "use int_uniform or choice"},
     // not text TOML can hold, or more than a sweep may be
     {"not_utf8", "[sweep]\nname = 'x'\nnote = '\xc3\x28'\n[[trial]]\n", 3, "",
      "not UTF-8 text: the character at column 9 (byte 0xC3) is not valid UTF-8"},

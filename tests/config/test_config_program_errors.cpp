@@ -51,8 +51,9 @@ const BadProgram kCases[] = {
     {"unknown_placeholder", "[[trial]]\nprogram = ['./t', '--p={drpout}']\nparams = { dropout = 0.1 }\n", 2,
      "trial[0].program[1]",
      "unknown placeholder {drpout}; expected one of: attempt, batch_size, beta1, beta2, channels, data_dir, dataset, "
-     "epochs, epsilon, hidden, learning_rate, max_test_examples, max_train_examples, model, momentum, optimizer, "
-     "repeat, seed, synthetic.classes, synthetic.noise, synthetic.shape, synthetic.test_size, synthetic.train_size, "
+     "epochs, epsilon, hidden, learning_rate, max_test_examples, max_train_examples, memory_plan, model, momentum, "
+     "optimizer, recompute_every, repeat, seed, synthetic.classes, synthetic.noise, synthetic.shape, "
+     "synthetic.test_size, synthetic.train_size, "
      "threads, trial_id; or a name in the trial's [params] (dropout)"},
     {"unknown_placeholder_no_params", "[[trial]]\nprogram = ['./t', '{lr}']\n", 2, "trial[0].program[1]",
      "unknown placeholder {lr}; expected one of: attempt,"},

@@ -267,6 +267,8 @@ TEST(Placeholders, BuiltinNamesAreSortedAndComplete) {
                            "epochs",
                            "batch_size",
                            "hidden",
+                           "memory_plan",
+                           "recompute_every",
                            "seed",
                            "synthetic.shape",
                            "synthetic.classes",
@@ -281,7 +283,7 @@ TEST(Placeholders, BuiltinNamesAreSortedAndComplete) {
                            "max_train_examples",
                            "max_test_examples"})
     EXPECT_THAT(names, ::testing::Contains(name));
-  EXPECT_EQ(names.size(), 25u);
+  EXPECT_EQ(names.size(), 27u);
 }
 
 // ---------------------------------------------------------------- params

@@ -177,7 +177,7 @@ TEST(SplitSweep, AnUnknownFieldIsNamedWithTheAcceptedOnes) {
     } catch (const InputError& error) {
       EXPECT_THAT(error.what(), HasSubstr(std::string("\"") + field + "\""));
       EXPECT_THAT(error.what(), HasSubstr("dataset, model, optimizer, learning_rate, epochs, batch_size, hidden, "
-                                          "channels, repeat"));
+                                          "channels, memory_plan, repeat"));
     }
   }
   EXPECT_THROW(split_value(sweep.trials[0], "width"), InputError);

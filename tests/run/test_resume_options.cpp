@@ -246,7 +246,7 @@ TEST(ResumeRetry, UnknownStatusIsBadInput) {
 }
 
 // tests/run/old-files holds a file the memsweep of 7c5d06c wrote (schema
-// 5, before searches) and was stopped in. This memsweep writes schema 7: a
+// 5, before searches) and was stopped in. This memsweep writes schema 8: a
 // resume refuses the file, saying which version wrote it and what to do,
 // and leaves it byte for byte as it was; summary still reads it.
 TEST(ResumeOptions, AFileOfTheSchemaBeforeIsRefusedByResumeAndLeftAsItWas) {
@@ -260,7 +260,7 @@ TEST(ResumeOptions, AFileOfTheSchemaBeforeIsRefusedByResumeAndLeftAsItWas) {
   const CommandResult resumed =
       run_command(memsweep_argv({"run", "old.toml", "-o", out.string(), "--resume"}), dir.path().string());
   EXPECT_EQ(resumed.exit_status, kBadInput);
-  EXPECT_THAT(resumed.err, HasSubstr("schema version 5, and this memsweep writes version 7"));
+  EXPECT_THAT(resumed.err, HasSubstr("schema version 5, and this memsweep writes version 8"));
   EXPECT_THAT(resumed.err, HasSubstr("write to a new file"));
   EXPECT_EQ(slurp(out), before) << "a refused resume leaves the file as it was";
 

@@ -70,6 +70,8 @@ TrialSpec every_field_trial() {
   trial.hidden = {100, 50, 25};
   trial.seed = 0xFEEDFACECAFEBEEFULL;
   trial.repeat = 2;
+  trial.memory_plan = MemoryPlan::recompute;
+  trial.recompute_every = 3;
   trial.id = trial_id(trial);
   return trial;
 }
@@ -83,6 +85,8 @@ TEST(TrialProtocol, AJobCarriesEveryFieldOfTheTrial) {
   EXPECT_EQ(back.trial.canonical_text(), job.trial.canonical_text());
   EXPECT_EQ(back.trial.id, job.trial.id);
   EXPECT_EQ(back.trial.optimizer.momentum, 0.8) << "a field the canonical text leaves out for adam";
+  EXPECT_EQ(back.trial.memory_plan, MemoryPlan::recompute);
+  EXPECT_EQ(back.trial.recompute_every, 3);
   EXPECT_EQ(back.threads, 3);
   EXPECT_EQ(back.predicted_bytes, 123456789);
 
@@ -92,10 +96,33 @@ TEST(TrialProtocol, AJobCarriesEveryFieldOfTheTrial) {
   EXPECT_EQ(decode_job(through_pipe(encode(mnist))).trial.canonical_text(), mnist.trial.canonical_text());
 }
 
+TEST(TrialProtocol, AJobCarriesEachMemoryPlan) {
+  for (const MemoryPlan plan : {MemoryPlan::keep, MemoryPlan::reuse, MemoryPlan::recompute}) {
+    TrialJob job;
+    job.trial = every_field_trial();
+    job.trial.memory_plan = plan;
+    job.trial.id = trial_id(job.trial);
+    const TrialJob back = decode_job(through_pipe(encode(job)));
+    EXPECT_EQ(back.trial.memory_plan, plan);
+    EXPECT_EQ(back.trial.id, job.trial.id);
+    // The length travels under every plan, as the sweep file gave it.
+    EXPECT_EQ(back.trial.recompute_every, 3);
+  }
+  // A plan the other end does not know is refused, not trained as another.
+  TrialJob job;
+  job.trial = every_field_trial();
+  job.trial.memory_plan = static_cast<MemoryPlan>(7);
+  EXPECT_THAT([&] { decode_job(encode(job)); }, ::testing::ThrowsMessage<ProtocolError>(HasSubstr("memory plan")));
+}
+
 TEST(TrialProtocol, AJobWhoseFieldsDoNotMatchItsIdIsRefused) {
   TrialJob job;
   job.trial = every_field_trial();
   job.trial.epochs = 5;  // the id is still the one of 4 epochs
+  EXPECT_THAT([&] { decode_job(encode(job)); },
+              ::testing::ThrowsMessage<ProtocolError>(HasSubstr("arrived with fields whose id is")));
+  job.trial = every_field_trial();
+  job.trial.recompute_every = 4;  // the id is still the one of segments of 3
   EXPECT_THAT([&] { decode_job(encode(job)); },
               ::testing::ThrowsMessage<ProtocolError>(HasSubstr("arrived with fields whose id is")));
 }

@@ -106,6 +106,9 @@ TrialRow example_trial(int index, std::string_view status) {
   set_fixed(row.gpu_peak_source, "tree");
   row.torch_allocated_peak = 2'000'000'000;
   row.torch_reserved_peak = 2'500'000'000;
+  // Not the defaults: an older file's rows read keep and 0 instead.
+  set_fixed(row.memory_plan, index % 2 == 0 ? "recompute" : "reuse");
+  row.recompute_every = index % 2 == 0 ? 3 + index : 0;
   return row;
 }
 
@@ -146,6 +149,8 @@ SearchRow example_search(int index, std::string_view status) {
   row.trials = 7;
   row.seconds = 93.5;
   set_fixed(row.message, std::string(kMessageChars, 's'));  // fills every byte
+  set_fixed(row.memory_plan, "recompute");                  // not the default: an older file's rows read keep
+  row.recompute_every = 4 + index;
   return row;
 }
 
@@ -285,6 +290,8 @@ void expect_same(const TrialRow& expected, const TrialRow& actual) {
   EXPECT_EQ(get_fixed(actual.gpu_peak_source), get_fixed(expected.gpu_peak_source));
   EXPECT_EQ(actual.torch_allocated_peak, expected.torch_allocated_peak);
   EXPECT_EQ(actual.torch_reserved_peak, expected.torch_reserved_peak);
+  EXPECT_EQ(get_fixed(actual.memory_plan), get_fixed(expected.memory_plan));
+  EXPECT_EQ(actual.recompute_every, expected.recompute_every);
 }
 
 void expect_same(const SampleRow& expected, const SampleRow& actual, std::size_t counters) {
@@ -361,6 +368,8 @@ void expect_same(const SearchRow& expected, const SearchRow& actual) {
   EXPECT_EQ(actual.trials, expected.trials);
   EXPECT_EQ(actual.seconds, expected.seconds);
   EXPECT_EQ(actual.message, expected.message);
+  EXPECT_EQ(get_fixed(actual.memory_plan), get_fixed(expected.memory_plan));
+  EXPECT_EQ(actual.recompute_every, expected.recompute_every);
 }
 
 std::string read_bytes(const std::filesystem::path& path) {
@@ -470,11 +479,16 @@ TrialRow without_gpu_memory(TrialRow row) {
 }
 
 void rewrite_as_schema_version(const std::filesystem::path& path, int version) {
-  ASSERT_TRUE(version >= 1 && version <= 6) << "no such older version: " << version;
+  ASSERT_TRUE(version >= 1 && version <= 7) << "no such older version: " << version;
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   ASSERT_GE(file, 0) << path;
-  std::vector<std::string> dropped = kTrialColumnsOfVersion7;
-  std::vector<std::string> dropped_samples = kSampleColumnsOfVersion7;
+  std::vector<std::string> dropped = kTrialColumnsOfVersion8;
+  std::vector<std::string> dropped_samples;
+  if (version < 7) {
+    dropped.insert(dropped.end(), kTrialColumnsOfVersion7.begin(), kTrialColumnsOfVersion7.end());
+    dropped_samples = kSampleColumnsOfVersion7;
+  }
+  if (version < 8 && version >= 6) drop_columns(file, "searches", kSearchColumnsOfVersion8);
   if (version < 6) {
     EXPECT_GE(H5Ldelete(file, "searches", H5P_DEFAULT), 0) << "schema 6's /searches";
     dropped.insert(dropped.end(), kTrialColumnsOfVersion6.begin(), kTrialColumnsOfVersion6.end());
@@ -488,7 +502,7 @@ void rewrite_as_schema_version(const std::filesystem::path& path, int version) {
   if (version < 3) dropped.insert(dropped.end(), kTrialColumnsOfVersion3.begin(), kTrialColumnsOfVersion3.end());
   if (!dropped.empty()) drop_columns(file, "trials", dropped);
   if (version < 2) dropped_samples.emplace_back("sys_total");
-  drop_columns(file, "samples", dropped_samples);
+  if (!dropped_samples.empty()) drop_columns(file, "samples", dropped_samples);
   const hid_t attribute = H5Aopen(file, "schema_version", H5P_DEFAULT);
   const std::int32_t value = version;
   EXPECT_GE(H5Awrite(attribute, H5T_NATIVE_INT32, &value), 0);

@@ -40,7 +40,7 @@ std::string read_bytes(const std::filesystem::path& path);
 std::string store_error(const std::function<void()>& action);
 
 // Turns a closed results file written by this memsweep into one of an older
-// schema `version` (1 to 5), as that version's memsweep wrote it: the
+// schema `version` (1 to 7), as that version's memsweep wrote it: the
 // columns added since are dropped from their tables (which are rewritten,
 // keeping their storage and unit attributes), tables added since are
 // deleted, and schema_version is set. Schema 2 added /samples' sys_total;
@@ -48,7 +48,8 @@ std::string store_error(const std::function<void()>& action);
 // kTrialColumnsOfVersion4; schema 5 the /messages table; schema 6 the
 // /searches table and the /trials columns of kTrialColumnsOfVersion6;
 // schema 7 the GPU columns of kTrialColumnsOfVersion7 and
-// kSampleColumnsOfVersion7.
+// kSampleColumnsOfVersion7; schema 8 the memory plan's columns of
+// kTrialColumnsOfVersion8.
 void rewrite_as_schema_version(const std::filesystem::path& path, int version);
 // `row` with its GPU memory (schema 7) not measured, as an older file or a
 // trial without NVML reads.
@@ -62,5 +63,7 @@ inline const std::vector<std::string> kTrialColumnsOfVersion6{"search",       "p
 inline const std::vector<std::string> kTrialColumnsOfVersion7{"gpu_peak", "gpu_devices", "gpu_peak_source",
                                                               "torch_allocated_peak", "torch_reserved_peak"};
 inline const std::vector<std::string> kSampleColumnsOfVersion7{"gpu_used", "gpu_tree_used"};
+inline const std::vector<std::string> kTrialColumnsOfVersion8{"memory_plan", "recompute_every"};
+inline const std::vector<std::string> kSearchColumnsOfVersion8{"memory_plan", "recompute_every"};
 
 }  // namespace memsweep::testing

@@ -1,6 +1,6 @@
-// Schema versions: this memsweep writes version 7 and reads 1 to 7, by
+// Schema versions: this memsweep writes version 8 and reads 1 to 8, by
 // column name (a column a file's version lacks reads as its "not measured"
-// value, a table it lacks as empty); it resumes only version 7, and leaves an
+// value, a table it lacks as empty); it resumes only version 8, and leaves an
 // older file as it was; versions it does not know are refused.
 
 #include "memsweep/store.hpp"
@@ -206,9 +206,11 @@ class OlderVersion : public ::testing::TestWithParam<int> {
     EXPECT_EQ(H5Lexists(file, "messages", H5P_DEFAULT) > 0, version() >= 5);
     EXPECT_EQ(H5Tget_member_index(trial_type, "search") >= 0, version() >= 6);
     EXPECT_EQ(H5Lexists(file, "searches", H5P_DEFAULT) > 0, version() >= 6);
-    EXPECT_LT(H5Tget_member_index(trial_type, "gpu_peak"), 0);
-    EXPECT_LT(H5Tget_member_index(trial_type, "torch_reserved_peak"), 0);
-    EXPECT_LT(H5Tget_member_index(sample_type, "gpu_used"), 0);
+    EXPECT_EQ(H5Tget_member_index(trial_type, "gpu_peak") >= 0, version() >= 7);
+    EXPECT_EQ(H5Tget_member_index(trial_type, "torch_reserved_peak") >= 0, version() >= 7);
+    EXPECT_EQ(H5Tget_member_index(sample_type, "gpu_used") >= 0, version() >= 7);
+    EXPECT_LT(H5Tget_member_index(trial_type, "memory_plan"), 0);
+    EXPECT_LT(H5Tget_member_index(trial_type, "recompute_every"), 0);
     EXPECT_EQ(H5Tget_member_index(sample_type, "sys_total") >= 0, version() >= 2);
     H5Tclose(sample_type);
     H5Tclose(trial_type);
@@ -223,6 +225,10 @@ class OlderVersion : public ::testing::TestWithParam<int> {
 // What an old file's trial row reads as: its own columns, and "not
 // measured" for those added after its version.
 TrialRow as_read_from_an_older_file(TrialRow row, int version) {
+  if (version >= 8) return row;
+  // Every trial before schema 8 kept its buffers for the trial's life.
+  set_fixed(row.memory_plan, "keep");
+  row.recompute_every = 0;
   if (version >= 7) return row;
   row = testing::without_gpu_memory(row);
   if (version >= 6) return row;
@@ -270,7 +276,8 @@ TEST_P(OlderVersion, ReadsItsColumnsAndDefaultsForTheNewOnes) {
     expect_same(as_read_from_an_older_file(example_trial(2), version()), reader.trials(1, 5)[1]);
 
     std::vector<SampleRow> expected_samples = example_samples(testing::example_id(0), 0, kSamples);
-    for (SampleRow& row : expected_samples) row.gpu_used = row.gpu_tree_used = -1;  // schema 7's: not measured
+    if (version() < 7)
+      for (SampleRow& row : expected_samples) row.gpu_used = row.gpu_tree_used = -1;  // schema 7's: not measured
     if (version() < 5)
       for (SampleRow& row : expected_samples) row.phase = -1;  // schema 5's: unknown
     if (version() < 2)
@@ -281,13 +288,25 @@ TEST_P(OlderVersion, ReadsItsColumnsAndDefaultsForTheNewOnes) {
     EXPECT_EQ(samples[7].sys_total, version() >= 2 ? 16'000'000'000 : -1);
     EXPECT_EQ(samples[7].phase, version() >= 5 ? 1 : -1);
     EXPECT_EQ(trials[1].plan_index, version() >= 5 ? 41 : -1);
-    EXPECT_EQ(trials[1].gpu_peak, -1);
-    EXPECT_EQ(samples[7].gpu_used, -1);
+    if (version() < 7) {
+      EXPECT_EQ(trials[1].gpu_peak, -1);
+      EXPECT_EQ(samples[7].gpu_used, -1);
+    }
+    EXPECT_EQ(get_fixed(trials[0].memory_plan), "keep");
+    EXPECT_EQ(trials[0].recompute_every, 0);
     if (version() < 6) {
       EXPECT_EQ(trials[1].search, -1);
       EXPECT_EQ(trials[1].reported_oom, 0);
       // No /searches: none to read.
       EXPECT_TRUE(reader.searches().empty());
+    } else {
+      // Before schema 8 every search kept its buffers: the plan reads keep.
+      const std::vector<SearchRow> searches = reader.searches();
+      ASSERT_EQ(searches.size(), 1u);
+      SearchRow expected = example_search(0);
+      set_fixed(expected.memory_plan, "keep");
+      expected.recompute_every = 0;
+      expect_same(expected, searches[0]);
     }
 
     ASSERT_EQ(reader.epochs().size(), static_cast<std::size_t>(kTrials));
@@ -347,7 +366,7 @@ TEST_P(OlderVersion, ATableReadsTheDefaultsWhateverTheBufferHeld) {
     expect_same(as_read_from_an_older_file(example_trial(i), version()), rows[static_cast<std::size_t>(i)]);
 }
 
-INSTANTIATE_TEST_SUITE_P(Versions1To6, OlderVersion, ::testing::Values(1, 2, 3, 4, 5, 6),
+INSTANTIATE_TEST_SUITE_P(Versions1To7, OlderVersion, ::testing::Values(1, 2, 3, 4, 5, 6, 7),
                          [](const ::testing::TestParamInfo<int>& case_info) {
                            return fmt::format("Version{}", case_info.param);
                          });
