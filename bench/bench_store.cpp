@@ -15,7 +15,14 @@
 // beforehand (by the "workers", timed apart: ResultStore::
 // append_compressed_samples only), and rows without compression; and the
 // cost of compressing on one core (compress_sample_chunk), as a worker pays it.
-// Run: memsweep_bench_store [rows per run] [runs] [folder for the files]
+//
+// Last, what never reusing freed file space costs (the store's rule since a
+// writer without SWMR killed between a partial chunk's rewrite and the next
+// flush could leave it unreadable; StoreLayout::reuse_freed_space): the
+// chosen setting against HDF5's default, with and without SWMR, for a steady
+// stream and for short trials (a trial row, hence a partial chunk written
+// again, every 512 sample rows).
+// Run: memsweep_bench_store [rows per run] [runs] [folder for the files] [freed-space: that part only]
 
 #include "memsweep/flush_interval.hpp"
 #include "memsweep/sample_chunk.hpp"
@@ -34,6 +41,7 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -164,6 +172,71 @@ double median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
+// ---- freed space never reused, against HDF5's default ------------------------
+
+struct SpaceCase {
+  std::string name;
+  bool swmr;
+  std::size_t rows_per_trial;  // 0: one stream, no trial rows
+};
+
+RunResult space_once(const SpaceCase& c, bool reuse_freed_space, const std::vector<memsweep::SampleRow>& pool,
+                     std::size_t rows, const std::filesystem::path& file) {
+  std::filesystem::remove(file);
+  store::StoreLayout layout;
+  layout.reuse_freed_space = reuse_freed_space;
+  const auto start = Clock::now();
+  {
+    auto writer =
+        store::ResultStoreInternals::create(file, bench_header(), false, memsweep::StoreOptions{c.swmr}, layout);
+    memsweep::TrialRow trial;
+    memsweep::set_fixed(trial.trial_id, "bench-trial");
+    for (std::size_t written = 0; written < rows; written += kRowsPerMessage) {
+      const std::size_t offset = written % pool.size();
+      writer.append_samples(std::span(pool).subspan(offset, std::min(kRowsPerMessage, rows - written)));
+      if (c.rows_per_trial > 0 && (written + kRowsPerMessage) % c.rows_per_trial == 0) writer.append_trial(trial);
+    }
+    writer.close();
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const auto bytes = static_cast<double>(std::filesystem::file_size(file));
+  std::filesystem::remove(file);
+  return {seconds, bytes};
+}
+
+void compare_freed_space(const std::vector<memsweep::SampleRow>& pool, std::size_t rows, int runs,
+                         const std::filesystem::path& file) {
+  const std::vector<SpaceCase> cases{
+      {"SWMR, one stream", true, 0},
+      {"no SWMR, one stream", false, 0},
+      {"SWMR, a trial row every 512 rows", true, 512},
+      {"no SWMR, a trial row every 512 rows", false, 512},
+  };
+  fmt::print(
+      "\nFreed file space never reused (chosen) against HDF5's default strategy, which reuses it: {} rows per "
+      "run, {} runs, medians; ratio = chosen / default\n\n",
+      rows, runs);
+  fmt::print("{:<38} {:>12} {:>12} {:>7} {:>12} {:>12} {:>7}\n", "case", "rows/s", "default", "ratio", "bytes/row",
+             "default", "ratio");
+  for (const SpaceCase& c : cases) {
+    std::vector<double> times[2];
+    std::vector<double> sizes[2];
+    for (int run = 0; run < runs; ++run) {
+      for (int j = 0; j < 2; ++j) {
+        const int reuse = (j + run) % 2;  // alternate which goes first
+        const RunResult result = space_once(c, reuse == 1, pool, rows, file);
+        times[reuse].push_back(result.seconds);
+        sizes[reuse].push_back(result.file_bytes);
+      }
+    }
+    const double n = static_cast<double>(rows);
+    const double rate[2] = {n / median(times[0]), n / median(times[1])};
+    const double per_row[2] = {median(sizes[0]) / n, median(sizes[1]) / n};
+    fmt::print("{:<38} {:>12.0f} {:>12.0f} {:>7.2f} {:>12.2f} {:>12.2f} {:>7.3f}\n", c.name, rate[0], rate[1],
+               rate[0] / rate[1], per_row[0], per_row[1], per_row[0] / per_row[1]);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -175,6 +248,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::vector<memsweep::SampleRow> pool = memsweep::bench::realistic_rows();
+  const std::filesystem::path file = folder / fmt::format("memsweep-bench-store-{}.h5", ::getpid());
+  if (argc > 4 && std::string_view(argv[4]) == "freed-space") {
+    compare_freed_space(pool, rows, runs, file);
+    return 0;
+  }
   const std::vector<Layout> all = layouts();
   // Bytes of a row as stored, before compression: the fixed columns and one
   // int64 per counter (the packed file type has no padding).
@@ -182,7 +260,6 @@ int main(int argc, char** argv) {
 
   std::vector<std::vector<double>> seconds(all.size());
   std::vector<std::vector<double>> bytes(all.size());
-  const std::filesystem::path file = folder / fmt::format("memsweep-bench-store-{}.h5", ::getpid());
   for (int run = 0; run < runs; ++run) {
     for (std::size_t j = 0; j < all.size(); ++j) {
       const std::size_t i = (j + static_cast<std::size_t>(run)) % all.size();  // rotate the order
@@ -267,5 +344,6 @@ int main(int argc, char** argv) {
   for (std::size_t k = 0; k < 2; ++k)
     fmt::print("  chunk {:>5}: {:>10.0f} rows/s; a core's share at 1 ms sampling {:.3f} %, at 10 ms {:.4f} %\n",
                sizes[k], compress_rates[k], 100.0 * 1000.0 / compress_rates[k], 100.0 * 100.0 / compress_rates[k]);
+  compare_freed_space(pool, rows, runs, file);
   return 0;
 }

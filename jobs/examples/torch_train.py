@@ -78,6 +78,21 @@ Where it differs (it cannot match these)
 optimizer live; cuda is torch's current CUDA device (CUDA_VISIBLE_DEVICES
 chooses it), and bad input when torch sees none.
 
+--checkpoint: activation checkpointing (torch.utils.checkpoint), segmented as
+memsweep's `recompute` memory plan segments its network: the layers counted
+as memsweep's trainer counts them (src/trainer/plan.cpp make_plan_layout:
+each convolution with its ReLU, each pooling, each hidden fully connected
+layer with its ReLU, the output layer; the flatten goes with the layer after
+it), cut into segments of K layers from the input, K = --checkpoint-every
+(0, the default: ceil(sqrt(L)) for L layers, memsweep's
+kRecomputeEveryDefault). The forward pass keeps each segment's input only
+(the output of every K-th layer) and the backward pass recomputes the
+segment's activations from it. The last segment is run as usual: the
+backward pass needs its activations at once, so recomputing them would cost
+time and save nothing at the peak. The arithmetic is the same (same
+modules, same inputs): the losses equal those without --checkpoint.
+Evaluation runs under no_grad, without checkpoints.
+
 Flags beyond memsweep's placeholders: --synthetic-seed (the synthetic
 dataset's own seed, memsweep's `synthetic.seed`, default 1 as there; no
 placeholder carries it, so pass it as a [params] value if a sweep changes it)
@@ -650,6 +665,58 @@ def build_model(torch, shape, blocks, hidden, classes, seed):
     return nn.Sequential(*modules)
 
 
+def memsweep_layers(model):
+    """The model's modules grouped as memsweep's trainer counts its layers (make_plan_layout): a group ends
+    with a ReLU (a convolution's or a hidden layer's), a max-pooling, or the output layer; the flatten joins
+    the fully connected layer after it. Returns (start, end) index ranges into the Sequential."""
+    nn = sys.modules["torch"].nn
+    ranges, start = [], 0
+    for index, module in enumerate(model):
+        if isinstance(module, (nn.ReLU, nn.MaxPool2d)) or index == len(model) - 1:
+            ranges.append((start, index + 1))
+            start = index + 1
+    return ranges
+
+
+def checkpoint_segments(layer_count, every):
+    """Layer ranges [first, last) of the segments: K layers each from the input, the last one shorter if
+    L is not a multiple of K. every = 0: K = ceil(sqrt(L)), memsweep's default."""
+    k = every if every > 0 else math.ceil(math.sqrt(layer_count))
+    return [(first, min(first + k, layer_count)) for first in range(0, layer_count, k)]
+
+
+def checkpointed_model(torch, model, every):
+    """`model` (the Sequential of build_model) whose training forward pass keeps only each segment's input
+    and recomputes the segment in the backward pass. The same modules, so the same parameters in the same
+    order (the optimizer's state lines up) and the same arithmetic."""
+    from torch.utils.checkpoint import checkpoint
+
+    layers = memsweep_layers(model)
+    layer_segments = checkpoint_segments(len(layers), every)
+    segments = [(layers[first][0], layers[last - 1][1]) for first, last in layer_segments]
+
+    class Checkpointed(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = model
+            self.layer_count = len(layers)
+            self.every = layer_segments[0][1]  # the first segment is a whole one
+            self.segments = segments
+
+        def forward(self, x):
+            if not (self.training and torch.is_grad_enabled()):
+                return self.body(x)
+            for start, end in self.segments[:-1]:
+                run = lambda values, start=start, end=end: self.body[start:end](values)  # noqa: E731
+                # Non-reentrant: the first segment's input (the batch) needs no gradient, and its
+                # parameters still get theirs (the reentrant form would give them none).
+                x = checkpoint(run, x, use_reentrant=False)
+            start, end = self.segments[-1]
+            return self.body[start:end](x)
+
+    return Checkpointed()
+
+
 def make_optimizer(torch, args, parameters):
     if args.optimizer == "sgd":
         return torch.optim.SGD(parameters, lr=args.learning_rate)
@@ -760,6 +827,12 @@ def parse_args(argv):
     p.add_argument("--workers", type=int, default=0, help="DataLoader worker processes (0: batches in this process)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="where to train; cuda writes PyTorch's GPU memory peaks as events")
+    p.add_argument("--checkpoint", action="store_true",
+                   help="activation checkpointing in segments of --checkpoint-every layers, as memsweep's "
+                        "recompute memory plan: each segment's activations recomputed in the backward pass")
+    p.add_argument("--checkpoint-every", type=int, default=0, metavar="K",
+                   help="with --checkpoint: layers per segment, counted as memsweep counts them (each conv, "
+                        "pool, hidden and the output layer); 0 (default): ceil(sqrt(layers))")
     args = p.parse_args(argv)
 
     def need(condition, flag, what, value):
@@ -780,6 +853,10 @@ def parse_args(argv):
     need(args.max_test_examples >= 0, "--max-test-examples", "expected a whole number >= 0 (0: all)",
          args.max_test_examples)
     need(args.workers >= 0, "--workers", "expected a whole number >= 0", args.workers)
+    need(args.checkpoint_every >= 0, "--checkpoint-every", "expected a whole number >= 0 (0: ceil(sqrt(layers)))",
+         args.checkpoint_every)
+    need(args.checkpoint or args.checkpoint_every == 0, "--checkpoint-every",
+         "is only meaningful with --checkpoint (pass both, or 0)", args.checkpoint_every)
     if args.dataset == "synthetic":
         need(args.synthetic_classes >= 2, "--synthetic-classes", "expected a whole number >= 2",
              args.synthetic_classes)
@@ -883,6 +960,10 @@ def train(args, events):
     batch = min(args.batch_size, n_train)  # trainer_config(); evaluation uses it too
 
     model = build_model(torch, shape, blocks, args.hidden, classes, args.seed).to(device)
+    checkpointing = ""
+    if args.checkpoint:
+        model = checkpointed_model(torch, model, args.checkpoint_every)
+        checkpointing = f" checkpoint: every {model.every} of {model.layer_count} layers kept"
     optimizer = make_optimizer(torch, args, model.parameters())
     parameters = sum(p.numel() for p in model.parameters())
     events.emit(parameters=parameters,
@@ -895,7 +976,7 @@ def train(args, events):
     )
     print(f"{PROG}: {args.dataset} {args.model} {layers}, {parameters} parameters, {n_train} train / {n_test} test "
           f"examples, {args.optimizer} lr={args.learning_rate} batch={batch} threads={args.threads} "
-          f"workers={args.workers} device={args.device}", flush=True)
+          f"workers={args.workers} device={args.device}{checkpointing}", flush=True)
 
     schedule = Schedule(n_train, n_test, batch, args.seed)
     if args.workers > 0:

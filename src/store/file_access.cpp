@@ -105,15 +105,25 @@ PropertyHandle file_access_properties(bool for_writing, bool clear_status_flags,
   return fapl;
 }
 
-FileHandle create_file(const std::filesystem::path& path, const Hdf5Errors& errors) {
+FileHandle create_file(const std::filesystem::path& path, const Hdf5Errors& errors, bool reuse_freed_space) {
   const PropertyHandle fapl = file_access_properties(true, false, errors);
+  const PropertyHandle fcpl(errors.check(H5Pcreate(H5P_FILE_CREATE), "create file creation properties"));
+  // Without free-space managers and aggregators a freed block is dropped,
+  // unless it ends at the end of allocation (fence_end_of_allocation).
+  if (!reuse_freed_space)
+    errors.check(H5Pset_file_space_strategy(fcpl.get(), H5F_FSPACE_STRATEGY_NONE, false, 1),
+                 "ask HDF5 never to reuse freed file space (file space strategy none)");
   return FileHandle(
-      errors.check(H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()),
+      errors.check(H5Fcreate(path.c_str(), H5F_ACC_EXCL, fcpl.get(), fapl.get()),
                    fmt::format("create the new file (named {} until it is complete)", path.filename().string())));
 }
 
 void address_whole_file(hid_t file, const Hdf5Errors& errors) {
   errors.check(H5Fincrement_filesize(file, 0), "extend the file's end of allocation to its size");
+}
+
+void fence_end_of_allocation(hid_t file, const Hdf5Errors& errors) {
+  errors.check(H5Fincrement_filesize(file, 1), "leave a byte unallocated after the last chunk written");
 }
 
 FileHandle open_file_to_inspect(const std::filesystem::path& path, const Hdf5Errors& errors) {

@@ -228,7 +228,7 @@ std::unique_ptr<ResultStore::Impl> ResultStore::Impl::create(const std::filesyst
   writer->header_.swmr = options.swmr;
   const std::filesystem::path temporary = temporary_path_beside(path);
   try {
-    writer->file_ = store::create_file(temporary, errors);
+    writer->file_ = store::create_file(temporary, errors, layout.reuse_freed_space);
     const hid_t file = writer->file_.get();
     store::write_header(file, writer->header_, errors);
     writer->tables_.emplace(Tables{
@@ -343,8 +343,9 @@ void ResultStore::Impl::write_samples(bool all) {
   store::Table& samples = tables_->samples;
   const std::uint64_t chunk = samples.chunk_rows();
   // A chunk that was already partly in the file (a resumed file's last one,
-  // or an earlier partial write) moves when it is written again: flushed at
-  // once, the index that points at its old place is replaced at once.
+  // or an earlier partial write) moves when it is written again, its old
+  // copy left as it is (create_file, flush); flushed at once, so that the
+  // index points at the new copy and a reader or a resume reads its rows.
   const auto write_rows = [&](std::size_t count) {
     const bool rewrites_a_chunk = samples.rows() % chunk != 0;
     write_unwritten(count);
@@ -412,8 +413,15 @@ void ResultStore::Impl::flush() {
     errors_.fail_plain(cause.empty() ? "cannot flush the file (HDF5 gave no reason)"
                                      : fmt::format("cannot flush the file: {}", store::readable_cause(cause)));
   }
-  if (tables_)
+  if (tables_) {
     for (store::Table* table : tables_->all()) table->mark_flushed();
+    // The partial chunk just flushed is written again when its next rows
+    // come: its new copy must not take its place (under SWMR nothing freed
+    // is reused at all).
+    const store::Table& samples = tables_->samples;
+    if (!options_.swmr && !layout_.reuse_freed_space && samples.rows() % samples.chunk_rows() != 0)
+      store::fence_end_of_allocation(file_.get(), errors_);
+  }
   last_flush_ = std::chrono::steady_clock::now();
   written_since_flush_ = false;
 }

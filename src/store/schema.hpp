@@ -106,10 +106,12 @@ struct TableStorage {
 //
 // The rule behind them: a compressed chunk that is written again with more
 // rows changes size and moves. Under SWMR HDF5 never frees the old copy (a
-// reader may still follow the old index), so every rewrite leaks its size;
-// without SWMR it frees it, the next allocation can take that space before
-// the next flush, and a writer killed in between leaves a flushed index
-// pointing at other data. So compressed chunks are written once, whole:
+// reader may still follow the old index), so every rewrite leaks its size.
+// Without SWMR it would free it and put the new copy in its place before
+// the index is flushed; a writer killed in between leaves a flushed index
+// pointing at other data. So the file never reuses freed space (create_file,
+// fence_end_of_allocation: both modes leak the old copy), and compressed
+// chunks are written once, whole, where the rows allow:
 // - /trials, /runs, /messages and /searches: one row per chunk, each row
 //   its own chunk (a message's rows are written with its trial's row, and
 //   as durably);
@@ -136,6 +138,11 @@ struct StoreLayout {
   TableStorage messages{1, 1, false};
   TableStorage searches{1, 1, false};
   std::chrono::milliseconds samples_max_age{1000};
+  // HDF5's default file space strategy, which reuses freed space, and no
+  // fence after a partial chunk: unsafe without SWMR (a killed writer can
+  // leave a chunk unreadable), there for bench/bench_store.cpp to measure
+  // what never reusing space costs.
+  bool reuse_freed_space = false;
 };
 
 // The rows one worker samples in 3/4 of its flush interval (a worker sends
