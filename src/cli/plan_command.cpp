@@ -55,13 +55,19 @@ constexpr std::size_t kMaxBeyondNotes = 20;
 // screened (kEstimateLimitBytes), but oneDNN's choices are its own.
 constexpr double kSlowEstimateSeconds = 2.0;
 
+// Under reuse and recompute the activations are in the step arena.
 std::string beyond_note(const TrialSpec& trial, const MemoryEstimate& estimate) {
   namespace part = estimate_part;
+  const auto has = [&](std::string_view name) {
+    return std::any_of(estimate.parts.begin(), estimate.parts.end(),
+                       [&](const EstimatePart& p) { return p.name == name; });
+  };
+  const std::string_view transient = has(part::kActivations) ? part::kActivations : part::kStepArena;
   return fmt::format(
-      "trial {}: needs at least {} (parameters {}, activations {}), more than any machine has ({}); "
+      "trial {}: needs at least {} (parameters {}, {} {}), more than any machine has ({}); "
       "the full estimate is not worked out for it",
-      trial.id, format_byte_size(estimate.total()), format_byte_size(estimate.part(part::kParameters).bytes),
-      format_byte_size(estimate.part(part::kActivations).bytes), format_byte_size(kEstimateLimitBytes));
+      trial.id, format_byte_size(estimate.total()), format_byte_size(estimate.part(part::kParameters).bytes), transient,
+      format_byte_size(estimate.part(transient).bytes), format_byte_size(kEstimateLimitBytes));
 }
 
 // The full estimate's total (docs/estimate.md) for the published dataset

@@ -124,6 +124,31 @@ TEST(PlanHugeShapes, EachTrialGetsAFloorAndANoteWithoutWrapping) {
   EXPECT_EQ(result.exit_status, 2) << result.err;
 }
 
+// Under reuse the activations are in the step arena: the note names it
+// (the note once asked the floor for its activations part and failed).
+TEST(PlanHugeShapes, AReusePlansNoteNamesItsStepArena) {
+  const TempDir dir;
+  const auto sweep = dir.write("huge.toml", R"([sweep]
+name = "huge-reuse"
+[[trial]]
+dataset = "synthetic"
+synthetic = { shape = [64, 4096, 4096], classes = 100000 }
+model = "mlp"
+hidden = [1000000, 1000000, 1000000, 1000000]
+batch_size = 1048576
+memory_plan = "reuse"
+)");
+  const CommandResult result = run_memsweep({"plan", sweep.string()});
+  ASSERT_EQ(result.exit_status, 0) << result.err;
+  const auto cells = predicted_by_id(result.out);
+  ASSERT_EQ(cells.size(), 1u) << result.out;
+  const auto& [id, cell] = *cells.begin();
+  ASSERT_TRUE(cell.starts_with(">= ")) << cell;
+  EXPECT_THAT(result.err, HasSubstr(fmt::format("note: trial {}: needs at least {}", id, cell.substr(3))));
+  EXPECT_THAT(result.err, HasSubstr(", step arena ")) << result.err;
+  EXPECT_THAT(result.err, ::testing::Not(HasSubstr("no prediction"))) << result.err;
+}
+
 TEST(PlanHugeShapes, ManyDistinctHugeShapesAreNotedUpToALimit) {
   std::string text =
       "[sweep]\nname = \"grid\"\n[grid]\ndataset = [\"synthetic\"]\n"
