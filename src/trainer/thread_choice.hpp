@@ -26,11 +26,12 @@ double step_flops(const ModelSpec& model, std::size_t rows, bool with_backward);
 
 // The work below which one more thread does not pay for itself: a thread is
 // added only while every thread still gets at least this much of a step.
-// Measured on the 2-vCPU AMD EPYC VM (docs/trainer.md, "Threads"), where 2
-// threads broke even between 60 and 150 MFLOP a step, and set above that,
-// so that more threads never make a step slower on a CPU whose threads start
-// faster (the Intel Xeon of earlier measurements) either; there it forgoes
-// at most the small gains of 2 threads at batch 8.
+// On the 2-vCPU AMD EPYC VM, steps of 24 and 63 MFLOP ran slower on 2 threads
+// than on 1 and a step of 160 MFLOP (MNIST trial 4, batch 98) ran even
+// (docs/trainer.md, "Threads"), so 2 threads start at 160 MFLOP. On the Intel
+// Xeon of earlier measurements 2 threads were faster at every size; there
+// this rule forgoes their gains below 160 MFLOP (up to 1.37x, the CIFAR-10
+// MLP at batch 8) but never makes a step slower.
 inline constexpr double kMinFlopsPerThread = 80e6;
 
 // The threads for a step of `flops`, given `available` (at least 1): the
