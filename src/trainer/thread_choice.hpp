@@ -6,7 +6,9 @@
 // primitives of microseconds each, and every one of them forks and joins an
 // OpenMP team. On the 2-vCPU AMD EPYC (Zen 5) VM of the benchmarks that cost
 // more than the second thread saved: batch 8 of the 784-285-389-423-173-61-10
-// MLP ran at 0.49x the speed of one thread. The choice is a pure function of
+// MLP ran at 0.49x the speed of one thread (measured with other work on
+// the cores; quiet, 2 threads are faster there, and only much smaller steps
+// lose: see kMinFlopsPerThread). The choice is a pure function of
 // the model, the batch and the threads given, so a trial computes the same
 // arithmetic every time it runs (the thread count changes oneDNN's reduction
 // order), and the memory estimate, which builds the same primitive
@@ -26,13 +28,13 @@ double step_flops(const ModelSpec& model, std::size_t rows, bool with_backward);
 
 // The work below which one more thread does not pay for itself: a thread is
 // added only while every thread still gets at least this much of a step.
-// On the 2-vCPU AMD EPYC VM, steps of 24 and 63 MFLOP ran slower on 2 threads
-// than on 1 and a step of 160 MFLOP (MNIST trial 4, batch 98) ran even
-// (docs/trainer.md, "Threads"), so 2 threads start at 160 MFLOP. On the Intel
-// Xeon of earlier measurements 2 threads were faster at every size; there
-// this rule forgoes their gains below 160 MFLOP (up to 1.37x, the CIFAR-10
-// MLP at batch 8) but never makes a step slower.
-inline constexpr double kMinFlopsPerThread = 80e6;
+// On the 2-vCPU AMD EPYC VM, quiet (docs/trainer.md, "Threads"): a step of
+// 0.8 MFLOP (784-32-10, batch 8) ran 0.82x as fast on 2 threads as on 1,
+// 3.3 MFLOP (784-128-10, batch 8) 1.00x, 6.5 MFLOP 1.21x, and every larger
+// step measured (19 MFLOP up) 1.13x to 1.82x; so 2 threads start at 4 MFLOP.
+// On the Intel Xeon of earlier measurements 2 threads were faster from the
+// smallest step measured (24 MFLOP) up.
+inline constexpr double kMinFlopsPerThread = 2e6;
 
 // The threads for a step of `flops`, given `available` (at least 1): the
 // most, up to `available`, that each get `kMinFlopsPerThread`; at least 1.
