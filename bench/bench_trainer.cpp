@@ -109,6 +109,7 @@ std::vector<std::pair<int, int>> fully_connected_layers(const ModelSpec& model) 
 int main(int argc, char** argv) {
   CLI::App app{"memsweep trainer benchmark (flags as bench/torch_trainer_bench.py)"};
   std::string arch = "mlp", input_text, hidden_text, channels_text = "32,64", optimizer = "sgd", tag;
+  std::string step_threads = "fit";
   int input_size = 0, classes = 10, batch = 64, threads = 1, warmup = 20, steps = 200, repeats = 5;
   double lr = -1.0, momentum = 0.9;
   std::uint64_t seed = 1;
@@ -123,6 +124,10 @@ int main(int argc, char** argv) {
   app.add_option("--lr", lr);
   app.add_option("--momentum", momentum);
   app.add_option("--threads", threads);
+  app.add_option("--step-threads", step_threads,
+                 "fit: the trainer's choice per batch size (its default); all: every thread at every batch (the "
+                 "baseline)")
+      ->check(CLI::IsMember({"fit", "all"}));
   app.add_option("--warmup-steps", warmup);
   app.add_option("--steps", steps);
   app.add_option("--repeats", repeats);
@@ -150,6 +155,7 @@ int main(int argc, char** argv) {
   config.learning_rate = lr > 0 ? lr : (optimizer == "adam" ? 1e-3 : 0.01);
   config.seed = seed;
   config.train_batch_sizes = {static_cast<std::size_t>(batch)};
+  config.step_threads = step_threads == "all" ? StepThreads::all : StepThreads::fit_to_work;
 
   set_thread_count(threads);
   Trainer trainer(config);
@@ -182,10 +188,11 @@ int main(int argc, char** argv) {
       "\"arch_kind\": \"{}\", \"input\": [{}], \"classes\": {}, \"batch\": {}, \"optimizer\": \"{}\", \"lr\": {}, "
       "\"warmup_steps\": {}, \"steps\": {}, \"samples_per_sec\": {:.1f}, \"ms_per_step\": {:.4f}, "
       "\"repeats\": [{:.1f}], \"final_loss\": {:.6g}, \"matmul_ms_per_step\": {:.4f}, "
-      "\"matmul_samples_per_sec\": {:.1f}, \"fraction_of_matmul_ceiling\": {:.3f}, \"loadavg\": [{:.2f}, {:.2f}]{}}}\n",
+      "\"matmul_samples_per_sec\": {:.1f}, \"fraction_of_matmul_ceiling\": {:.3f}, \"loadavg\": [{:.2f}, {:.2f}], "
+      "\"step_threads\": \"{}\", \"threads_used\": {}{}}}\n",
       version->major, version->minor, version->patch, threads, arch_name, arch, fmt::join(input, ", "), classes, batch,
       optimizer, config.learning_rate, warmup, steps, batch / step, step * 1e3, fmt::join(per_repeat, ", "), last_loss,
-      matmuls * 1e3, batch / matmuls, matmuls / step, loadavg_start[0], loadavg_end[0],
-      tag.empty() ? std::string() : fmt::format(", \"tag\": \"{}\"", tag));
+      matmuls * 1e3, batch / matmuls, matmuls / step, loadavg_start[0], loadavg_end[0], step_threads,
+      trainer.step_threads(rows), tag.empty() ? std::string() : fmt::format(", \"tag\": \"{}\"", tag));
   return 0;
 }

@@ -9,7 +9,11 @@
 #   torch + OpenBLAS   (the baseline we compare against; LD_LIBRARY_PATH over
 #                       the unpacked libopenblas0-openmp, this process only)
 #   memsweep           (build/bench/memsweep_bench_trainer, same flags; skipped
-#                       with a message if the binary is not built yet)
+#                       with a message if the binary is not built yet): the
+#                       trainer as a trial runs it, each step on the threads
+#                       its work keeps busy, at most the count given
+#   memsweep, all      (threads > 1 only: --step-threads all, every thread at
+#                       every step, as before the choice: its baseline)
 #   ... ROUNDS times (default 1), then once
 #   torch + default BLAS (whatever libblas.so.3 the system resolves: on a stock
 #                       Debian the netlib reference BLAS - shown for context only)
@@ -21,6 +25,8 @@
 #   REPEATS=5       timed repeats per run  SCALE=1      multiplies every step count
 #   OPTIMIZER=sgd   sgd|momentum|adam      SKIP_DEFAULT_BLAS=0  1 skips torch+default BLAS
 #   MEMSWEEP_BENCH_TRAINER=path            overrides build/bench/memsweep_bench_trainer
+#   SKIP_ALL_THREADS=0  1 skips memsweep's every-thread baseline
+#   SKIP_TORCH=0        1 measures memsweep only (the thread table needs no torch)
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -38,12 +44,15 @@ REPEATS="${REPEATS:-5}"
 SCALE="${SCALE:-1}"
 OPTIMIZER="${OPTIMIZER:-sgd}"
 SKIP_DEFAULT_BLAS="${SKIP_DEFAULT_BLAS:-0}"
+SKIP_ALL_THREADS="${SKIP_ALL_THREADS:-0}"
+SKIP_TORCH="${SKIP_TORCH:-0}"
+if [[ $SKIP_TORCH -eq 1 ]]; then SKIP_DEFAULT_BLAS=1; fi
 
-if ! "$py" -c 'import torch' 2>/dev/null; then
+if [[ $SKIP_TORCH -ne 1 ]] && ! "$py" -c 'import torch' 2>/dev/null; then
     echo "run-trainer-bench.sh: $py cannot import torch; run bench/install-bench-deps.sh as root" >&2
     exit 1
 fi
-if [[ ! -e "$openblas_dir/libblas.so.3" ]]; then
+if [[ $SKIP_TORCH -ne 1 && ! -e "$openblas_dir/libblas.so.3" ]]; then
     echo "run-trainer-bench.sh: no unpacked OpenBLAS in $openblas_dir; run bench/install-bench-deps.sh as root" >&2
     exit 1
 fi
@@ -88,7 +97,7 @@ record() {
         return 0
     fi
     printf '%s\n' "$line" >>"$out"
-    printf '  %-16s %s\n' "$label" "$("$py" -c 'import json,sys; r=json.loads(sys.argv[1]); print("%10.1f samples/s %9.3f ms/step  blas=%s" % (r["samples_per_sec"], r["ms_per_step"], r.get("blas_kind", "-")))' "$line" 2>/dev/null || echo "$line")"
+    printf '  %-16s %s\n' "$label" "$("$py" -c 'import json,sys; r=json.loads(sys.argv[1]); print("%10.1f samples/s %9.3f ms/step  blas=%s threads_used=%s" % (r["samples_per_sec"], r["ms_per_step"], r.get("blas_kind", "-"), r.get("threads_used", "-")))' "$line" 2>/dev/null || echo "$line")"
 }
 
 start=$SECONDS
@@ -103,7 +112,7 @@ for spec in "${shapes[@]}"; do
         common=($model --classes 10 --batch "$batch" --optimizer "$OPTIMIZER" --threads "$t")
         echo "== $name batch $batch threads $t" >&2
         for ((round = 1; round <= ROUNDS; round++)); do
-            record "torch+openblas" env OMP_NUM_THREADS="$t" OPENBLAS_NUM_THREADS="$t" \
+            [[ $SKIP_TORCH -eq 1 ]] || record "torch+openblas" env OMP_NUM_THREADS="$t" OPENBLAS_NUM_THREADS="$t" \
                 LD_LIBRARY_PATH="$openblas_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
                 "$py" "$torch_bench" "${common[@]}" --warmup-steps "$warm" --steps "$steps" \
                 --repeats "$REPEATS" --tag openblas
@@ -116,6 +125,11 @@ for spec in "${shapes[@]}"; do
                 record "memsweep" env OMP_NUM_THREADS="$t" \
                     "$memsweep_bin" "${common[@]}" --warmup-steps "$warm" --steps "$steps" \
                     --repeats "$REPEATS"
+                if [[ $t -gt 1 && $SKIP_ALL_THREADS -ne 1 ]]; then
+                    record "memsweep, all" env OMP_NUM_THREADS="$t" \
+                        "$memsweep_bin" "${common[@]}" --warmup-steps "$warm" --steps "$steps" \
+                        --repeats "$REPEATS" --step-threads all
+                fi
             fi
         done
         if [[ $SKIP_DEFAULT_BLAS -ne 1 ]]; then

@@ -6,9 +6,15 @@ Usage: /usr/bin/python3 bench/trainer_table.py [results.jsonl ...]
 
 Rows are (arch, batch, threads, optimizer). Several lines for the same row and
 variant (ROUNDS > 1) are pooled: the figure is the median over all their
-repeats. Variants: memsweep; torch with OpenBLAS (blas_kind "openblas");
-torch with any other BLAS (the system default). ratio = memsweep / torch+OpenBLAS
-samples per second (> 1: memsweep is faster).
+repeats. Variants: memsweep (each step on the threads its work keeps busy);
+memsweep-all (--step-threads all: every thread at every step, the baseline of
+that choice); torch with OpenBLAS (blas_kind "openblas"); torch with any other
+BLAS (the system default). ratio = memsweep / torch+OpenBLAS samples per second
+(> 1: memsweep is faster).
+
+A second table sets each shape's thread counts side by side: samples per
+second on 1 thread and on more, with and without the choice, and the ratio to
+1 thread measured in the same run (>= 1: more threads were not slower).
 """
 
 import json
@@ -18,6 +24,8 @@ import sys
 
 
 def variant(rec):
+    if rec.get("framework") == "memsweep" and rec.get("step_threads") == "all" and int(rec["threads"]) > 1:
+        return "memsweep-all"
     if rec.get("framework") != "torch":
         return rec.get("framework", "?")
     if rec.get("blas_kind") == "openblas":
@@ -29,10 +37,37 @@ def fmt(v, digits=0):
     return "-" if v is None else f"{v:,.{digits}f}"
 
 
+def thread_table(rows, used, med):
+    """memsweep on 1 thread against more, with the choice and without."""
+    shapes = []
+    for arch, batch, _, opt in rows:
+        if (arch, batch, opt) not in shapes:
+            shapes.append((arch, batch, opt))
+    counts = sorted({k[2] for k in rows if k[2] > 1})
+    if not counts:
+        return
+    print("| shape | batch | optimizer | 1 thread | threads | chosen | memsweep | ratio to 1 | every thread "
+          "| ratio to 1 |")
+    print("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|")
+    for arch, batch, opt in shapes:
+        one = rows.get((arch, batch, 1, opt), {})
+        base = statistics.median(one["memsweep"]) if one.get("memsweep") else None
+        for t in counts:
+            key = (arch, batch, t, opt)
+            if key not in rows:
+                continue
+            fit, every = med(key, "memsweep"), med(key, "memsweep-all")
+            r_fit = f"{fit / base:.2f}x" if fit and base else "-"
+            r_all = f"{every / base:.2f}x" if every and base else "-"
+            print(f"| {arch} | {batch} | {opt} | {fmt(base)} | {t} | {used.get(key, '-')} | {fmt(fit)} | {r_fit} "
+                  f"| {fmt(every)} | {r_all} |")
+
+
 def main(argv):
     here = os.path.dirname(os.path.abspath(__file__))
     paths = argv or [os.path.join(here, "..", "build", "bench", "trainer-bench.jsonl")]
     rows = {}  # key -> variant -> list of repeats (samples/s)
+    used = {}  # key -> threads the memsweep trainer's steps ran with
     blas = {}  # variant -> set of (blas_kind, path)
     loads = []
     warnings = []
@@ -51,6 +86,8 @@ def main(argv):
                 var = variant(rec)
                 reps = rec.get("repeats") or [rec["samples_per_sec"]]
                 rows.setdefault(key, {}).setdefault(var, []).extend(float(v) for v in reps)
+                if var == "memsweep" and "threads_used" in rec:
+                    used[key] = int(rec["threads_used"])
                 loads.extend(float(v) for v in rec.get("loadavg") or [])
                 if rec.get("framework") == "torch":
                     blas.setdefault(var, set()).add((rec.get("blas_kind"), rec.get("blas")))
@@ -76,6 +113,8 @@ def main(argv):
         print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {fmt(m)} | {fmt(o)} | {ratio} | {fmt(d)} "
               f"| {fmt(ms(key, 'memsweep'), 3)} | {fmt(ms(key, 'torch+openblas'), 3)} "
               f"| {fmt(ms(key, 'torch+default'), 3)} | {speedup} |")
+    print()
+    thread_table(rows, used, med)
     print()
     print("BLAS loaded by torch (library defining the sgemm_ libtorch_cpu calls):")
     for var in sorted(blas):

@@ -55,6 +55,12 @@ struct TrainerMemory {
   }
 };
 
+// How many threads each batch size's steps run with.
+enum class StepThreads {
+  fit_to_work,  // as many as the step's work keeps busy (trainer/thread_choice.hpp)
+  all,          // every thread given, at every batch size (for benchmarks: the old way)
+};
+
 struct TrainerConfig {
   ModelSpec model;
   OptimizerSpec optimizer;
@@ -62,6 +68,10 @@ struct TrainerConfig {
   std::uint64_t seed = 0;  // weight initialisation
   MemoryPlan memory_plan = MemoryPlan::keep;
   int recompute_every = kRecomputeEveryDefault;
+  // The threads given are OpenMP's count when the Trainer is built: its
+  // primitives are created for the count they will run with, and some of
+  // oneDNN's fix it then.
+  StepThreads step_threads = StepThreads::fit_to_work;
   // Row counts to prepare for training (forward and backward) and for
   // evaluation only. The first training size is the main batch: it fixes the
   // parameters' memory layouts. A step with a row count not prepared throws.
@@ -95,6 +105,9 @@ class Trainer {
   // (e.g. "fc1 forward: gemm:jit"), to check nothing fell back to a
   // reference implementation.
   std::vector<std::string> implementations() const;
+  // The OpenMP threads the steps of `rows` rows run with (and their
+  // primitives were created with).
+  int step_threads(std::size_t rows) const;
 
   // ---- for tests: parameters and gradients in plain layouts (oihw, oi, x) --
   std::size_t tensor_count() const;
@@ -171,6 +184,7 @@ TrainerConfig trainer_config(const TrainingSpec& spec, std::size_t train_example
 // on (its affinity mask, which mpirun and srun narrow to the rank's cores).
 int default_thread_count();
 // Sets oneDNN's (OpenMP's) thread count for work started from this thread.
+// A Trainer built afterwards takes it as the most its steps may use.
 void set_thread_count(int threads);
 
 // "oneDNN 2.6.3 (git hash ...)": the library loaded at run time.

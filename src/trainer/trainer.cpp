@@ -6,6 +6,7 @@
 #include "trainer/optimizer.hpp"
 #include "trainer/parameters.hpp"
 #include "trainer/plan.hpp"
+#include "trainer/thread_choice.hpp"
 
 #include <fmt/format.h>
 
@@ -23,6 +24,9 @@ struct Trainer::Impl : LayerGradientsReady {
         engine(dnnl_call("creating the CPU engine", [] { return dnnl::engine(dnnl::engine::kind::cpu, 0); })),
         stream(engine),
         optimizer(c.optimizer, c.learning_rate) {}
+
+  // The threads a step of `p` runs with: those its primitives were made for.
+  int threads_for(const Plan& p) const { return plan_threads(config, p.rows(), p.with_backward(), threads); }
 
   Plan& plan(std::size_t rows) {
     for (const auto& p : plans)
@@ -52,6 +56,7 @@ struct Trainer::Impl : LayerGradientsReady {
   }
 
   TrainerConfig config;
+  int threads = threads_given();  // the most a step may use (see step_threads)
   dnnl::engine engine;
   dnnl::stream stream;
   ParameterStore store;
@@ -67,8 +72,12 @@ namespace {
 std::vector<PlanLayout> plan_layouts(const TrainerConfig& config, ParameterStore& store, const dnnl::engine& engine) {
   std::vector<PlanLayout> layouts;
   const auto sizes = prepared_batch_sizes(config);
-  for (std::size_t i = 0; i < sizes.size(); ++i)
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    // Descriptors made under the plan's own thread count: some of oneDNN's
+    // fix their threads and per-thread scratchpads here.
+    const ScopedThreadCount threads(plan_threads(config, sizes[i].first, sizes[i].second, threads_given()));
     layouts.push_back(make_plan_layout(config.model, sizes[i].first, sizes[i].second, store, i == 0, engine));
+  }
   return layouts;
 }
 
@@ -148,12 +157,19 @@ std::vector<std::pair<std::size_t, bool>> prepared_batch_sizes(const TrainerConf
 
 Trainer::Trainer(const TrainerConfig& config) : impl_(std::make_unique<Impl>(config)) {
   const std::vector<PlanLayout> layouts = plan_layouts(config, impl_->store, impl_->engine);
-  impl_->store.allocate(impl_->optimizer.state_copies(), config.seed, impl_->engine, impl_->stream);
+  {
+    // The weights' reorders too: nothing a trainer runs uses more threads than its main batch chose.
+    const ScopedThreadCount threads(
+        plan_threads(config, layouts.front().rows, layouts.front().with_backward, impl_->threads));
+    impl_->store.allocate(impl_->optimizer.state_copies(), config.seed, impl_->engine, impl_->stream);
+  }
   impl_->scratchpad_bytes = scratchpad_bytes(layouts);
   impl_->scratchpad = dnnl::memory(scratchpad_desc(impl_->scratchpad_bytes), impl_->engine);
-  for (const PlanLayout& layout : layouts)
+  for (const PlanLayout& layout : layouts) {
+    const ScopedThreadCount threads(plan_threads(config, layout.rows, layout.with_backward, impl_->threads));
     impl_->plans.push_back(std::make_unique<Plan>(layout, impl_->store, impl_->scratchpad, impl_->engine,
                                                   PlanPurpose::train, plan_memory(config)));
+  }
   bind_arena();
 }
 
@@ -188,6 +204,7 @@ std::span<std::int32_t> Trainer::batch_labels(std::size_t rows) { return impl_->
 
 double Trainer::train_step(std::size_t rows) {
   Plan& p = impl_->training_plan(rows);
+  const ScopedThreadCount threads(impl_->threads_for(p));
   const double loss = impl_->forward_loss(p, true);
   impl_->optimizer.begin_step();
   p.backward(impl_->stream, impl_.get());
@@ -196,18 +213,26 @@ double Trainer::train_step(std::size_t rows) {
 
 std::size_t Trainer::evaluate_step(std::size_t rows) {
   Plan& p = impl_->plan(rows);
+  const ScopedThreadCount threads(impl_->threads_for(p));
   p.forward(impl_->stream);
   return count_correct(p.probabilities(), p.labels().data(), rows, impl_->config.model.classes);
 }
 
 double Trainer::compute_gradients(std::size_t rows) {
   Plan& p = impl_->training_plan(rows);
+  const ScopedThreadCount threads(impl_->threads_for(p));
   const double loss = impl_->forward_loss(p, true);
   p.backward(impl_->stream);
   return loss;
 }
 
-double Trainer::loss(std::size_t rows) { return impl_->forward_loss(impl_->plan(rows), false); }
+double Trainer::loss(std::size_t rows) {
+  Plan& p = impl_->plan(rows);
+  const ScopedThreadCount threads(impl_->threads_for(p));
+  return impl_->forward_loss(p, false);
+}
+
+int Trainer::step_threads(std::size_t rows) const { return impl_->threads_for(impl_->plan(rows)); }
 
 TrainerMemory Trainer::memory() const {
   return account(impl_->store, impl_->optimizer.state_copies(), impl_->plans, impl_->scratchpad_bytes,
