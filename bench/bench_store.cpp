@@ -308,8 +308,8 @@ int main(int argc, char** argv) {
     for (int run = 0; run < runs; ++run) {
       const auto start = Clock::now();
       std::vector<memsweep::CompressedSampleChunk> chunks = worker_chunks(pool, sized);
-      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-      rates.push_back(static_cast<double>(chunks.size() * chunk_rows) / seconds);
+      const double took = std::chrono::duration<double>(Clock::now() - start).count();
+      rates.push_back(static_cast<double>(chunks.size() * chunk_rows) / took);
       if (run == 0) chunk_pools.push_back(std::move(chunks));
     }
     compress_rates.push_back(median(rates));
