@@ -5,6 +5,7 @@
 //   memsweep_bench_memory_plans --model alexnet --input 3,32,32 --hidden 1024,1024 --batch 64 --steps 5
 // Each plan trains the same batches, so their losses must be equal.
 
+#include "bench_numbers.hpp"
 #include "memsweep/estimate.hpp"
 #include "memsweep/random.hpp"
 #include "memsweep/sampler.hpp"
@@ -23,19 +24,8 @@ namespace {
 using namespace memsweep;
 using Clock = std::chrono::steady_clock;
 
-std::vector<int> int_list(const std::string& text) {
-  std::vector<int> values;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) values.push_back(std::stoi(item));
-  return values;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
+using memsweep::bench::int_list;
+using memsweep::bench::median;
 
 void fill(Trainer& trainer, std::size_t rows, std::uint64_t seed) {
   Rng rng(seed);

@@ -24,6 +24,7 @@
 // again, every 512 sample rows).
 // Run: memsweep_bench_store [rows per run] [runs] [folder for the files] [freed-space: that part only]
 
+#include "bench_numbers.hpp"
 #include "memsweep/flush_interval.hpp"
 #include "memsweep/sample_chunk.hpp"
 #include "memsweep/store.hpp"
@@ -166,11 +167,7 @@ IngestResult ingest_once(const IngestCase& c, const std::vector<memsweep::Sample
   return result;
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
+using memsweep::bench::median;
 
 // ---- freed space never reused, against HDF5's default ------------------------
 

@@ -13,6 +13,7 @@
 // Medians over --repeats runs. Run:
 //   mpirun --allow-run-as-root --oversubscribe -np 5 build/bench/memsweep_bench_sweep
 
+#include "bench_numbers.hpp"
 #include "memsweep/mpi_communicator.hpp"
 #include "memsweep/random.hpp"
 #include "memsweep/store.hpp"
@@ -57,11 +58,7 @@ struct Settings {
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
+using memsweep::bench::median;
 
 double cpu_seconds() {
   rusage usage{};

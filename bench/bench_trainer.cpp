@@ -6,6 +6,7 @@
 // bench/torch_trainer_bench.py, so bench/run-trainer-bench.sh can interleave
 // the two and bench/trainer_table.py can set them side by side.
 
+#include "bench_numbers.hpp"
 #include "memsweep/random.hpp"
 #include "memsweep/trainer.hpp"
 
@@ -25,19 +26,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using namespace memsweep;
 
-std::vector<int> int_list(const std::string& text) {
-  std::vector<int> values;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) values.push_back(std::stoi(item));
-  return values;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
+using memsweep::bench::int_list;
+using memsweep::bench::median;
 
 // Seconds per step of `run`, median over repeats of `steps` steps.
 template <typename Run>

@@ -16,6 +16,7 @@
 //   build/bench/memsweep_bench_watch 1000000 5 /tmp --sweep-rounds 3
 // Usage: memsweep_bench_watch [rows per run] [rounds] [folder] [--memsweep PATH] [--interval S] [--sweep-rounds N]
 
+#include "bench_numbers.hpp"
 #include "memsweep/config.hpp"
 #include "memsweep/results.hpp"
 #include "memsweep/store.hpp"
@@ -268,11 +269,7 @@ double sweep_seconds(const std::string& memsweep, const std::filesystem::path& f
 
 // ---- statistics ----
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
+using memsweep::bench::median;
 
 std::string variant_name(int watchers) {
   return watchers == 0 ? "no watcher" : watchers == 1 ? "1 watcher" : fmt::format("{} watchers", watchers);

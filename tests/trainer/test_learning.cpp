@@ -69,14 +69,24 @@ TEST(Learning, SyntheticWellAboveChanceAfterOneEpoch) {
   EXPECT_GT(result.epochs[0].test_accuracy, 0.5) << "chance is 0.1";
 }
 
-TEST(Learning, SyntheticCnnAboveChanceAfterOneEpoch) {
+// A small CNN on 3x16x16 synthetic images, one epoch.
+struct SyntheticCnnCase {
+  Dataset data;
+  TrialSpec trial;
+};
+
+SyntheticCnnCase synthetic_cnn_case() {
   SyntheticSpec spec;
   spec.shape = {3, 16, 16};
   spec.train_size = 4000;
-  const Dataset data = generate_synthetic(spec);
   TrialSpec trial =
       trial_of(DatasetKind::synthetic, ModelKind::cnn, {8, 16}, {32}, OptimizerKind::momentum, 0.05, 1, 32);
   trial.dataset.synthetic = spec;
+  return {generate_synthetic(spec), trial};
+}
+
+TEST(Learning, SyntheticCnnAboveChanceAfterOneEpoch) {
+  const auto [data, trial] = synthetic_cnn_case();
   const TrainingResult result = train_trial(training_spec(trial), data);
   ASSERT_EQ(result.outcome, TrainingOutcome::completed);
   EXPECT_GT(result.epochs.at(0).test_accuracy, 0.4) << "chance is 0.1";
@@ -121,13 +131,7 @@ TEST(Learning, CifarSubsetCnnReachesThirtyFivePercentWithinFiveEpochs) {
 class LearningUnderPlan : public ::testing::TestWithParam<MemoryPlan> {};
 
 TEST_P(LearningUnderPlan, SyntheticCnnAboveChanceAfterOneEpoch) {
-  SyntheticSpec spec;
-  spec.shape = {3, 16, 16};
-  spec.train_size = 4000;
-  const Dataset data = generate_synthetic(spec);
-  TrialSpec trial =
-      trial_of(DatasetKind::synthetic, ModelKind::cnn, {8, 16}, {32}, OptimizerKind::momentum, 0.05, 1, 32);
-  trial.dataset.synthetic = spec;
+  const auto [data, trial] = synthetic_cnn_case();
   EXPECT_GT(best_accuracy(trial, data, 1.0, {}, GetParam()), 0.4) << "chance is 0.1";
 }
 
