@@ -250,6 +250,7 @@ TrainingRunner::Impl::Impl(const TrainingRunnerOptions& runner_options)
                runner_options.shared_dir.empty() ? shared_dataset_dir_from_environment() : runner_options.shared_dir,
                runner_options.max_train_examples, runner_options.max_test_examples),
       guard(TrialGuard::start(runner_options.trial_executable)) {
+  if (guard && cgroups.isolation() != Isolation::proc) guard->watch_groups_under(cgroups.parent());
   const SamplerOptions sampling = sampler_options(options);
   std::unique_ptr<CounterSource> counters;
   if (!options.counter_columns.empty()) {

@@ -2,6 +2,7 @@
 
 #include "memsweep/training_runner.hpp"
 
+#include "runner/cgroup_files.hpp"
 #include "sampler/process_tree.hpp"
 
 #include <fcntl.h>
@@ -46,6 +47,10 @@ constexpr auto kGiveUpAfter = std::chrono::seconds(5);
 // How long the rank waits for a guard told to end before it kills it.
 constexpr auto kGuardExitWait = std::chrono::seconds(2);
 constexpr std::string_view kWatch = "watch ";
+constexpr std::string_view kGroups = "groups ";
+// The rank ends the guard: nothing is left to end (another runner of the
+// same process may still use groups named as this process's).
+constexpr std::string_view kEnd = "end\n";
 
 bool alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
 
@@ -58,13 +63,12 @@ std::vector<int> cgroup_members(const std::filesystem::path& cgroup) {
   ssize_t got = 0;
   while ((got = ::read(fd, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(got));
   ::close(fd);
-  return parse_pid_list(text);
+  return memsweep::parse_pid_list(text);  // the lines that are pids
 }
 
 // A trial the rank can no longer end: every process of it killed, its
 // cgroup removed.
-void end_orphaned_trial(const GuardedTrial& trial, ProcessTreeProbe* tree) {
-  const auto give_up = Clock::now() + kGiveUpAfter;
+void end_orphaned_trial(const GuardedTrial& trial, ProcessTreeProbe* tree, Clock::time_point give_up) {
   bool group_removed = trial.cgroup.empty();
   // The trial's own process by its pid once, now: in a later round the pid
   // may belong to another process. Its group's id is not reused while the
@@ -85,6 +89,23 @@ void end_orphaned_trial(const GuardedTrial& trial, ProcessTreeProbe* tree) {
     }
     if (!group_removed) group_removed = ::rmdir(trial.cgroup.c_str()) == 0 || errno == ENOENT;
     if ((!any_left && group_removed) || Clock::now() >= give_up) return;
+    std::this_thread::sleep_for(kKillRoundInterval);
+  }
+}
+
+// Every group under `parent` named as `rank`'s, with what it holds: one the
+// rank made for a trial it had not yet told the guard of.
+void remove_groups_of(const std::filesystem::path& parent, pid_t rank, Clock::time_point give_up) {
+  for (;;) {
+    bool any_left = false;
+    std::error_code error;
+    for (std::filesystem::directory_iterator entry(parent, error), end; !error && entry != end;
+         entry.increment(error)) {
+      if (memsweep_group_owner(entry->path().filename().string()) != rank) continue;
+      for (const int pid : cgroup_members(entry->path())) ::kill(pid, SIGKILL);
+      if (::rmdir(entry->path().c_str()) != 0 && errno != ENOENT) any_left = true;
+    }
+    if (!any_left || Clock::now() >= give_up) return;
     std::this_thread::sleep_for(kKillRoundInterval);
   }
 }
@@ -135,6 +156,15 @@ std::optional<GuardedTrial> parse_guard_watch_line(const std::string& line) {
   return trial;
 }
 
+std::string guard_groups_line(const std::filesystem::path& parent) {
+  return std::string(kGroups) + parent.string() + "\n";
+}
+
+std::optional<std::filesystem::path> parse_guard_groups_line(const std::string& line) {
+  if (!line.starts_with(kGroups) || line.size() == kGroups.size()) return std::nullopt;
+  return std::filesystem::path(line.substr(kGroups.size()));
+}
+
 std::optional<TrialGuard> TrialGuard::start(const std::string& executable) {
   int sockets[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0) return std::nullopt;
@@ -168,6 +198,7 @@ TrialGuard::TrialGuard(TrialGuard&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)), socket_(std::exchange(other.socket_, -1)) {}
 
 TrialGuard::~TrialGuard() {
+  say(kEnd);
   if (socket_ >= 0) ::close(socket_);
   if (pid_ <= 0) return;
   const auto give_up = Clock::now() + kGuardExitWait;
@@ -182,7 +213,7 @@ TrialGuard::~TrialGuard() {
   }
 }
 
-void TrialGuard::say(const std::string& line) noexcept {
+void TrialGuard::say(std::string_view line) noexcept {
   std::size_t sent = 0;
   while (socket_ >= 0 && sent < line.size()) {
     const ssize_t wrote = ::send(socket_, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
@@ -203,6 +234,13 @@ void TrialGuard::watch(const GuardedTrial& trial) noexcept {
   }
 }
 
+void TrialGuard::watch_groups_under(const std::filesystem::path& parent) noexcept {
+  try {
+    say(guard_groups_line(parent));
+  } catch (...) {  // the line's allocation
+  }
+}
+
 void TrialGuard::release() noexcept { say("release\n"); }
 
 }  // namespace memsweep::runner_detail
@@ -213,6 +251,8 @@ void run_trial_guard() {
   using namespace runner_detail;
   close_inherited_descriptors();
   ignore_the_ranks_signals();
+  const pid_t rank = ::getppid();  // the rank spawned the guard
+  std::optional<std::filesystem::path> groups_parent;
   std::optional<GuardedTrial> trial;
   std::unique_ptr<ProcessTreeProbe> tree;  // a program's tree, tracked while it runs
   std::string pending;
@@ -231,18 +271,26 @@ void run_trial_guard() {
     char buffer[1024];
     const ssize_t got = ::read(kGuardFd, buffer, sizeof buffer);
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;  // the rank is gone (or told the guard to end)
+    if (got <= 0) break;  // the rank is gone
     pending.append(buffer, static_cast<std::size_t>(got));
     for (std::size_t end = pending.find('\n'); end != std::string::npos; end = pending.find('\n')) {
-      trial = parse_guard_watch_line(pending.substr(0, end));
+      const std::string line = pending.substr(0, end);
       pending.erase(0, end + 1);
+      if (line + "\n" == kEnd) std::_Exit(0);
+      if (auto parent = parse_guard_groups_line(line)) {
+        groups_parent = std::move(parent);
+        continue;
+      }
+      trial = parse_guard_watch_line(line);
       tree.reset();
       if (trial && trial->own_group)
         tree = make_process_tree_probe(
             trial->root, trial->cgroup.empty() ? std::string() : (trial->cgroup / "cgroup.procs").string());
     }
   }
-  if (trial) end_orphaned_trial(*trial, tree.get());
+  const auto give_up = Clock::now() + kGiveUpAfter;
+  if (trial) end_orphaned_trial(*trial, tree.get(), give_up);
+  if (groups_parent) remove_groups_of(*groups_parent, rank, give_up);
   std::_Exit(0);
 }
 

@@ -10,7 +10,10 @@
 // each trial is while it runs, notices the rank's death (the end of its
 // socket) and kills the trial's process group, every process it saw in the
 // trial's tree and every process in the trial's cgroup, then removes the
-// cgroup. It is in a session of its own, so that the kill of the rank's
+// cgroup. Told where the rank makes its trial groups, it also removes every
+// group named as the rank's (cgroup_files.hpp, memsweep_group_owner): the
+// rank may die between making a trial's group and telling the guard of it.
+// It is in a session of its own, so that the kill of the rank's
 // process group (mpirun's, a terminal's Ctrl-C) does not take it too.
 
 #include <sys/types.h>
@@ -18,6 +21,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace memsweep::runner_detail {
 
@@ -37,18 +41,20 @@ class TrialGuard {
   TrialGuard(TrialGuard&& other) noexcept;
   TrialGuard& operator=(TrialGuard&&) = delete;
   TrialGuard(const TrialGuard&) = delete;
-  // Tells the guard to end (the socket's end with no trial), and reaps it.
+  // Tells the guard to end, ending nothing, and reaps it.
   ~TrialGuard();
 
   pid_t pid() const { return pid_; }
   // Never throws: a guard that died only stops guarding.
   void watch(const GuardedTrial& trial) noexcept;
+  // Where the rank makes its trial groups (TrialCgroups::parent()).
+  void watch_groups_under(const std::filesystem::path& parent) noexcept;
   // The trial is over and the rank has cleaned up after it.
   void release() noexcept;
 
  private:
   TrialGuard(pid_t pid, int socket) : pid_(pid), socket_(socket) {}
-  void say(const std::string& line) noexcept;
+  void say(std::string_view line) noexcept;
   pid_t pid_ = -1;
   int socket_ = -1;
 };
@@ -57,5 +63,8 @@ class TrialGuard {
 // (nullopt for a line that names none, "release" included).
 std::string guard_watch_line(const GuardedTrial& trial);
 std::optional<GuardedTrial> parse_guard_watch_line(const std::string& line);
+// Pure: the line naming the folder of the rank's trial groups, and back.
+std::string guard_groups_line(const std::filesystem::path& parent);
+std::optional<std::filesystem::path> parse_guard_groups_line(const std::string& line);
 
 }  // namespace memsweep::runner_detail

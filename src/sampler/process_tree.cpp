@@ -4,6 +4,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/kcmp.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -74,8 +76,18 @@ struct Member {
   OpenFile status;
   OpenFile folder;
   std::int64_t peak = -1;         // its largest VmHWM seen
+  int parent = -1;                // the member it was found a child of; -1: none (the root, or found in the cgroup)
   std::atomic<bool> alive{true};  // read by the PSS thread too
+  // It runs in its parent's memory (clone with CLONE_VM and not
+  // CLONE_THREAD: vfork and posix_spawn until the exec, LeakSanitizer's
+  // tracer at exit): its figures are its parent's, counted there. Read by
+  // the PSS thread too.
+  std::atomic<bool> in_parents_memory{false};
 };
+
+// Whether two processes share one address space (kcmp's KCMP_VM). False
+// when the kernel cannot say (no kcmp, not permitted, a process gone).
+bool share_memory(int pid, int other) { return ::syscall(SYS_kcmp, pid, other, KCMP_VM, 0, 0) == 0; }
 
 class ProcTreeProbe final : public ProcessTreeProbe {
  public:
@@ -91,7 +103,7 @@ class ProcTreeProbe final : public ProcessTreeProbe {
     refresh();
     ProcessMemory sum{0, 0};
     for (auto& [pid, member] : members_) {
-      if (!member.alive) continue;
+      if (!member.alive || member.in_parents_memory) continue;
       const auto pages = detail::parse_statm(member.statm.read(buffer_));
       // An exited process (a zombie until reaped) reads as zeros, or not at all.
       if (!pages || pages->size == 0) {
@@ -126,7 +138,7 @@ class ProcTreeProbe final : public ProcessTreeProbe {
     try {
       const std::lock_guard lock(members_mutex_);
       for (const auto& [pid, member] : members_)
-        if (member.alive) alive.push_back(&member);
+        if (member.alive && !member.in_parents_memory) alive.push_back(&member);
     } catch (...) {
       return false;
     }
@@ -146,7 +158,7 @@ class ProcTreeProbe final : public ProcessTreeProbe {
     refresh();
     std::int64_t largest = -1;
     for (auto& [pid, member] : members_) {
-      if (member.alive) {
+      if (member.alive && !member.in_parents_memory) {
         const auto status = detail::parse_status(member.status.read(buffer_));
         if (status && status->peak_rss_bytes > 0) member.peak = std::max(member.peak, status->peak_rss_bytes);
       }
@@ -214,16 +226,33 @@ class ProcTreeProbe final : public ProcessTreeProbe {
       std::vector<int> queue = members();
       for (std::size_t next = 0; next < queue.size(); ++next)
         for (const int child : children_of(queue[next]))
-          if (add(child)) queue.push_back(child);
+          if (add(child, queue[next])) queue.push_back(child);
     } catch (...) {
       // Out of memory while growing the tables: this read finds nobody new.
     }
+    find_shared_memory();
   }
 
-  bool add(int pid) {
-    if (pid <= 0 || members_.count(pid) > 0) return false;
+  // Which members run in their parent's memory now: a vfork child leaves it
+  // at its exec. One kcmp a member with a parent, none for a lone process.
+  void find_shared_memory() noexcept {
+    for (auto& [pid, member] : members_) {
+      if (!member.alive || member.parent < 0) continue;
+      const auto parent = members_.find(member.parent);
+      member.in_parents_memory = parent != members_.end() && parent->second.alive && share_memory(pid, member.parent);
+    }
+  }
+
+  // A process found anew, or a parent for one found without (in the cgroup).
+  bool add(int pid, int parent = -1) {
+    if (pid <= 0) return false;
+    if (const auto known = members_.find(pid); known != members_.end()) {
+      if (known->second.parent < 0 && pid != root_) known->second.parent = parent;
+      return false;
+    }
     const std::lock_guard lock(members_mutex_);
     auto [it, inserted] = members_.try_emplace(pid, pid);
+    it->second.parent = parent;
     if (!it->second.statm.is_open()) it->second.alive = false;  // gone before it was found
     return inserted;
   }

@@ -39,7 +39,9 @@ class ProcessTreeProbe : public MemoryProbe {
 // that died). A process once found stays a member until it exits, wherever
 // it is reparented. read_process sums RSS and anonymous RSS over the
 // members, read_pss sums PSS; read_peak_rss reads every member's VmHWM and
-// returns the largest (a lower bound of the tree's peak).
+// returns the largest (a lower bound of the tree's peak). A member running
+// in its parent's memory (CLONE_VM: vfork, posix_spawn) is counted with its
+// parent only, until its exec.
 std::unique_ptr<ProcessTreeProbe> make_process_tree_probe(int root_pid, std::string cgroup_procs = {});
 
 }  // namespace memsweep

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 namespace memsweep::testing {
 
@@ -53,6 +54,16 @@ std::vector<fs::path> trial_groups_of_dead_ranks(const fs::path& parent) {
     if (::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH) found.push_back(entry.path());
   }
   return found;
+}
+
+std::vector<fs::path> trial_groups_of_dead_ranks_left_after(const fs::path& parent,
+                                                            std::chrono::milliseconds patience) {
+  const auto give_up = std::chrono::steady_clock::now() + patience;
+  for (;;) {
+    std::vector<fs::path> left = trial_groups_of_dead_ranks(parent);
+    if (left.empty() || std::chrono::steady_clock::now() >= give_up) return left;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 }  // namespace memsweep::testing

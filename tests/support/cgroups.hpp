@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <vector>
@@ -20,5 +21,11 @@ std::vector<std::filesystem::path> trial_groups_of(const std::filesystem::path& 
 
 // Trial groups under `parent` ("memsweep-<pid>-trial-...") whose rank is gone.
 std::vector<std::filesystem::path> trial_groups_of_dead_ranks(const std::filesystem::path& parent);
+
+// The same, once they are gone or `patience` has passed. A dead rank's guard
+// removes its trial's group moments after the rank's death, not before
+// mpirun returns: a look at once races it.
+std::vector<std::filesystem::path> trial_groups_of_dead_ranks_left_after(const std::filesystem::path& parent,
+                                                                         std::chrono::milliseconds patience);
 
 }  // namespace memsweep::testing
