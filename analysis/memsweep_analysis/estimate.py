@@ -17,6 +17,7 @@
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -66,6 +67,10 @@ def find_memsweep(memsweep=None):
     return shutil.which("memsweep")
 
 
+# "trial 540c10fe86d3 (sweep.toml:3 trial[0]): ...": a part's row may start with "trial " too ("trial process").
+TRIAL_HEADING = re.compile(r"trial ([0-9a-f]{12}) \(")
+
+
 def parse_estimate_output(text):
     """`memsweep estimate`'s tables: {trial_id: [{"part", "size", "bytes", "where"}]}.
 
@@ -78,8 +83,9 @@ def parse_estimate_output(text):
     trial = None
     starts = None
     for line in text.splitlines():
-        if line.startswith("trial "):
-            trial = line.split()[1]
+        heading = TRIAL_HEADING.match(line)
+        if heading:
+            trial = heading.group(1)
             blocks[trial] = []
             starts = None
         elif trial is not None and starts is None and line.startswith("part "):

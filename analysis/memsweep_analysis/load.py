@@ -1,7 +1,7 @@
-"""Read memsweep results files (docs/results-file.md, schemas 1 to 8) into pandas DataFrames.
+"""Read memsweep results files (docs/results-file.md, schemas 1 to 9) into pandas DataFrames.
 
 `load(*paths)` checks every file at once (an HDF5 file, `format` = "memsweep",
-`schema_version` 1 to 8, the four tables present, and /messages from schema 5) and reads only its root
+`schema_version` 1 to 9, the four tables present, and /messages from schema 5) and reads only its root
 attributes; each table is read from every file the first time its property
 is used, then kept. `load(big).trials` never touches /samples, and
 `samples_for(ids)` reads the samples of a few trials without converting the
@@ -46,8 +46,8 @@ FORMAT = "memsweep"
 # schema 5 the /messages table (messages whole); schema 6 the /searches table and the /trials columns of
 # TRIAL_COLUMNS_OF_SCHEMA_6; schema 7 GPU memory: the /trials columns of TRIAL_COLUMNS_OF_SCHEMA_7 and the /samples
 # ones of SAMPLE_COLUMNS_OF_SCHEMA_7 (include/memsweep/gpu_columns.hpp declares them); schema 8 the trainer's memory
-# plan: the /trials columns of TRIAL_COLUMNS_OF_SCHEMA_8.
-SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8)
+# plan: the /trials columns of TRIAL_COLUMNS_OF_SCHEMA_8; schema 9 /runs' trial_process_cost (RUN_COLUMNS_OF_SCHEMA_9).
+SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
 SCHEMA_VERSION = SCHEMA_VERSIONS[-1]
 TABLES = ("trials", "samples", "epochs", "runs")
 MESSAGES_TABLE = "messages"
@@ -97,9 +97,12 @@ GPU_TRIAL_FIGURES = ("gpu_peak", "torch_reserved_peak", "torch_allocated_peak")
 # them for its whole life, and recompute_every 0 (only `recompute` has segments; 0 is its default length).
 KEEP_PLAN = "keep"
 TRIAL_COLUMNS_OF_SCHEMA_8 = {"memory_plan": KEEP_PLAN, "recompute_every": 0}
+# What the run's predictions added for a fresh trial process (schema 9); an older file's runs did not add it.
+RUN_COLUMNS_OF_SCHEMA_9 = {"trial_process_cost": ""}
 ADDED_COLUMNS = {"trials": {**TRIAL_COLUMNS_OF_SCHEMA_3, **TRIAL_COLUMNS_OF_SCHEMA_4, **TRIAL_COLUMNS_OF_SCHEMA_6,
                             **TRIAL_COLUMNS_OF_SCHEMA_7, **TRIAL_COLUMNS_OF_SCHEMA_8},
-                 "samples": SAMPLE_COLUMNS_OF_SCHEMA_7, "searches": TRIAL_COLUMNS_OF_SCHEMA_8}
+                 "samples": SAMPLE_COLUMNS_OF_SCHEMA_7, "searches": TRIAL_COLUMNS_OF_SCHEMA_8,
+                 "runs": RUN_COLUMNS_OF_SCHEMA_9}
 
 # /trials' columns as the loader gives them (the file's, of schema 4, then the derived ones), before the
 # params columns: a params key named like one of them gets a column `param_<key>` (param_column_names).
@@ -138,7 +141,7 @@ SEARCH_STATUSES = ("found", "below_range", "above_range", "stopped", "failed")
 
 
 class MemsweepFileError(ValueError):
-    """A file that is not a readable memsweep results file (schema 1 to 8); the message names it."""
+    """A file that is not a readable memsweep results file (schema 1 to 9); the message names it."""
 
 
 # What h5py raises when a file's bytes are not what HDF5 expects (a flipped byte, a cut file): OSError (data it

@@ -68,7 +68,7 @@ EVENTS = "events"
 MAX_HIDDEN = 16
 MAX_CHANNELS = 8
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 MAX_AXIS = 64
 MESSAGE_PIECE_BYTES = 256
 
@@ -253,7 +253,8 @@ ADDED_IN = {
              **{name: 5 for name in ("data_dirs", "max_train_examples", "max_test_examples", "threads",
                                      "counter_source", "mem_budget", "trial_timeout", "flush_interval", "no_swmr",
                                      "launcher", "executable", "sweep_file", "output_option", "split_by", "part",
-                                     "retried", "changed_options")}},
+                                     "retried", "changed_options")},
+             "trial_process_cost": 9},
 }
 
 RUN_COLUMNS = [
@@ -282,13 +283,14 @@ RUN_COLUMNS = [
     ("part", "<i4", ONE),
     ("retried", _text(256), TEXT),
     ("changed_options", _text(1024), TEXT),
+    ("trial_process_cost", _text(256), TEXT),
 ]
 
 # RunRow's defaults (store.hpp): a run without options, started alone.
 RUN_DEFAULTS = {"end_time": -1.0, "end_state": "", "data_dirs": "", "max_train_examples": 0, "max_test_examples": 0,
                 "threads": 0, "counter_source": "", "mem_budget": -1, "trial_timeout": -1.0, "flush_interval": 2.0,
                 "no_swmr": 0, "launcher": "", "executable": "", "sweep_file": "", "output_option": "",
-                "split_by": "", "part": -1, "retried": "", "changed_options": ""}
+                "split_by": "", "part": -1, "retried": "", "changed_options": "", "trial_process_cost": ""}
 
 DESCRIPTIONS = {
     "trials": "One row per trial attempt: its hyperparameters and its result (memsweep, docs/results-file.md).",

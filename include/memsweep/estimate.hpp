@@ -65,6 +65,8 @@ inline constexpr std::string_view kScratchpad = "oneDNN scratchpad";
 // gradients, reordered weight copies and the batch images.
 inline constexpr std::string_view kStepArena = "step arena";
 inline constexpr std::string_view kResidentDataset = "resident dataset";
+// What a fresh trial process takes beyond its buffers (trial_process_cost.hpp).
+inline constexpr std::string_view kTrialProcess = "trial process";
 // The Q&A rule's parts.
 inline constexpr std::string_view kRuleParameters = "parameters x3";
 inline constexpr std::string_view kRuleActivations = "activations x2 x batch";

@@ -29,7 +29,7 @@
 
 namespace memsweep {
 
-inline constexpr int kSchemaVersion = 8;
+inline constexpr int kSchemaVersion = 9;
 // The oldest version readers still read (columns added later read as their
 // "not measured" value); only the current one is written or resumed.
 inline constexpr int kOldestReadableSchemaVersion = 1;

@@ -107,6 +107,10 @@ struct RunRow {
   std::int32_t part = -1;                        // --part; -1: the whole sweep
   FixedString<kMessageChars> retried{};          // the statuses this run ran again (--retry), comma-separated
   FixedString<kPathChars> changed_options{};     // what --allow-changed-options let differ from the run before
+  // What the predictions added for a fresh trial process on rank 0's node
+  // (trial_process_cost.hpp): its coefficients and where they came from
+  // (schema 9; older files read empty).
+  FixedString<kMessageChars> trial_process_cost{};
 };
 
 // RunRow::end_state.

@@ -11,6 +11,7 @@
 
 #include "memsweep/sampler.hpp"
 #include "memsweep/sweep.hpp"
+#include "memsweep/trial_process_cost.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -50,6 +51,10 @@ struct TrainingRunnerOptions {
   std::chrono::milliseconds start_timeout{120000};
   // One memory cgroup per trial where the node allows it (docs/runner.md).
   bool use_cgroups = true;
+  // Added to each built-in trial's prediction: what its fresh process
+  // takes beyond its buffers (machine_trial_process_cost()). nullopt: the
+  // prediction is the buffers alone.
+  std::optional<TrialProcessCost> trial_process_cost;
   // Use only the first N examples of each split (0: all), for quick runs.
   std::size_t max_train_examples = 0;
   std::size_t max_test_examples = 0;

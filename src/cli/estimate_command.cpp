@@ -3,13 +3,20 @@
 #include "cli/whole_number_option.hpp"
 #include "common/text_table.hpp"
 #include "memsweep/byte_size.hpp"
+#include "memsweep/calibrate.hpp"
 #include "memsweep/error.hpp"
+#include "memsweep/trainer.hpp"
+#include "memsweep/training_runner.hpp"
+#include "memsweep/trial_process_cost.hpp"
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <filesystem>
 #include <string_view>
 #include <utility>
 
@@ -102,6 +109,13 @@ void add_estimate_command(CLI::App& app, EstimateOptions& options) {
       ->check(whole_number_from(kRecomputeEveryDefault, kMaxRecomputeEvery));
   estimate->add_option("--rule", options.rule, "full (the trainer's own layouts) or qa (the Q&A rule)")
       ->check(CLI::IsMember({std::string(kRuleFull), std::string(kRuleQa)}));
+  estimate->add_flag("--calibrate", options.calibrate,
+                     "Measure what a fresh trial process takes beyond its buffers on this machine, and keep it "
+                     "(docs/estimate.md)");
+  estimate
+      ->add_option("--calibration-runs", options.calibration_repeats,
+                   "--calibrate: runs of each calibration trial (default 5; the median counts)")
+      ->check(whole_number_from(1, 100));
   estimate->add_option("--train-examples", options.train_examples, "Training examples (default: the published size)")
       ->check(whole_number_from(1, INT64_MAX));
   estimate->add_option("--test-examples", options.test_examples, "Test examples (default: the published size)")
@@ -126,7 +140,8 @@ TrialSpec trial_from_options(const EstimateOptions& o) {
   }
 }
 
-std::string format_trial_estimate(const TrialSpec& trial, ExampleCounts counts, bool rule) {
+std::string format_trial_estimate(const TrialSpec& trial, ExampleCounts counts, bool rule,
+                                  const std::optional<TrialProcessCost>& process_cost) {
   std::string out = trial_heading(trial, counts) + "\n";
   std::vector<TableRow> rows{{"part", "size", "bytes", "where it comes from"}};
   if (rule) {
@@ -141,7 +156,8 @@ std::string format_trial_estimate(const TrialSpec& trial, ExampleCounts counts, 
         {"total", format_byte_size(estimate.total()), std::to_string(estimate.total()), "the rule's training memory"});
     return out + render_table(rows);
   }
-  const MemoryEstimate estimate = estimate_trial(trial, counts);
+  MemoryEstimate estimate = estimate_trial(trial, counts);
+  if (process_cost && !estimate.at_least) estimate.parts.push_back(trial_process_part(*process_cost, trial, counts));
   for (const EstimatePart& part : estimate.parts) rows.push_back(part_row(part));
   if (estimate.at_least)
     out += fmt::format("beyond any machine's memory (more than {}): the parts are floors, counted without oneDNN\n",
@@ -149,6 +165,7 @@ std::string format_trial_estimate(const TrialSpec& trial, ExampleCounts counts, 
   rows.push_back({estimate.at_least ? "total, at least" : "total", format_byte_size(estimate.total()),
                   std::to_string(estimate.total()),
                   estimate.at_least ? "the trial's own memory is more than this"
+                  : process_cost    ? "the trial's predicted peak - baseline, in a fresh trial process"
                                     : "the trial's own memory: its predicted peak - baseline"});
   rows.push_back(part_row(resident_dataset_part(trial.dataset, counts)));
   return out + render_table(rows);
@@ -157,7 +174,54 @@ std::string format_trial_estimate(const TrialSpec& trial, ExampleCounts counts, 
 // One table per trial: beyond this many, nobody reads them.
 constexpr std::size_t kMaxEstimatedTrials = 100'000;
 
+// --calibrate: the calibration trials' figures, the fitted cost, and where it was written.
+int run_calibration(const EstimateOptions& options) {
+  if (describes_a_trial(options) || !options.sweep_file.empty())
+    throw InputError("--calibrate measures this machine: give it no sweep file and no trial options");
+  TrainingRunnerOptions runner_options;
+  runner_options.threads = default_thread_count();
+  TrainingRunner runner(runner_options);
+  const int threads = runner_options.threads;
+  fmt::print(
+      "memsweep estimate --calibrate: {} calibration trials x {} runs, each in a fresh trial process, {} "
+      "thread{}\n",
+      calibration_trials().size(), options.calibration_repeats, threads, threads == 1 ? "" : "s");
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  Calibration calibration;
+  try {
+    calibration = calibrate_trial_process(runner, options.calibration_repeats, threads, this_cpu_model(), host);
+  } catch (const std::runtime_error& error) {
+    // A trial that cannot train here: nothing is written, the old calibration (if any) stays.
+    fmt::print(stderr, "memsweep estimate --calibrate: {}; nothing written\n", error.what());
+    return exit_status::kFailure;
+  }
+  std::vector<TableRow> rows{{"trial", "layers", "batch sizes", "convolutions", "estimate", "footprint (median)",
+                              "beyond the estimate", "model"}};
+  for (const CalibrationTrial& trial : calibration.trials)
+    rows.push_back({fmt::format("{} {}", model_name(trial.trial.model), describe_layers(model_spec(trial.trial))),
+                    std::to_string(trial.shape.layers), std::to_string(trial.shape.batch_sizes),
+                    trial.shape.convolutions ? "yes" : "no", format_byte_size(trial.estimate_bytes),
+                    format_byte_size(static_cast<std::uint64_t>(trial.median_footprint_bytes)),
+                    format_byte_size(static_cast<std::uint64_t>(
+                        std::max(0.0, trial.median_footprint_bytes - static_cast<double>(trial.estimate_bytes)))),
+                    format_byte_size(trial_process_bytes(calibration.cost, trial.shape))});
+  fmt::print("{}", render_table(rows));
+  const TrialProcessCost& cost = calibration.cost;
+  const auto size = [](double bytes) { return format_byte_size(static_cast<std::uint64_t>(bytes)); };
+  fmt::print(
+      "trial process = {} + {} a layer beyond 2 + {} a batch size beyond 2 + {} a layer and batch size beyond them + "
+      "{} with convolutions\n",
+      size(cost.base_bytes), size(cost.per_layer_bytes), size(cost.per_batch_size_bytes),
+      size(cost.per_layer_batch_size_bytes), size(cost.convolution_bytes));
+  const std::filesystem::path path = calibration_file_path();
+  write_calibration_file(path, cost);
+  fmt::print("written to {} (estimate, plan and run read it on this machine)\n", path.string());
+  return exit_status::kOk;
+}
+
 int run_estimate_command(const EstimateOptions& options) {
+  if (options.calibrate) return run_calibration(options);
   const bool from_options = describes_a_trial(options);
   if (!options.sweep_file.empty() && from_options)
     throw InputError("give a sweep file or a trial's options (--dataset, --hidden, ...), not both");
@@ -192,6 +256,8 @@ int run_estimate_command(const EstimateOptions& options) {
                                      options.trial_id, options.sweep_file));
     }
   }
+  const std::optional<TrialProcessCost> process_cost =
+      options.rule == kRuleQa ? std::nullopt : std::optional<TrialProcessCost>(machine_trial_process_cost());
   std::string out;
   for (TrialSpec& trial : trials) {
     trial = with_plan_options(std::move(trial), options);
@@ -199,7 +265,7 @@ int run_estimate_command(const EstimateOptions& options) {
     if (options.train_examples) counts.train = *options.train_examples;
     if (options.test_examples) counts.test = *options.test_examples;
     if (!out.empty()) out += "\n";
-    out += format_trial_estimate(trial, counts, options.rule == kRuleQa);
+    out += format_trial_estimate(trial, counts, options.rule == kRuleQa, process_cost);
   }
   fmt::print("{}", out);
   return exit_status::kOk;

@@ -5,6 +5,7 @@
 
 #include "memsweep/config.hpp"
 #include "memsweep/estimate.hpp"
+#include "memsweep/trial_process_cost.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -27,6 +28,9 @@ struct EstimateOptions {
   std::optional<std::string> memory_plan;
   std::optional<int> recompute_every;
   std::string rule = "full";  // full | qa
+  // --calibrate: measure the trial process's cost here instead (runs of each trial).
+  bool calibrate = false;
+  int calibration_repeats = 5;
   // Split sizes; default: the dataset's published sizes.
   std::optional<std::size_t> train_examples, test_examples;
 };
@@ -40,7 +44,9 @@ TrialSpec trial_from_options(const EstimateOptions& options);
 
 // One trial's report as `estimate` prints it: a heading, the table of parts
 // and the total, and (full mode) the resident dataset outside the total.
-std::string format_trial_estimate(const TrialSpec& trial, ExampleCounts counts, bool rule);
+// With `process_cost` (full mode), the trial process is a part of the total.
+std::string format_trial_estimate(const TrialSpec& trial, ExampleCounts counts, bool rule,
+                                  const std::optional<TrialProcessCost>& process_cost = std::nullopt);
 
 int run_estimate_command(const EstimateOptions& options);
 

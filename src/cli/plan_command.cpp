@@ -7,6 +7,7 @@
 #include "memsweep/dataset_preflight.hpp"
 #include "memsweep/estimate.hpp"
 #include "memsweep/program.hpp"
+#include "memsweep/trial_process_cost.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -71,18 +72,21 @@ std::string beyond_note(const TrialSpec& trial, const MemoryEstimate& estimate) 
 }
 
 // The full estimate's total (docs/estimate.md) for the published dataset
-// sizes: what the trial itself should allocate, the dataset excluded. A
-// shape beyond any machine shows its floor (">= X") and a note.
-std::string predicted_text(EstimateCache& cache, const TrialSpec& trial) {
+// sizes and the trial process's cost: the trial's predicted peak -
+// baseline, the dataset excluded. A shape beyond any machine shows its
+// floor (">= X") and a note.
+std::string predicted_text(EstimateCache& cache, const TrialSpec& trial, const TrialProcessCost& process_cost) {
   try {
     const std::size_t shapes_before = cache.distinct_shapes();
     const auto start = std::chrono::steady_clock::now();
-    const MemoryEstimate& estimate = cache.estimate(trial, canonical_example_counts(trial.dataset));
+    const ExampleCounts counts = canonical_example_counts(trial.dataset);
+    const MemoryEstimate& estimate = cache.estimate(trial, counts);
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     if (took.count() > kSlowEstimateSeconds)
       fmt::print(stderr, "memsweep plan: note: trial {}: its estimate took {:.1f} s ({})\n", trial.id, took.count(),
                  describe_layers(model_spec(trial)));
-    if (!estimate.at_least) return format_byte_size(estimate.total());
+    if (!estimate.at_least)
+      return format_byte_size(estimate.total() + trial_process_bytes(process_cost, trial_process_shape(trial, counts)));
     if (cache.distinct_shapes() > shapes_before) {
       const std::size_t beyond = cache.beyond_limit_shapes();
       if (beyond <= kMaxBeyondNotes) fmt::print(stderr, "memsweep plan: note: {}\n", beyond_note(trial, estimate));
@@ -229,6 +233,7 @@ void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<Planne
   header.insert(header.end(), params.begin(), params.end());
   header.push_back("predicted");
   EstimateCache estimates;
+  const TrialProcessCost process_cost = machine_trial_process_cost();
   PackedTable table;
   table.add(header);
   const std::vector<std::size_t> positions = listed_positions(sweep.trials.size(), all);
@@ -260,7 +265,7 @@ void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<Planne
     if (any_timeout) row.push_back(t.timeout_seconds ? format_duration(*t.timeout_seconds) : "-");
     for (const std::string& name : params) row.push_back(param_text(t, name));
     // The estimate is of memsweep's own trainer; another program's memory is its own.
-    row.push_back(t.program ? "-" : predicted_text(estimates, t));
+    row.push_back(t.program ? "-" : predicted_text(estimates, t, process_cost));
     table.add(row);
   }
   const std::size_t distinct = sweep.trials.size() / static_cast<std::size_t>(sweep.repeats);
@@ -276,8 +281,9 @@ void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<Planne
   if (positions.size() < sweep.trials.size()) fmt::print(out, "{}", format_sections(sweep));
   table.write(out);
   fmt::print(out,
-             "{}\npredicted: each trial's own memory, dataset excluded, for the published dataset sizes "
-             "(memsweep estimate shows the parts){}",
+             "{}\npredicted: each trial's peak - baseline in a fresh trial process (its buffers and the trial "
+             "process's cost), dataset excluded, for the published dataset sizes (memsweep estimate shows the "
+             "parts){}",
              counted(sweep.trials.size(), "trial"), any_program ? "; for memsweep's own trainer only\n" : "\n");
 }
 

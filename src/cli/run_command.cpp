@@ -23,6 +23,7 @@
 #include "memsweep/store.hpp"
 #include "memsweep/sweep_split.hpp"
 #include "memsweep/training_runner.hpp"
+#include "memsweep/trial_process_cost.hpp"
 
 #include <fmt/format.h>
 
@@ -269,6 +270,8 @@ class RunSteps final : public SessionSteps {
                                          part_ ? std::optional<std::string>(part_->part.label) : std::nullopt);
     // On every rank: a program may be installed on one node and not another.
     check_programs(sweep_);
+    // On every rank too: each node's own calibration (or the built-in cost).
+    trial_process_cost_ = machine_trial_process_cost();
     hash_ = sweep_hash(sweep_);
     return hash_;
   }
@@ -351,6 +354,7 @@ class RunSteps final : public SessionSteps {
     // limit_milliseconds: a resume's limit comes from the results file, which may hold anything.
     if (run.trial_timeout > 0) runner_options.trial_timeout = limit_milliseconds(run.trial_timeout);
     runner_options.log_dir = program_log_dir(settings_.output);
+    runner_options.trial_process_cost = trial_process_cost_;
     return runner_options;
   }
 
@@ -364,7 +368,8 @@ class RunSteps final : public SessionSteps {
   std::string hash_;
   std::vector<std::string> notes_;
   std::vector<fs::path> data_dirs_;
-  std::optional<ResultStore> store_;  // rank 0's
+  TrialProcessCost trial_process_cost_;  // added to each built-in trial's prediction
+  std::optional<ResultStore> store_;     // rank 0's
   std::optional<StoreSink> sink_;
 };
 

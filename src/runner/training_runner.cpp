@@ -279,7 +279,10 @@ void TrainingRunner::Impl::finish(Attempt& attempt, TrialStatus status, std::str
 // without a prediction and without the check before the start.
 std::optional<std::uint64_t> TrainingRunner::Impl::predicted_bytes(const TrialSpec& trial, const SharedDataset& data) {
   try {
-    return estimates.estimate(trial, ExampleCounts{data.train_examples(), data.test_examples()}).total();
+    const ExampleCounts counts{data.train_examples(), data.test_examples()};
+    const std::uint64_t buffers = estimates.estimate(trial, counts).total();
+    if (!options.trial_process_cost) return buffers;
+    return buffers + trial_process_bytes(*options.trial_process_cost, trial_process_shape(trial, counts));
   } catch (const std::exception&) {
     return std::nullopt;
   }

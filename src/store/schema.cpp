@@ -281,6 +281,7 @@ TableSchema runs_schema() {
           added_in(5, int32("part", offsetof(RunRow, part), kOne)),
           added_in(5, text("retried", offsetof(RunRow, retried), kMessageChars)),
           added_in(5, text("changed_options", offsetof(RunRow, changed_options), kPathChars)),
+          added_in(9, text("trial_process_cost", offsetof(RunRow, trial_process_cost), kMessageChars)),
       },
       default_row<RunRow>(),
   };

@@ -54,9 +54,12 @@ TEST(EstimateCommand, FullBreakdownOfATrialFromOptions) {
   const auto parts = parts_of(result.out);
   for (const char* name :
        {"parameters", "gradients", "optimizer state", "activations", "pooling workspace", "activation gradients",
-        "input batch", "reordered weight copies", "oneDNN scratchpad", "total", "resident dataset"})
+        "input batch", "reordered weight copies", "oneDNN scratchpad", "trial process", "total", "resident dataset"})
     EXPECT_EQ(parts.count(name), 1u) << name << "\n" << result.out;
-  ASSERT_EQ(parts.size(), 11u) << result.out;
+  ASSERT_EQ(parts.size(), 12u) << result.out;
+  // What a fresh trial process takes beyond its buffers: megabytes, inside the total.
+  EXPECT_GT(parts.at("trial process").bytes, 1u << 20);
+  EXPECT_THAT(result.out, HasSubstr("in a fresh trial process"));
   EXPECT_EQ(parts.at("total").bytes, sum_except(parts, {"total", "resident dataset"}));
   EXPECT_EQ(parts.at("optimizer state").bytes, 2 * parts.at("parameters").bytes);
   EXPECT_EQ(parts.at("resident dataset").bytes, 70000u * (784 * 4 + 4));

@@ -246,7 +246,7 @@ TEST(ResumeRetry, UnknownStatusIsBadInput) {
 }
 
 // tests/run/old-files holds a file the memsweep of 7c5d06c wrote (schema
-// 5, before searches) and was stopped in. This memsweep writes schema 8: a
+// 5, before searches) and was stopped in. This memsweep writes a later one: a
 // resume refuses the file, saying which version wrote it and what to do,
 // and leaves it byte for byte as it was; summary still reads it.
 TEST(ResumeOptions, AFileOfTheSchemaBeforeIsRefusedByResumeAndLeftAsItWas) {
@@ -260,7 +260,8 @@ TEST(ResumeOptions, AFileOfTheSchemaBeforeIsRefusedByResumeAndLeftAsItWas) {
   const CommandResult resumed =
       run_command(memsweep_argv({"run", "old.toml", "-o", out.string(), "--resume"}), dir.path().string());
   EXPECT_EQ(resumed.exit_status, kBadInput);
-  EXPECT_THAT(resumed.err, HasSubstr("schema version 5, and this memsweep writes version 8"));
+  // Which version this memsweep writes is the store tests' business (test_schema_versions.cpp).
+  EXPECT_THAT(resumed.err, ::testing::ContainsRegex("schema version 5, and this memsweep writes version [0-9]+:"));
   EXPECT_THAT(resumed.err, HasSubstr("write to a new file"));
   EXPECT_EQ(slurp(out), before) << "a refused resume leaves the file as it was";
 
