@@ -156,13 +156,22 @@ std::optional<GuardedTrial> parse_guard_watch_line(const std::string& line) {
   return trial;
 }
 
-std::string guard_groups_line(const std::filesystem::path& parent) {
-  return std::string(kGroups) + parent.string() + "\n";
+std::string guard_groups_line(const RankGroups& groups) {
+  return std::string(kGroups) + std::to_string(groups.rank) + " " + groups.parent.string() + "\n";
 }
 
-std::optional<std::filesystem::path> parse_guard_groups_line(const std::string& line) {
-  if (!line.starts_with(kGroups) || line.size() == kGroups.size()) return std::nullopt;
-  return std::filesystem::path(line.substr(kGroups.size()));
+std::optional<RankGroups> parse_guard_groups_line(const std::string& line) {
+  if (!line.starts_with(kGroups)) return std::nullopt;
+  const std::string_view rest = std::string_view(line).substr(kGroups.size());
+  const std::size_t space = rest.find(' ');
+  if (space == std::string_view::npos || space == 0 || space + 1 == rest.size()) return std::nullopt;
+  long rank = 0;
+  for (const char c : rest.substr(0, space)) {
+    if (c < '0' || c > '9' || rank > INT_MAX / 10) return std::nullopt;
+    rank = rank * 10 + (c - '0');
+  }
+  if (rank <= 1) return std::nullopt;
+  return RankGroups{static_cast<pid_t>(rank), std::filesystem::path(rest.substr(space + 1))};
 }
 
 std::optional<TrialGuard> TrialGuard::start(const std::string& executable) {
@@ -236,7 +245,7 @@ void TrialGuard::watch(const GuardedTrial& trial) noexcept {
 
 void TrialGuard::watch_groups_under(const std::filesystem::path& parent) noexcept {
   try {
-    say(guard_groups_line(parent));
+    say(guard_groups_line({::getpid(), parent}));
   } catch (...) {  // the line's allocation
   }
 }
@@ -251,8 +260,7 @@ void run_trial_guard() {
   using namespace runner_detail;
   close_inherited_descriptors();
   ignore_the_ranks_signals();
-  const pid_t rank = ::getppid();  // the rank spawned the guard
-  std::optional<std::filesystem::path> groups_parent;
+  std::optional<RankGroups> groups;
   std::optional<GuardedTrial> trial;
   std::unique_ptr<ProcessTreeProbe> tree;  // a program's tree, tracked while it runs
   std::string pending;
@@ -277,8 +285,8 @@ void run_trial_guard() {
       const std::string line = pending.substr(0, end);
       pending.erase(0, end + 1);
       if (line + "\n" == kEnd) std::_Exit(0);
-      if (auto parent = parse_guard_groups_line(line)) {
-        groups_parent = std::move(parent);
+      if (auto named = parse_guard_groups_line(line)) {
+        groups = std::move(named);
         continue;
       }
       trial = parse_guard_watch_line(line);
@@ -290,7 +298,7 @@ void run_trial_guard() {
   }
   const auto give_up = Clock::now() + kGiveUpAfter;
   if (trial) end_orphaned_trial(*trial, tree.get(), give_up);
-  if (groups_parent) remove_groups_of(*groups_parent, rank, give_up);
+  if (groups) remove_groups_of(groups->parent, groups->rank, give_up);
   std::_Exit(0);
 }
 

@@ -64,7 +64,13 @@ class TrialGuard {
 std::string guard_watch_line(const GuardedTrial& trial);
 std::optional<GuardedTrial> parse_guard_watch_line(const std::string& line);
 // Pure: the line naming the folder of the rank's trial groups, and back.
-std::string guard_groups_line(const std::filesystem::path& parent);
-std::optional<std::filesystem::path> parse_guard_groups_line(const std::string& line);
+// The rank names itself: a guard that starts slowly (a sanitizer's build)
+// may find its parent dead already, and getppid() then names init.
+struct RankGroups {
+  pid_t rank = -1;
+  std::filesystem::path parent;
+};
+std::string guard_groups_line(const RankGroups& groups);
+std::optional<RankGroups> parse_guard_groups_line(const std::string& line);
 
 }  // namespace memsweep::runner_detail

@@ -53,13 +53,17 @@ TEST(GuardWatchLine, AnythingElseNamesNoTrial) {
     EXPECT_FALSE(parse_guard_watch_line(line).has_value()) << '"' << line << '"';
 }
 
-TEST(GuardGroupsLine, RoundTripsAFolderAndNamesNoTrial) {
+TEST(GuardGroupsLine, RoundTripsTheRankAndAFolderAndNamesNoTrial) {
   const std::filesystem::path parent = "/sys/fs/cgroup/memory/a b";
-  const std::string line = guard_groups_line(parent);
+  const std::string line = guard_groups_line({4242, parent});
   ASSERT_EQ(line.back(), '\n');
-  EXPECT_EQ(parse_guard_groups_line(line.substr(0, line.size() - 1)), parent);
+  const std::optional<RankGroups> read = parse_guard_groups_line(line.substr(0, line.size() - 1));
+  ASSERT_TRUE(read.has_value());
+  EXPECT_EQ(read->rank, 4242);
+  EXPECT_EQ(read->parent, parent) << "a path with a space stays whole";
   EXPECT_FALSE(parse_guard_watch_line(line.substr(0, line.size() - 1)).has_value());
-  for (const char* other : {"groups ", "groups", "release", "watch 12 1 /a", "end"})
+  for (const char* other : {"groups ", "groups", "groups /a", "groups 12", "groups 12 ", "groups 1 /a", "groups x /a",
+                            "release", "watch 12 1 /a", "end"})
     EXPECT_FALSE(parse_guard_groups_line(other).has_value()) << '"' << other << '"';
 }
 
