@@ -358,7 +358,7 @@ class RunSteps final : public SessionSteps {
     return runner_options;
   }
 
-  RunInput input() const { return {options_, settings_, sweep_, part_name_, hash_}; }
+  RunInput input() const { return {options_, settings_, sweep_, part_name_, hash_, trial_process_cost_}; }
 
   const RunOptions& options_;
   RunSettings settings_;

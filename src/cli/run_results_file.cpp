@@ -148,7 +148,7 @@ RunRow fresh_run_row(const RunInput& input, int ranks, const std::vector<std::st
   set_fixed(run.executable, options.command_line.empty() ? std::string("memsweep") : options.command_line.front());
   set_fixed(run.sweep_file, options.sweep_file);
   set_fixed(run.output_option, options.output);
-  set_fixed(run.trial_process_cost, describe_trial_process_cost(machine_trial_process_cost()));
+  set_fixed(run.trial_process_cost, describe_trial_process_cost(input.trial_process_cost));
   if (options.split_by) {
     set_fixed(run.split_by, *options.split_by);
     run.part = *options.part;

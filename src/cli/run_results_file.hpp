@@ -7,6 +7,7 @@
 #include "memsweep/run_record.hpp"
 #include "memsweep/session.hpp"
 #include "memsweep/store.hpp"
+#include "memsweep/trial_process_cost.hpp"
 
 #include <filesystem>
 #include <optional>
@@ -35,8 +36,9 @@ struct RunInput {
   const RunOptions& options;
   const RunSettings& settings;
   const SweepSpec& sweep;
-  const std::string& part;  // SweepPart::name() when the run is one part of the sweep, else empty
-  const std::string& hash;  // sweep_hash(sweep)
+  const std::string& part;                     // SweepPart::name() when the run is one part of the sweep, else empty
+  const std::string& hash;                     // sweep_hash(sweep)
+  const TrialProcessCost& trial_process_cost;  // this rank's, added to its predictions; /runs records rank 0's
 };
 
 std::string join(std::span<const std::string> parts, std::string_view separator);

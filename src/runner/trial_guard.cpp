@@ -52,6 +52,18 @@ constexpr std::string_view kGroups = "groups ";
 // same process may still use groups named as this process's).
 constexpr std::string_view kEnd = "end\n";
 
+// A pid in a line from the rank: digits only, never init nor every process
+// (-1, 0 and 1 would make a kill reach far beyond the trial).
+std::optional<pid_t> process_to_end(std::string_view digits) {
+  long pid = 0;
+  for (const char c : digits) {
+    if (c < '0' || c > '9' || pid > INT_MAX / 10) return std::nullopt;
+    pid = pid * 10 + (c - '0');
+  }
+  if (digits.empty() || pid <= 1) return std::nullopt;
+  return static_cast<pid_t>(pid);
+}
+
 bool alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
 
 std::vector<int> cgroup_members(const std::filesystem::path& cgroup) {
@@ -142,15 +154,11 @@ std::optional<GuardedTrial> parse_guard_watch_line(const std::string& line) {
   if (space == std::string_view::npos || space == 0 || rest.size() < space + 3 || rest[space + 2] != ' ')
     return std::nullopt;
   GuardedTrial trial;
-  long root = 0;
-  for (const char c : rest.substr(0, space)) {
-    if (c < '0' || c > '9' || root > INT_MAX / 10) return std::nullopt;
-    root = root * 10 + (c - '0');
-  }
-  if (root <= 1) return std::nullopt;  // never init, nor every process (-1)
+  const std::optional<pid_t> root = process_to_end(rest.substr(0, space));
+  if (!root) return std::nullopt;
   const char group = rest[space + 1];
   if (group != '0' && group != '1') return std::nullopt;
-  trial.root = static_cast<pid_t>(root);
+  trial.root = *root;
   trial.own_group = group == '1';
   trial.cgroup = std::string(rest.substr(space + 3));
   return trial;
@@ -165,13 +173,9 @@ std::optional<RankGroups> parse_guard_groups_line(const std::string& line) {
   const std::string_view rest = std::string_view(line).substr(kGroups.size());
   const std::size_t space = rest.find(' ');
   if (space == std::string_view::npos || space == 0 || space + 1 == rest.size()) return std::nullopt;
-  long rank = 0;
-  for (const char c : rest.substr(0, space)) {
-    if (c < '0' || c > '9' || rank > INT_MAX / 10) return std::nullopt;
-    rank = rank * 10 + (c - '0');
-  }
-  if (rank <= 1) return std::nullopt;
-  return RankGroups{static_cast<pid_t>(rank), std::filesystem::path(rest.substr(space + 1))};
+  const std::optional<pid_t> rank = process_to_end(rest.substr(0, space));
+  if (!rank) return std::nullopt;
+  return RankGroups{*rank, std::filesystem::path(rest.substr(space + 1))};
 }
 
 std::optional<TrialGuard> TrialGuard::start(const std::string& executable) {
