@@ -112,6 +112,7 @@ def paper_table(results, dataset=None, paper_csv=None):
             row["_order"] = row["trial_numbers"][0]
         for column, theirs in CATEGORICAL_EXTRA.items():
             row[column] = str(first[theirs]) if theirs in group.columns and not pd.isna(first[theirs]) else ""
+        row["memory_plan"] = plan_text(row["memory_plan"], first.get("recompute_every", 0))
         for theirs, mine in params.values():
             row[mine] = first[theirs]
         for column, prefix in FIGURES:
@@ -131,6 +132,14 @@ def paper_table(results, dataset=None, paper_csv=None):
         table = _beside_paper(table, read_paper_csvs(paper_csv), dataset)
     table.attrs["param_columns"] = {key: mine for key, (_, mine) in params.items()}
     return table
+
+
+def plan_text(plan, recompute_every):
+    """`recompute:2` where a recompute trial sets its segment length, as `memsweep plan` writes it: two
+    recompute configurations would otherwise read alike."""
+    if plan == "recompute" and not pd.isna(recompute_every) and int(recompute_every) > 0:
+        return f"{plan}:{int(recompute_every)}"
+    return plan
 
 
 def _categories(trials, column):

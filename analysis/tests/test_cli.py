@@ -9,6 +9,7 @@ import pytest
 
 from memsweep_analysis.__main__ import main
 from pngs import png_size
+from real_memsweep import memsweep_binary
 from results_builder import SCHEMA_VERSION, write_results_file
 
 MIB = 2 ** 20
@@ -90,9 +91,7 @@ def test_as_a_module_a_bad_file_is_one_line_too(tmp_path):
 
 
 def test_a_file_the_real_binary_wrote(tmp_path):
-    binary = os.environ.get("MEMSWEEP_EXECUTABLE") or os.path.join(REPO, "build", "memsweep")
-    if not os.access(binary, os.X_OK):
-        pytest.fail(f"no memsweep binary at {binary}: build it (cmake --build build), or set MEMSWEEP_EXECUTABLE")
+    binary = memsweep_binary()
     sweep = tmp_path / "tiny.toml"
     sweep.write_text('[sweep]\nname = "tiny"\n[defaults]\ndataset = "synthetic"\n'
                      'synthetic = { shape = [1, 8, 8], classes = 4, train_size = 512, test_size = 64 }\n'

@@ -15,19 +15,9 @@ import subprocess
 import pytest
 
 from memsweep_analysis import load
+from real_memsweep import REPO, memsweep_binary, torch_or_skip
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STUDY = os.path.join(REPO, "jobs", "examples", "cnn-memory-study.toml")
-
-
-def torch_or_skip():
-    try:
-        import torch  # noqa: F401
-    except ImportError as error:
-        why = f"python3-torch is missing ({error}): the CNN study's program trials cannot run"
-        if os.environ.get("CI") == "true":
-            pytest.fail(why)
-        pytest.skip("LOUD SKIP: " + why)
 
 
 def tiny_study_text():
@@ -47,10 +37,8 @@ def tiny_study_text():
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-    torch_or_skip()
-    binary = os.environ.get("MEMSWEEP_EXECUTABLE") or os.path.join(REPO, "build", "memsweep")
-    if not os.access(binary, os.X_OK):
-        pytest.fail(f"no memsweep binary at {binary}: build it, or set MEMSWEEP_EXECUTABLE to one")
+    torch_or_skip("the CNN study's program trials")
+    binary = memsweep_binary()
     scratch = tmp_path_factory.mktemp("cnn-study")
     sweep = scratch / "cnn-study-tiny.toml"
     sweep.write_text(tiny_study_text())

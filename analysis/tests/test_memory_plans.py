@@ -41,8 +41,15 @@ def test_each_plan_is_a_configuration_of_its_own(tmp_path):
     assert configs.nunique() == 3
     assert configs.iloc[1] == configs.iloc[3]  # the repeats of one plan
     table = paper_table(load(path))
-    assert list(table["memory_plan"].astype(str)) == ["keep", "reuse", "recompute"]
+    # The segment length is shown where it is set, as memsweep plan shows it: recompute and recompute:2 differ.
+    assert list(table["memory_plan"].astype(str)) == ["keep", "reuse", "recompute:2"]
     assert "memory_plan" in extra_columns(table)
+
+
+def test_recompute_with_the_default_segments_reads_recompute(tmp_path):
+    path = tmp_path / "segments.h5"
+    write_results_file(path, [dict(memory_plan="recompute"), dict(memory_plan="recompute", recompute_every=3)])
+    assert list(paper_table(load(path))["memory_plan"].astype(str)) == ["recompute", "recompute:3"]
 
 
 def test_a_sweep_that_keeps_shows_no_plan_column(tmp_path):

@@ -15,9 +15,8 @@ import pytest
 from memsweep_analysis import load
 from memsweep_analysis.counters import counters_per_step
 from memsweep_analysis.estimate import estimate_components
+from real_memsweep import memsweep_binary
 from results_builder import write_results_file
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN_SIZE = 3000
 SWEEP = f"""
 [sweep]
@@ -40,13 +39,6 @@ epochs = 2
 batch_size = [16, 50]
 hidden = [[32], [24, 8]]
 """
-
-
-def memsweep_binary():
-    binary = os.environ.get("MEMSWEEP_EXECUTABLE") or os.path.join(REPO, "build", "memsweep")
-    if not os.access(binary, os.X_OK):
-        pytest.fail(f"no memsweep binary at {binary}: build it, or set MEMSWEEP_EXECUTABLE to one")
-    return binary
 
 
 def run_sweep(scratch):

@@ -93,6 +93,12 @@ time and save nothing at the peak. The arithmetic is the same (same
 modules, same inputs): the losses equal those without --checkpoint.
 Evaluation runs under no_grad, without checkpoints.
 
+--memory-plan keep|reuse|recompute: memsweep's `{memory_plan}` placeholder,
+so that one grid can cross the plan with the trainer. `recompute` is
+--checkpoint (with --checkpoint-every K for `{recompute_every}`). PyTorch has
+no keep or reuse of its own to choose: it frees each tensor as soon as its
+last reference is gone, so both train as PyTorch does.
+
 Flags beyond memsweep's placeholders: --synthetic-seed (the synthetic
 dataset's own seed, memsweep's `synthetic.seed`, default 1 as there; no
 placeholder carries it, so pass it as a [params] value if a sweep changes it)
@@ -143,6 +149,7 @@ EXIT_CUDA_OUT_OF_MEMORY = 4
 DATASETS = ("mnist", "fashion-mnist", "cifar-10", "synthetic")  # parse_dataset_name's spelling
 MODELS = ("mlp", "cnn", "alexnet")
 OPTIMIZERS = ("sgd", "momentum", "adam")
+MEMORY_PLANS = ("keep", "reuse", "recompute")  # memory_plan.hpp's names
 # model_spec.cpp: (out_channels, pool)
 ALEXNET_BLOCKS = ((64, True), (192, True), (384, False), (256, False), (256, True))
 KERNEL = 3
@@ -833,7 +840,15 @@ def parse_args(argv):
     p.add_argument("--checkpoint-every", type=int, default=0, metavar="K",
                    help="with --checkpoint: layers per segment, counted as memsweep counts them (each conv, "
                         "pool, hidden and the output layer); 0 (default): ceil(sqrt(layers))")
+    p.add_argument("--memory-plan", choices=MEMORY_PLANS, default=None,
+                   help="memsweep's {memory_plan}: recompute is --checkpoint; keep and reuse train as PyTorch "
+                        "does (it frees each tensor once its last reference is gone)")
     args = p.parse_args(argv)
+    if args.memory_plan is not None:
+        if args.checkpoint and args.memory_plan != "recompute":
+            p.error(f"argument --checkpoint: is memsweep's recompute plan, but --memory-plan says "
+                    f"{args.memory_plan}")
+        args.checkpoint = args.memory_plan == "recompute"
 
     def need(condition, flag, what, value):
         if not condition:

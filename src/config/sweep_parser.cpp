@@ -309,6 +309,11 @@ void walk(DefinedTrials& defined, const std::string& file, std::vector<std::stri
   std::unordered_map<std::string, std::uint64_t> index_of_id;
   std::vector<std::uint64_t> kept;
   bool duplicates = false;
+  // A grid that crosses memory_plan with recompute_every makes these by
+  // design (keep and reuse have no segments): one note for all of them,
+  // not one per pair, which buried every other note of such a sweep.
+  std::uint64_t segments_ignored = 0;
+  std::string first_ignored;  // "FILE:LINE grid[3], the same trial as FILE:LINE grid[2]"
   index_of_id.reserve(static_cast<std::size_t>(defined.defined()));
   for (std::uint64_t index = 0; index < defined.defined(); ++index) {
     const TrialSpec trial = defined.defined_trial(index);
@@ -322,7 +327,9 @@ void walk(DefinedTrials& defined, const std::string& file, std::vector<std::stri
     if (first.canonical_text() != trial.canonical_text())
       throw ConfigError(file, 1, "", fmt::format("trial id collision between different trials ({})", trial.id));
     const bool params_left_out = !trial.program && defined.sets_params(index);
-    if (params_left_out)
+    if (trial.recompute_every != first.recompute_every && trial.memory_plan != MemoryPlan::recompute) {
+      if (segments_ignored++ == 0) first_ignored = fmt::format("{}, the same trial as {}", trial.origin, first.origin);
+    } else if (params_left_out)
       notes.push_back(
           fmt::format("{} defines the same trial as {} once its [params] are left out, which memsweep's own "
                       "trainer does not read; it runs once (id {}).",
@@ -333,6 +340,11 @@ void walk(DefinedTrials& defined, const std::string& file, std::vector<std::stri
                       "Use [sweep] repeats to run trials more than once.",
                       trial.origin, first.origin, trial.id));
   }
+  if (segments_ignored > 0)
+    notes.push_back(
+        fmt::format("{} trial definition{} set recompute_every under memory_plan keep or reuse, which "
+                    "ignore it: each runs once (the first: {}).",
+                    segments_ignored, segments_ignored == 1 ? "" : "s", first_ignored));
   if (duplicates) defined.keep_only(std::move(kept));
   defined.mark_walked();
 }

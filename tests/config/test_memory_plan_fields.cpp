@@ -83,6 +83,25 @@ TEST(MemoryPlanFields, TheSegmentLengthIsPartOfARecomputeTrialOnly) {
   EXPECT_EQ(training_spec(reuse).recompute_every, kRecomputeEveryDefault);
 }
 
+TEST(MemoryPlanFields, AGridCrossingPlansWithSegmentLengthsRunsEachTrialOnceWithOneNote) {
+  // keep and reuse ignore recompute_every, so the grid's 6 points are 4 trials.
+  const SweepSpec sweep = parse_sweep(
+      "[[trial]]\nhidden = [8]\n[[trial]]\nhidden = [8]\n"
+      "[grid]\nmemory_plan = ['keep', 'reuse', 'recompute']\nrecompute_every = [0, 2]\n",
+      "g.toml");
+  std::set<std::string> plans;
+  for (const TrialSpec& trial : sweep.trials.list())
+    plans.insert(std::string(memory_plan_name(trial.memory_plan)) + ":" +
+                 std::to_string(trial.effective_recompute_every()));
+  EXPECT_EQ(plans, (std::set<std::string>{"keep:0", "reuse:0", "recompute:0", "recompute:2"}));
+  EXPECT_EQ(sweep.trials.size(), 5u);  // the first [[trial]] is another trial
+  ASSERT_EQ(sweep.notes.size(), 2u) << ::testing::PrintToString(sweep.notes);
+  // The [[trial]] written twice is a mistake worth its own note; the grid's are one.
+  EXPECT_THAT(sweep.notes[0], HasSubstr("g.toml:3 trial[1] defines the same trial as g.toml:1 trial[0]"));
+  EXPECT_THAT(sweep.notes[1], HasSubstr("2 trial definitions set recompute_every under memory_plan keep or reuse"));
+  EXPECT_THAT(sweep.notes[1], HasSubstr("grid[1]"));
+}
+
 TEST(MemoryPlanFields, TheTrainerGetsBoth) {
   const TrialSpec trial =
       only_trial(parse_sweep("[[trial]]\nmemory_plan = 'recompute'\nrecompute_every = 4\n", "t.toml"));

@@ -352,6 +352,9 @@ def test_unknown_model_exits_2():
     (["--synthetic-shape", "1,28"], "--synthetic-shape"),
     (["--checkpoint-every", "3"], "--checkpoint-every"),  # without --checkpoint it would do nothing
     (["--checkpoint", "--checkpoint-every", "-1"], "--checkpoint-every"),
+    (["--memory-plan", "arena"], "--memory-plan"),
+    (["--memory-plan", "keep", "--checkpoint"], "--checkpoint"),  # keep says no checkpoints
+    (["--memory-plan", "reuse", "--checkpoint-every", "2"], "--checkpoint-every"),
 ])
 def test_bad_flags_exit_2_naming_the_flag(flags, named):
     result = run(flags)
@@ -461,14 +464,16 @@ def test_checkpoint_trains_the_same_epochs(needs_torch, tmp_path):
     args = synthetic("3,16,16", 96, 32, "--model", "cnn", "--channels", "4,8", "--hidden", "16", "--epochs", "2",
                      "--batch-size", "16", "--optimizer", "momentum", "--learning-rate", "0.05")
     ends = []
-    for extra in ([], ["--checkpoint"], ["--checkpoint", "--checkpoint-every", "1"]):
+    runs = ([], ["--checkpoint"], ["--checkpoint", "--checkpoint-every", "1"],
+            ["--memory-plan", "recompute", "--checkpoint-every", "1"], ["--memory-plan", "reuse"])
+    for extra in runs:
         events_path = tmp_path / f"events-{len(ends)}.jsonl"
         result = succeeded(run(args + extra, events_path))
         ends.append(check_protocol(events_of(events_path), 2))
-        if extra:
-            assert "checkpoint: every" in result.stdout
-    assert ends[1] == ends[0]  # the losses and accuracies as printed in the events, every digit
-    assert ends[2] == ends[0]
+        checkpointed = "--checkpoint" in extra or "recompute" in extra
+        assert ("checkpoint: every" in result.stdout) == checkpointed, (extra, result.stdout)
+    for extra, end in zip(runs[1:], ends[1:]):
+        assert end == ends[0], extra  # the losses and accuracies as printed in the events, every digit
 
 
 def peak_rss_mib(args):
