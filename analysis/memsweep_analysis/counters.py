@@ -19,8 +19,9 @@ in this order (`train_examples_source` says which):
 3. a real dataset's published size: MNIST and Fashion-MNIST 60000, CIFAR-10
    50000 (the shared CIFAR-10 subset holds 4000: a run on it needs
    `train_examples={"cifar-10": 4000}`, the source column warns);
-and `--max-train-examples N` on the command line of the run that trained the
-trial caps either of the last two.
+and the limit of the run that trained the trial (`--max-train-examples N`:
+/runs' max_train_examples, load's `run_max_train_examples`) caps either of
+the last two.
 """
 
 import math
@@ -32,7 +33,7 @@ require("numpy", "pandas")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .load import PUBLISHED_TRAIN_EXAMPLES, option_value, synthetic_spec, trainer_name  # noqa: E402
+from .load import PUBLISHED_TRAIN_EXAMPLES, synthetic_spec, trainer_name  # noqa: E402
 from .tables import ok_rows, trials_of  # noqa: E402
 
 PER_STEP = " per step"
@@ -53,7 +54,7 @@ def train_examples_of(trial, given=None):
         source = f"published size{SUBSET_WARNING.get(dataset, '')}"
     if size is None:
         return math.nan, "unknown: pass train_examples"
-    limit = option_value(trial.get("run_command_line", ""), "--max-train-examples")
+    limit = int(trial.get("run_max_train_examples") or 0)
     if limit and limit < size:
         return limit, "--max-train-examples of the run"
     return size, source

@@ -29,7 +29,7 @@ require("numpy", "pandas")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .load import option_value  # noqa: E402
+from .load import RUN_LIMITS, option_value  # noqa: E402
 from .tables import ok_rows, trials_of  # noqa: E402
 
 CALIBRATION_FORMAT = "memsweep-calibration"
@@ -102,12 +102,16 @@ def parse_estimate_output(text):
     return blocks
 
 
-def _split_options(command_line):
-    """`memsweep estimate` options for the split sizes a run was limited to."""
+# `memsweep estimate`'s option for each of a run's limits on examples (load.RUN_LIMITS).
+ESTIMATE_OPTIONS = {"max_train_examples": "--train-examples", "max_test_examples": "--test-examples"}
+LIMIT_COLUMNS = [f"run_{name}" for name in RUN_LIMITS]
+
+
+def _split_options(limits):
+    """`memsweep estimate` options for the split sizes a run was limited to: {name of RUN_LIMITS: N, 0 for all}."""
     options = []
-    for run_option, estimate_option in (("--max-train-examples", "--train-examples"),
-                                        ("--max-test-examples", "--test-examples")):
-        value = option_value(command_line, run_option)
+    for name, estimate_option in ESTIMATE_OPTIONS.items():
+        value = int(limits.get(name) or 0)
         if value:
             options += [estimate_option, str(value)]
     return options
@@ -150,29 +154,32 @@ def estimate_components(results, trial_ids=None, memsweep=None):
         for path, mine in trials.groupby("file", sort=False):
             attrs = files[files["path"] == path].iloc[0]
             try:
-                blocks = _estimates_for_file(binary, attrs, mine, trial_ids)
+                estimates = _estimates_for_file(binary, attrs, mine, trial_ids)
             except (OSError, RuntimeError, subprocess.TimeoutExpired) as error:
                 notes.append(f"{path}: components left out: memsweep estimate failed: {error}")
                 continue
-            by_config = {}
-            for trial_id, parts in blocks.items():
-                config = mine.loc[mine["trial_id"] == trial_id, "config"]
-                if len(config):
-                    by_config.setdefault(config.iloc[0], parts)
             missing = 0
-            for _, trial in mine.iterrows():
-                parts = blocks.get(trial["trial_id"]) or by_config.get(trial["config"])
-                if parts is None:
-                    missing += 1
-                    continue
-                for part in parts:
-                    rows.append({"file": path, "dataset": trial["dataset"], "trial_id": trial["trial_id"],
-                                 "attempt": trial["attempt"], "config": trial["config"], "part": part["part"],
-                                 "bytes": part["bytes"], "where": part["where"],
-                                 "rss_footprint": trial["rss_footprint"],
-                                 "predicted_bytes": trial["predicted_bytes"],
-                                 "share_of_footprint": part["bytes"] / trial["rss_footprint"]
-                                 if trial["rss_footprint"] else math.nan})
+            # Each estimate holds for the trials of runs with its limits only: a run resumed with
+            # --allow-changed-options measured other trials, or repeats, on other split sizes.
+            for limited, blocks in estimates:
+                by_config = {}
+                for trial_id, parts in blocks.items():
+                    config = limited.loc[limited["trial_id"] == trial_id, "config"]
+                    if len(config):
+                        by_config.setdefault(config.iloc[0], parts)
+                for _, trial in limited.iterrows():
+                    parts = blocks.get(trial["trial_id"]) or by_config.get(trial["config"])
+                    if parts is None:
+                        missing += 1
+                        continue
+                    for part in parts:
+                        rows.append({"file": path, "dataset": trial["dataset"], "trial_id": trial["trial_id"],
+                                     "attempt": trial["attempt"], "config": trial["config"], "part": part["part"],
+                                     "bytes": part["bytes"], "where": part["where"],
+                                     "rss_footprint": trial["rss_footprint"],
+                                     "predicted_bytes": trial["predicted_bytes"],
+                                     "share_of_footprint": part["bytes"] / trial["rss_footprint"]
+                                     if trial["rss_footprint"] else math.nan})
             if missing:
                 notes.append(f"{path}: memsweep estimate printed nothing for {missing} trial(s)")
             differ = sum(1 for r in rows if r["file"] == path and r["part"] == "total"
@@ -187,23 +194,30 @@ def estimate_components(results, trial_ids=None, memsweep=None):
 
 
 def _estimates_for_file(binary, attrs, trials, trial_ids):
+    """[(trials, {trial_id: parts})]: one estimate per distinct limits of the trials' runs (load.run_limits)."""
     text = attrs.get("sweep_text") or ""
     if not text:
         raise RuntimeError("the file keeps no sweep_text")
-    options = _split_options(attrs.get("command_line", ""))
     threads = option_value(attrs.get("command_line", ""), "--threads")
+    # A frame built without /runs has no limits: its runs trained on whole splits.
+    trials = trials.assign(**{c: trials[c] if c in trials.columns else 0 for c in LIMIT_COLUMNS})
+    estimates = []
     with tempfile.TemporaryDirectory(prefix="memsweep-analysis-") as scratch:
         name = os.path.basename(attrs.get("sweep_file") or "") or "sweep.toml"
         sweep_path = os.path.join(scratch, name)
         with open(sweep_path, "w", encoding="utf-8") as out:
             out.write(text)
-        wanted = sorted(set(trials["trial_id"]))
-        if trial_ids is not None and len(wanted) <= PER_TRIAL_CALLS:
-            blocks = {}
-            for trial_id in wanted:
-                blocks.update(_run_estimate(binary, sweep_path, ["--trial", trial_id] + options, threads))
-            return blocks
-        return _run_estimate(binary, sweep_path, options, threads)
+        for values, limited in trials.groupby(LIMIT_COLUMNS, sort=False):
+            options = _split_options(dict(zip(RUN_LIMITS, values)))
+            wanted = sorted(set(limited["trial_id"]))
+            if trial_ids is not None and len(wanted) <= PER_TRIAL_CALLS:
+                blocks = {}
+                for trial_id in wanted:
+                    blocks.update(_run_estimate(binary, sweep_path, ["--trial", trial_id] + options, threads))
+            else:
+                blocks = _run_estimate(binary, sweep_path, options, threads)
+            estimates.append((limited, blocks))
+    return estimates
 
 
 # --- calibration ----------------------------------------------------------------

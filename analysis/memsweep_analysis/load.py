@@ -66,6 +66,10 @@ FINAL_STATUSES = ("ok", "failed", "diverged", "over_budget", "timeout", "killed"
 DATASET_SHAPES = {"mnist": ((1, 28, 28), 10), "fashion-mnist": ((1, 28, 28), 10), "cifar-10": ((3, 32, 32), 10)}
 # Published training split sizes (what memsweep loads when the files are complete).
 PUBLISHED_TRAIN_EXAMPLES = {"mnist": 60000, "fashion-mnist": 60000, "cifar-10": 50000}
+# /runs' limits on examples (schema 5 on) and the options that set them. A resume not given such an option
+# inherits the run before's limit (src/results/run_record.cpp), so its command line does not show it: only a file
+# older than the columns has nothing but the command line to read them from.
+RUN_LIMITS = {"max_train_examples": "--max-train-examples", "max_test_examples": "--max-test-examples"}
 # model = "alexnet": (out_channels, pooled) per block, src/common/model_spec.cpp.
 ALEXNET_BLOCKS = ((64, True), (192, True), (384, False), (256, False), (256, True))
 
@@ -117,6 +121,7 @@ FILE_TRIAL_COLUMNS = (
     "gpu_peak", "gpu_devices", "gpu_peak_source", "torch_allocated_peak", "torch_reserved_peak",
     "memory_plan", "recompute_every")
 DERIVED_TRIAL_COLUMNS = ("total_units", "max_width", "parameters", "final", "config", "run_command_line",
+                         *(f"run_{name}" for name in RUN_LIMITS),
                          "channels_text", "shape", "trial_number")
 # The fields a trial's configuration is made of that are names, not numbers: categorical columns, their
 # categories in plan order (categorical_columns). The free parameters' text columns are too.
@@ -370,8 +375,8 @@ class Results:
         return self._cache["searches"]
 
     def _runs_for_trials(self):
-        # /runs is a handful of rows; the trials need its command lines (counters' train sizes).
-        return self.runs[["file", "run", "command_line"]]
+        # /runs is a handful of rows; the trials need each run's command line and limits (run_limits).
+        return self.runs[[c for c in ("file", "run", "command_line", *RUN_LIMITS) if c in self.runs.columns]]
 
     def _read(self, table, columns=None):
         frames = []
@@ -767,12 +772,30 @@ def option_value(command_line, option):
     return None
 
 
+def run_limits(runs):
+    """{(file, run): {"max_train_examples": N, "max_test_examples": N}}: the limits each run of /runs trained and
+    tested with, 0 for all (as /runs writes them). From /runs' columns where the file has them (schema 5 on: a
+    resume's command line lacks the limit it inherited), else from the run's command line."""
+    limits = {}
+    for row in runs.to_dict("records"):
+        run = {}
+        for name, option in RUN_LIMITS.items():
+            value = row.get(name)
+            if value is None or pd.isna(value):
+                value = option_value(row.get("command_line", ""), option) or 0
+            run[name] = max(int(value), 0)
+        limits[(row["file"], int(row["run"]))] = run
+    return limits
+
+
 def trial_columns(trials, runs=None):
     """Add the derived columns of /trials.
 
     hidden, channels (lists, padding dropped; hidden has `depth` widths),
-    total_units, max_width, parameters, final, config, and run_command_line
-    (the command line of the trial's row of /runs, when `runs` is given);
+    total_units, max_width, parameters, final, config, run_command_line
+    (the command line of the trial's row of /runs, when `runs` is given) and
+    run_max_train_examples, run_max_test_examples (that run's limits on
+    examples, 0 for all or without `runs`: run_limits);
     `trainer` becomes categorical (an empty cell: memsweep), `params` compact
     JSON ("{}" when none), and each params key gets a column of its own
     (param_series, param_column_names; the map in attrs["param_columns"]).
@@ -791,6 +814,8 @@ def trial_columns(trials, runs=None):
         trials["final"] = pd.Series(dtype=bool)
         trials["config"] = pd.Series(dtype=object)
         trials["run_command_line"] = pd.Series(dtype=object)
+        for name in RUN_LIMITS:
+            trials[f"run_{name}"] = pd.Series(dtype=np.int64)
         trials.attrs["param_columns"] = {}
         for name in ("channels_text", "shape"):
             trials[name] = pd.Series(dtype=object)
@@ -810,8 +835,13 @@ def trial_columns(trials, runs=None):
     if runs is not None and len(runs):
         lines = {(f, int(r)): c for f, r, c in zip(runs["file"], runs["run"], runs["command_line"])}
         trials["run_command_line"] = [lines.get((f, int(r)), "") for f, r in zip(trials["file"], trials["run"])]
+        limits = run_limits(runs)
     else:
         trials["run_command_line"] = ""
+        limits = {}
+    for name in RUN_LIMITS:
+        trials[f"run_{name}"] = np.array([limits.get((f, int(r)), {}).get(name, 0)
+                                          for f, r in zip(trials["file"], trials["run"])], dtype=np.int64)
     trials["channels_text"] = ["-".join(map(str, c)) for c in trials["channels"]]
     trials["shape"] = [synthetic_shape_text(d) for d in trials["definition"]]
     trials["trial_number"] = trial_numbers(trials)

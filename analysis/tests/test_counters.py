@@ -16,13 +16,18 @@ def sample(trial, attempt, t, faults, l1=0):
     return {"trial_id": trial["trial_id"], "attempt": attempt, "t": t, FAULTS: faults, L1: l1}
 
 
+def run_row(run, command_line, **limits):
+    return dict(run=run, start_time=float(run), ranks=1, hosts="h", command_line=command_line, memsweep_version="x",
+                **limits)
+
+
 def test_final_count_of_the_ok_attempt_over_the_steps(tmp_path):
     path = str(tmp_path / "r.h5")
     synthetic = dict(dataset="synthetic", synthetic={"train_size": 100}, batch_size=32, epochs=2)
     first, second, limited, cifar = write_results_file(path, [
         dict(synthetic, status="interrupted", epochs_done=1),
         dict(synthetic, attempt=1),
-        dict(dataset="mnist", batch_size=64, epochs=3, run=1),
+        dict(dataset="mnist", batch_size=64, epochs=3, run=2),
         dict(dataset="cifar-10", batch_size=100, epochs=1),
     ], samples=[])
     samples = [
@@ -33,9 +38,12 @@ def test_final_count_of_the_ok_attempt_over_the_steps(tmp_path):
         sample(limited, 0, 0.5, 480, -1),   # never counted
         sample(cifar, 0, 0.5, 1000, 5),
     ]
-    runs = [dict(run=0, start_time=0.0, ranks=1, hosts="h", command_line="memsweep run s.toml", memsweep_version="x"),
-            dict(run=1, start_time=1.0, ranks=1, hosts="h",
-                 command_line="memsweep run s.toml --resume --max-train-examples=1000", memsweep_version="x")]
+    # The command lines memsweep records: run 1 changed the limit (and was stopped before the mnist trial), run 2
+    # inherited it without naming it, so only /runs' max_train_examples says the mnist trial trained on 1000.
+    runs = [run_row(0, "memsweep run s.toml"),
+            run_row(1, "memsweep run s.toml --resume --max-train-examples=1000 --allow-changed-options",
+                    max_train_examples=1000),
+            run_row(2, "memsweep run s.toml --resume", max_train_examples=1000)]
     write_results_file(path, [first, second, limited, cifar], samples=samples, runs=runs,
                        counter_columns=(L1, FAULTS))
     table = counters_per_step(load(path))
@@ -95,3 +103,13 @@ def test_provenance_names_the_source_of_each_counter_and_says_when_a_file_does_n
     assert provenance[FAULTS][0] == "kernel (type=1 config=0x2)"
     assert provenance[FAULTS][1].startswith("papi (a file from before")
     assert len(provenance[FAULTS]) == 2
+
+
+def test_a_file_before_run_limits_reads_the_limit_from_the_command_line(tmp_path):
+    # schema 4's /runs has no max_train_examples: the run's command line is all there is
+    path = str(tmp_path / "r.h5")
+    (trial,) = write_results_file(path, [dict(dataset="mnist", batch_size=64, epochs=1)], schema_version=4,
+                                  runs=[run_row(0, "memsweep run s.toml --max-train-examples 640")])
+    table = counters_per_step(load(path))
+    assert table["train_examples"].tolist() == [640] and table["steps"].tolist() == [10]
+    assert table["train_examples_source"].tolist() == ["--max-train-examples of the run"]

@@ -99,9 +99,10 @@ def fake_memsweep(tmp_path, body):
 
 def test_components_beside_the_footprint_and_repeats_share_them(tmp_path):
     path = str(tmp_path / "r.h5")
+    command = "memsweep run s.toml --max-train-examples 100"
     first, second = write_results_file(path, [measured(205120, 410240, repeat=0), measured(205120, 102560, repeat=1)],
-                                       attrs={"sweep_text": "[sweep]\nname = \"fake\"\n",
-                                              "command_line": "memsweep run s.toml --max-train-examples 100"})
+                                       attrs={"sweep_text": "[sweep]\nname = \"fake\"\n", "command_line": command},
+                                       runs=[run_row(0, command, max_train_examples=100)])
     # prints the block of the first repeat only, as memsweep does, and records its arguments
     text = ESTIMATE_TEXT.format(id=first["trial_id"])
     log = tmp_path / "args"
@@ -116,6 +117,44 @@ def test_components_beside_the_footprint_and_repeats_share_them(tmp_path):
     called = log.read_text().splitlines()
     assert called[0].startswith("estimate ") and called[0].endswith(" --train-examples 100")
     assert called[1:] == ["[sweep]", 'name = "fake"']  # the sweep file it was given is the file's sweep_text
+
+
+def run_row(run, command_line, **limits):
+    return dict(run=run, start_time=1.7e9 + run, ranks=1, hosts="h", command_line=command_line,
+                memsweep_version="x", **limits)
+
+
+def test_components_of_a_run_resumed_with_other_limits_use_its_limits(tmp_path):
+    # --allow-changed-options let run 1 train on 50 examples; its command line is what memsweep records for it
+    path = str(tmp_path / "r.h5")
+    command = "memsweep run s.toml --max-train-examples 100 --max-test-examples 20"
+    first, second = write_results_file(path, [measured(205120, 410240, batch_size=1),
+                                              measured(205120, 410240, batch_size=2, run=1)],
+                                       attrs={"sweep_text": "[sweep]\n", "command_line": command},
+                                       runs=[run_row(0, command, max_train_examples=100, max_test_examples=20),
+                                             run_row(1, "memsweep run s.toml --resume --max-train-examples 50 "
+                                                        "--allow-changed-options",
+                                                     max_train_examples=50, max_test_examples=20)])
+    log = tmp_path / "args"
+    # each call answers for the trial it was asked about (its last argument's limit tells the calls apart)
+    body = (f'echo "$@" >> {log}\n'
+            f'case "$*" in *"--train-examples 100"*) id={first["trial_id"]};; *) id={second["trial_id"]};; esac\n'
+            f'cat <<EOF\n{ESTIMATE_TEXT.format(id="$id")}EOF\n')
+    table = estimate_components(load(path), memsweep=fake_memsweep(tmp_path, body))
+    calls = sorted(line.split(" ", 2)[2] for line in log.read_text().splitlines())
+    assert calls == ["--train-examples 100 --test-examples 20", "--train-examples 50 --test-examples 20"]
+    assert sorted(set(table["trial_id"])) == sorted([first["trial_id"], second["trial_id"]])
+
+
+def test_components_of_a_file_before_run_limits_read_the_command_line(tmp_path):
+    # schema 4's /runs has no max_train_examples: the command line is all there is
+    path = str(tmp_path / "r.h5")
+    command = "memsweep run s.toml --max-train-examples=300"
+    write_results_file(path, [measured(205120, 410240)], attrs={"sweep_text": "[sweep]\n", "command_line": command},
+                       runs=[run_row(0, command)], schema_version=4)
+    log = tmp_path / "args"
+    estimate_components(load(path), memsweep=fake_memsweep(tmp_path, f'echo "$@" > {log}\n'))
+    assert log.read_text().split()[2:] == ["--train-examples", "300"]
 
 
 def test_components_with_a_few_trials_ask_for_each(tmp_path):
