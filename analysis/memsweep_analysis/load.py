@@ -57,9 +57,11 @@ FIRST_SCHEMA_WITH_MESSAGES = 5
 SEARCHES_TABLE = "searches"
 MESSAGE_COLUMNS = ("trial_id", "attempt", "run", "piece", "text")
 
-# Statuses whose row is the trial's result; `interrupted` is the only one a
-# resume always runs again (a killed row keeps the peak at which it died).
-FINAL_STATUSES = ("ok", "failed", "diverged", "over_budget", "timeout", "killed")
+# Statuses whose row is the trial's result: is_final in src/results/rows.cpp (include/memsweep/results.hpp), so
+# that the analysis counts the rows memsweep summary and a resume count. `interrupted` and `killed` are not: a
+# resume may run such a trial again (killed: per --retry-killed), and its row keeps only the peak at which it
+# stopped. A trial with no final row stands by its last one (standing_rows), as in memsweep summary.
+FINAL_STATUSES = ("ok", "failed", "diverged", "over_budget", "timeout")
 
 # Input pixels and classes of the real datasets (src/dataset): the MLP head's
 # first and last layer sizes.
@@ -846,6 +848,21 @@ def trial_columns(trials, runs=None):
     trials["shape"] = [synthetic_shape_text(d) for d in trials["definition"]]
     trials["trial_number"] = trial_numbers(trials)
     return categorical_columns(_add_param_columns(trials))
+
+
+def standing_rows(trials):
+    """A bool Series: whether each row stands for its trial, as in memsweep summary (stands_for_trial,
+    src/results/rows.cpp), per file: the trial's final row with the highest attempt, else its row with the highest
+    attempt (an interrupted or killed trial that was never run to a result); of equal attempts, the later row."""
+    keyed = pd.DataFrame({"file": trials["file"].astype(str).to_numpy() if "file" in trials.columns else "",
+                          "trial_id": trials["trial_id"].astype(str).to_numpy(),
+                          "final": trials["status"].astype(str).isin(FINAL_STATUSES).to_numpy(),
+                          "attempt": trials["attempt"].to_numpy(), "position": np.arange(len(trials))})
+    last = keyed.sort_values(["final", "attempt", "position"], kind="stable").groupby(
+        ["file", "trial_id"], sort=False).tail(1)["position"].to_numpy()
+    standing = np.zeros(len(trials), dtype=bool)
+    standing[last] = True
+    return pd.Series(standing, index=trials.index)
 
 
 def blank_program_fields(trials):

@@ -16,7 +16,7 @@ import pandas as pd  # noqa: E402
 
 from . import counters, drivers, estimate, figures, stats, tables, trainers  # noqa: E402
 from .document import Document, cell  # noqa: E402
-from .load import BUILTIN_TRAINER, load, param_columns  # noqa: E402
+from .load import BUILTIN_TRAINER, load, param_columns, standing_rows  # noqa: E402
 
 MIB = 2 ** 20
 # At most this many trials get `memsweep estimate`'s parts (one process per trial).
@@ -64,9 +64,12 @@ def process_end(end_cause, end_signal):
 
 
 def not_ok_table(trials):
-    """The final rows that are not ok, with their messages, and how their process ended when any says; then,
-    when some trial of `trials` is a program's or has free parameters, `trainer` and the parameters."""
-    failed = trials[trials["final"] & (trials["status"] != "ok")]
+    """The final rows that are not ok, and the last row of each trial without a final one (killed or interrupted
+    and not run to a result since: memsweep summary lists it too), with their messages, and how their process
+    ended when any says; then, when some trial of `trials` is a program's or has free parameters, `trainer` and
+    the parameters."""
+    final = trials["final"].astype(bool)
+    failed = trials[(final & (trials["status"] != "ok")) | (standing_rows(trials) & ~final)]
     columns = ["file", "trial_number", "trial_id", "dataset", "model", "optimizer", "learning_rate", "batch_size",
                "status", "message"]
     shown = failed[[c for c in columns if c in failed.columns]].copy()

@@ -3,6 +3,7 @@
 import importlib
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -48,7 +49,8 @@ def test_trials_columns_decoded_and_derived(tmp_path):
     alexnet = (3 * 64 * 9 + 64) + (64 * 192 * 9 + 192) + (192 * 384 * 9 + 384) + (384 * 256 * 9 + 256) \
         + (256 * 256 * 9 + 256) + (256 * 4 * 4 * 8 + 8) + (8 * 10 + 10)
     assert trials["parameters"].tolist() == [3983, 255, 6332, alexnet]
-    assert trials["final"].tolist() == [True, True, False, True]
+    # killed is not final (is_final, src/results/rows.cpp): a resume may run the trial again
+    assert trials["final"].tolist() == [True, True, False, False]
     assert math.isnan(trials["predicted_bytes"].iloc[3])  # -1: not measured
     assert trials["predicted_bytes"].iloc[0] == 9 * MIB
     assert isinstance(trials["status"].iloc[0], str)
@@ -595,3 +597,29 @@ def test_a_params_key_named_like_a_search_column_gets_param_(tmp_path):
     write_results_file(path, [dict(params={"probe": 5})], schema_version=5)
     trials = load(path).trials
     assert trials["param_probe"].tolist() == [5] and trials["probe"].tolist() == [-1]
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_final_statuses_are_the_ones_memsweep_calls_final():
+    # memsweep's own definition, is_final in src/results/rows.cpp: the statuses summary and resume take as a result
+    with open(os.path.join(REPO, "src", "results", "rows.cpp"), encoding="utf-8") as source:
+        body = re.search(r"bool is_final\(TrialStatus status\) \{(.*?)\n\}", source.read(), re.S)
+    assert body, "is_final is no longer in src/results/rows.cpp: point this test at it"
+    final = set(re.findall(r"TrialStatus::(\w+)", body.group(1)))
+    with open(os.path.join(REPO, "include", "memsweep", "results.hpp"), encoding="utf-8") as header:
+        names = re.search(r'kStatusNames = "([^"]*)"', header.read())
+    assert names, "kStatusNames is no longer in include/memsweep/results.hpp: point this test at it"
+    known = set(names.group(1).split(", "))
+    assert final and final < known
+    assert set(load_module.FINAL_STATUSES) == final
+
+
+def test_the_row_that_stands_for_a_trial_is_its_last_final_else_its_last(tmp_path):
+    path = str(tmp_path / "r.h5")
+    write_results_file(path, [dict(batch_size=1, status="killed"), dict(batch_size=1, attempt=1, status="ok"),
+                              dict(batch_size=1, attempt=2, status="interrupted"),
+                              dict(batch_size=2, status="interrupted"), dict(batch_size=2, attempt=1, status="killed")])
+    trials = load(path).trials
+    assert load_module.standing_rows(trials).tolist() == [False, True, False, False, True]

@@ -152,6 +152,19 @@ def test_trials_not_ok_show_how_their_process_ended(tmp_path):
     assert table["model"].astype(str).tolist() == ["mlp"] * 4 and "optimizer" in table.columns
 
 
+def test_trials_not_ok_show_a_killed_trial_until_it_has_a_result(tmp_path):
+    # killed is not final: the trial's killed row is what it has until a resume runs it to a result
+    path = str(tmp_path / "r.h5")
+    write_results_file(path, [
+        dict(batch_size=1, status="killed", message="rank 1 died", end_cause="rank_lost"),
+        dict(batch_size=2, status="killed", message="oom", end_signal=9, oom_killed=1, end_cause="oom"),
+        dict(batch_size=2, attempt=1, status="ok", end_cause="exited"),
+    ])
+    table = not_ok_table(load(path).trials)
+    assert table["status"].tolist() == ["killed"]
+    assert table["message"].tolist() == ["rank 1 died"]
+
+
 def test_trials_not_ok_of_an_older_file_have_no_process_column(tmp_path):
     path = str(tmp_path / "v2.h5")
     write_results_file(path, [dict(status="over_budget", message="RSS passed the budget"), dict(status="ok")],
