@@ -11,7 +11,8 @@ formula 1 (total - (free + buffers + cached)): the trial's `sys_used_mean`,
 which the sampler computes exactly so. MB is 2^20 bytes, as the paper's
 figures are psutil's bytes / 2^20. Only rows with status `ok` count for the
 figures; `n_ok` says how many repeats that is, `n` how many have a final
-status at all (a failed or killed repeat is counted, not averaged).
+status at all (a failed or timed-out repeat is counted, not averaged; a
+killed or interrupted attempt is not a result).
 
 After those columns (which stay first and as they were): `trial_numbers` and
 `trial_ids` (the configuration's trials: their numbers, load's

@@ -17,8 +17,7 @@ import pytest
 from memsweep_analysis import load
 from memsweep_analysis.counters import counters_per_step
 from memsweep_analysis.estimate import estimate_components
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from real_memsweep import memsweep_binary
 TRAIN_SIZE = 2000
 TEST_SIZE = 64
 # Wide enough that an epoch of a few steps takes tens of milliseconds: a trial is still running when the signal
@@ -38,13 +37,6 @@ batch_size = [32, 48, 64, 96]
 FINISHED = re.compile(r"\] [0-9a-f]{12} ok")
 STOPPED = 3  # a run stopped by a signal with trials left (docs/sweep.md, "Signals and exit status 3")
 TIMEOUT_S = 300
-
-
-def memsweep_binary():
-    binary = os.environ.get("MEMSWEEP_EXECUTABLE") or os.path.join(REPO, "build", "memsweep")
-    if not os.access(binary, os.X_OK):
-        pytest.fail(f"no memsweep binary at {binary}: build it, or set MEMSWEEP_EXECUTABLE to one")
-    return binary
 
 
 def run_until_a_trial_is_done(command, cwd):
