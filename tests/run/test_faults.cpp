@@ -11,7 +11,7 @@
 #include "support/cgroups.hpp"
 #include "support/exit_statuses.hpp"
 #include "support/file_text.hpp"
-#include "support/real_datasets.hpp"
+#include "support/skip_or_fail.hpp"
 #include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
@@ -501,11 +501,8 @@ class DiskFull : public ::testing::Test {
  protected:
   void SetUp() override {
     disk_.emplace(dir_.path() / "small", 160);
-    if (disk_->mounted()) return;
-    const std::string message = "cannot mount a tmpfs (this test needs root): " + disk_->problem();
-    if (running_in_ci()) FAIL() << message;
-    std::cerr << "\n*** SKIPPED: " << message << " ***\n";
-    GTEST_SKIP() << message;
+    if (!disk_->mounted())
+      MEMSWEEP_SKIP_OR_FAIL_IN_CI("cannot mount a tmpfs (this test needs root): " + disk_->problem());
   }
 
   const TempDir dir_;

@@ -11,6 +11,7 @@
 
 #include "support/background_process.hpp"
 #include "support/cgroups.hpp"
+#include "support/skip_or_fail.hpp"
 #include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
@@ -59,11 +60,6 @@ program = ["/bin/sh", "{}"]
 batch_size = [16, 32]
 )",
                      program.string());
-}
-
-bool is_ci() {
-  const char* ci = std::getenv("CI");
-  return ci != nullptr && std::string(ci) == "true";
 }
 
 // Waits up to `limit` for the marked processes to be gone; those left.
@@ -158,7 +154,7 @@ TEST_P(KilledDuringAProgramTrial, LeavesNoProcessAndNoCgroupBehind) {
   for (const pid_t pid : left) ::kill(pid, SIGKILL);
   if (grouped) {
     EXPECT_TRUE(trial_groups_of(*group, ranks).empty()) << "the dead rank's trial cgroups are left";
-  } else if (is_ci()) {
+  } else if (running_in_ci()) {
     ADD_FAILURE() << "CI runs as root with a memory cgroup: the trial cgroups were not made";
   }
 }
@@ -172,10 +168,8 @@ INSTANTIATE_TEST_SUITE_P(Victims, KilledDuringAProgramTrial,
 // memsweep names its groups are kept.
 TEST(StaleTrialCgroups, AreRemovedByTheNextRunWhenTheirRankIsGone) {
   const std::optional<fs::path> group = own_memory_group();
-  if (!group || ::access(group->c_str(), W_OK) != 0) {
-    if (is_ci()) FAIL() << "CI runs as root with a memory cgroup; found none writable";
-    GTEST_SKIP() << "NOT RUN: no writable memory cgroup here (needs root)";
-  }
+  if (!group || ::access(group->c_str(), W_OK) != 0)
+    MEMSWEEP_SKIP_OR_FAIL_IN_CI("no writable memory cgroup here (needs root, as CI runs)");
   // A pid that is surely gone: a child's, reaped.
   const pid_t gone = ::fork();
   if (gone == 0) ::_exit(0);

@@ -8,7 +8,7 @@
 #include "support/background_process.hpp"
 #include "support/exit_statuses.hpp"
 #include "support/file_text.hpp"
-#include "support/real_datasets.hpp"
+#include "support/skip_or_fail.hpp"
 #include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
@@ -150,13 +150,9 @@ class LimitedCgroup {
   std::string problem_;
 };
 
-#define REQUIRE_CGROUP(group)                                                                  \
-  do {                                                                                         \
-    if (!(group).usable()) {                                                                   \
-      if (running_in_ci()) FAIL() << "this test needs a memory cgroup: " << (group).problem(); \
-      std::cerr << "\n*** SKIPPED: " << (group).problem() << " ***\n";                         \
-      GTEST_SKIP() << (group).problem();                                                       \
-    }                                                                                          \
+#define REQUIRE_CGROUP(group)                                                                                    \
+  do {                                                                                                           \
+    if (!(group).usable()) MEMSWEEP_SKIP_OR_FAIL_IN_CI("this test needs a memory cgroup: " + (group).problem()); \
   } while (false)
 
 // Four trials that fit easily and one that needs about 5.6 GB (three hidden

@@ -5,7 +5,7 @@
 // chart, and that q and Ctrl-C end the view and give the terminal back.
 
 #include "support/background_process.hpp"
-#include "support/real_datasets.hpp"
+#include "support/skip_or_fail.hpp"
 #include "support/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
@@ -263,14 +263,9 @@ class WatchInTmux : public ::testing::Test {
   }
 
   void SetUp() override {
-    if (!*tmux_) {
-      const std::string message =
-          "tmux is not installed (ci/install-deps.sh installs it): the terminal tests of "
-          "memsweep watch cannot run";
-      if (running_in_ci()) FAIL() << message << " (CI=true: a missing tmux fails the test)";
-      std::cerr << "\n*** SKIPPED: " << message << " ***\n" << std::endl;
-      GTEST_SKIP() << message;
-    }
+    if (!*tmux_)
+      MEMSWEEP_SKIP_OR_FAIL_IN_CI(
+          "tmux is not installed (ci/install-deps.sh installs it): the terminal tests of memsweep watch cannot run");
     ASSERT_EQ(ids_->size(), static_cast<std::size_t>(kPlannedTrials));
     // Watch without --wait refuses a file that is not there yet.
     ASSERT_TRUE(sweep_->wait_for([] { return std::filesystem::exists(results()); }, kScreenTimeout))

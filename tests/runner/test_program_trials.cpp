@@ -6,6 +6,7 @@
 
 #include "memsweep/program.hpp"
 #include "runner/runner_support.hpp"
+#include "support/skip_or_fail.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gmock/gmock.h>
@@ -325,11 +326,8 @@ TEST_F(ProgramTrialTest, OverItsBudgetInACgroupTheKernelStopsIt) {
   TrainingRunnerOptions settings = options();
   settings.use_cgroups = true;
   TrainingRunner runner(settings);
-  if (runner.isolation() == "proc") {
-    const std::string why = "no cgroup for trials here: " + runner.isolation_problem();
-    if (std::getenv("CI") != nullptr && std::string(std::getenv("CI")) == "true") FAIL() << why;
-    GTEST_SKIP() << why;
-  }
+  if (runner.isolation() == "proc")
+    MEMSWEEP_SKIP_OR_FAIL_IN_CI("no cgroup for trials here: " + runner.isolation_problem());
   TrialContext context = plain_context();
   context.mem_budget_bytes = 128 * kMiB;
   RecordingSink sink;

@@ -8,6 +8,7 @@
 #include "memsweep/estimate.hpp"
 #include "runner/runner_support.hpp"
 #include "runner/test_hooks.hpp"
+#include "support/skip_or_fail.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gmock/gmock.h>
@@ -220,11 +221,8 @@ TEST_P(BudgetWhileRunning, StopsATrialWhoseMemoryPassesTheBudget) {
   TrainingRunnerOptions settings = options();
   settings.use_cgroups = cgroups;
   TrainingRunner runner(settings);
-  if (cgroups && runner.isolation() == "proc") {
-    const std::string why = "no cgroup for trials here: " + runner.isolation_problem();
-    if (std::getenv("CI") != nullptr && std::string(std::getenv("CI")) == "true") FAIL() << why;
-    GTEST_SKIP() << why;
-  }
+  if (cgroups && runner.isolation() == "proc")
+    MEMSWEEP_SKIP_OR_FAIL_IN_CI("no cgroup for trials here: " + runner.isolation_problem());
   const TrialSpec trial = synthetic_trial({64}, 4);
   RecordingSink warm_up;
   const TrialRow first = runner.run(trial, plain_context(), warm_up).row;

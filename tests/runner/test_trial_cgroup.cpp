@@ -4,7 +4,7 @@
 
 #include "runner/cgroup_files.hpp"
 #include "runner/trial_cgroup.hpp"
-#include "support/real_datasets.hpp"
+#include "support/skip_or_fail.hpp"
 #include "support/temp_dir.hpp"
 
 #include <fcntl.h>
@@ -451,16 +451,12 @@ TEST(CreateFake, AGroupThatCannotBeMadeThrowsNamingIt) {
 
 // ---- this machine's memory controller ----
 
-// Binds `var` to this machine's TrialCgroups, or ends the test: FAIL in CI
-// (where a skip would hide that nothing was tested), else a loud skip.
-#define REAL_CGROUPS_OR_SKIP(var)                                                                 \
-  const TrialCgroups var = TrialCgroups::detect();                                                \
-  if (var.isolation() == Isolation::proc) {                                                       \
-    const std::string why = "no memory cgroup can be made on this node: " + var.problem();        \
-    if (::memsweep::testing::running_in_ci()) FAIL() << why << " (CI=true: this fails the test)"; \
-    std::cerr << "\n*** SKIPPED: " << why << " ***\n" << std::endl;                               \
-    GTEST_SKIP() << why;                                                                          \
-  }                                                                                               \
+// Binds `var` to this machine's TrialCgroups, or ends the test
+// (MEMSWEEP_SKIP_OR_FAIL_IN_CI).
+#define REAL_CGROUPS_OR_SKIP(var)                                                               \
+  const TrialCgroups var = TrialCgroups::detect();                                              \
+  if (var.isolation() == Isolation::proc)                                                       \
+    MEMSWEEP_SKIP_OR_FAIL_IN_CI("no memory cgroup can be made on this node: " + var.problem()); \
   std::cout << "[ cgroups  ] " << isolation_name(var.isolation()) << " under " << var.parent() << std::endl
 
 constexpr int kChildCouldNotJoin = 90;

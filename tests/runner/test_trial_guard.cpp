@@ -6,6 +6,7 @@
 
 #include "support/background_process.hpp"
 #include "support/cgroups.hpp"
+#include "support/skip_or_fail.hpp"
 
 #include <gtest/gtest.h>
 
@@ -165,11 +166,8 @@ TEST(TrialGuard, LeavesAReleasedTrialAlone) {
 // and removes it; a group named as a live process's is not touched.
 TEST(TrialGuard, RemovesTheGroupsOfItsDeadRankItWasNotToldOf) {
   const std::optional<std::filesystem::path> parent = memsweep::testing::own_memory_group();
-  if (!parent || ::access(parent->c_str(), W_OK) != 0) {
-    if (std::getenv("CI") != nullptr && std::string(std::getenv("CI")) == "true")
-      FAIL() << "CI runs as root with a memory cgroup; found none writable";
-    GTEST_SKIP() << "NOT RUN: no writable memory cgroup here (needs root)";
-  }
+  if (!parent || ::access(parent->c_str(), W_OK) != 0)
+    MEMSWEEP_SKIP_OR_FAIL_IN_CI("no writable memory cgroup here (needs root, as CI runs)");
   const std::string mark = "untold-" + std::to_string(::getpid());
   const std::filesystem::path live_group = *parent / ("memsweep-" + std::to_string(::getpid()) + "-trial-424242");
   ASSERT_EQ(::mkdir(live_group.c_str(), 0755), 0) << live_group;

@@ -11,11 +11,6 @@ std::filesystem::path real_datasets_root() {
   return MEMSWEEP_TEST_DATASETS;
 }
 
-bool running_in_ci() {
-  const char* ci = std::getenv("CI");
-  return ci != nullptr && std::string_view(ci) == "true";
-}
-
 RealDatasetLookup find_real_dataset(std::string_view subfolder) {
   const std::filesystem::path root = real_datasets_root();
   const std::filesystem::path folder = root / subfolder;
