@@ -8,9 +8,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -194,9 +202,12 @@ TEST(ProgramField, AGridMayCombineCommandsAndARandomSearchMayChooseThem) {
 
 // ---------------------------------------------------------------- placeholders
 
-TEST(Placeholders, FillWholeElementsAndPartsOfThem) {
-  const TrialSpec& t = only_trial(parse_sweep(R"([sweep]
+// Every field below has a value no other placeholder's can have, so that a
+// name filled from the wrong field shows; two repeats, so that the second's
+// {seed} is a derived seed and its {repeat} not the default.
+constexpr const char* kDistinctFields = R"([sweep]
 seed = 5
+repeats = 2
 [[trial]]
 dataset = "synthetic"
 synthetic = { shape = [3, 16, 12], classes = 4, train_size = 100, test_size = 20, noise = 0.25 }
@@ -211,6 +222,12 @@ epsilon = 1e-7
 momentum = 0.5
 epochs = 2
 batch_size = 64
+memory_plan = "recompute"
+recompute_every = 9
+)";
+
+TEST(Placeholders, FillWholeElementsAndPartsOfThem) {
+  const SweepSpec sweep = parse_sweep(std::string(kDistinctFields) + R"(
 program = ["./train", "--dataset={dataset}", "{model}", "--channels", "{channels}", "--hidden={hidden}",
            "{optimizer}:{learning_rate}:{momentum}:{beta1}:{beta2}:{epsilon}", "{epochs}x{batch_size}",
            "--seed={seed}", "--shape={synthetic.shape}",
@@ -218,7 +235,8 @@ program = ["./train", "--dataset={dataset}", "{model}", "--channels", "{channels
            "{trial_id}", "r{repeat}", "{data_dir}", "{threads}", "{max_train_examples}", "{max_test_examples}",
            "a{attempt}"]
 )",
-                                              "p.toml"));
+                                      "p.toml");
+  const TrialSpec& t = sweep.trials.at(0);
   ProgramRunValues values{"/data/synthetic", 4, 1000, 200, 2};
   EXPECT_THAT(argv_of(t, values),
               ElementsAre("./train", "--dataset=synthetic", "cnn", "--channels", "16,32", "--hidden=128,64",
@@ -252,38 +270,104 @@ TEST(Placeholders, SeedIsTheRepeatsTrainingSeed) {
   EXPECT_NE(sweep.trials[1].training_seed(), 9u);
 }
 
-TEST(Placeholders, BuiltinNamesAreSortedAndComplete) {
+std::string comma_separated(const std::vector<int>& values) { return fmt::format("{}", fmt::join(values, ",")); }
+
+// What {name} stands for, read from the trial and the run, not from
+// program_invocation: nullopt for a name this test does not know, which
+// fails it until the new name's value is checked here too.
+std::optional<std::string> value_of(const TrialSpec& t, const ProgramRunValues& run, std::string_view name) {
+  const SyntheticSpec& s = t.dataset.synthetic;
+  // Numbers as docs/sweep-file.md writes them: the shortest text that reads back.
+  const auto number = [](double value) { return fmt::format("{}", value); };
+  const std::map<std::string_view, std::string> values{
+      {"dataset", std::string(dataset_name(t.dataset.kind))},
+      {"model", std::string(model_name(t.model))},
+      {"channels", comma_separated(t.channels)},
+      {"optimizer", std::string(optimizer_name(t.optimizer.kind))},
+      {"momentum", number(t.optimizer.momentum)},
+      {"beta1", number(t.optimizer.beta1)},
+      {"beta2", number(t.optimizer.beta2)},
+      {"epsilon", number(t.optimizer.epsilon)},
+      {"learning_rate", number(t.learning_rate)},
+      {"epochs", std::to_string(t.epochs)},
+      {"batch_size", std::to_string(t.batch_size)},
+      {"hidden", comma_separated(t.hidden)},
+      {"memory_plan", std::string(memory_plan_name(t.memory_plan))},
+      {"recompute_every", std::to_string(t.recompute_every)},
+      {"seed", std::to_string(t.training_seed())},
+      {"synthetic.shape", comma_separated({s.shape.channels, s.shape.height, s.shape.width})},
+      {"synthetic.classes", std::to_string(s.classes)},
+      {"synthetic.train_size", std::to_string(s.train_size)},
+      {"synthetic.test_size", std::to_string(s.test_size)},
+      {"synthetic.noise", number(s.noise)},
+      {"trial_id", t.id},
+      {"repeat", std::to_string(t.repeat)},
+      {"attempt", std::to_string(run.attempt)},
+      {"data_dir", run.data_dir},
+      {"threads", std::to_string(run.threads)},
+      {"max_train_examples", std::to_string(run.max_train_examples)},
+      {"max_test_examples", std::to_string(run.max_test_examples)},
+  };
+  const auto found = values.find(name);
+  if (found == values.end()) return std::nullopt;
+  return found->second;
+}
+
+// The list is what the parser accepts and what program_invocation must
+// fill: a name it holds but fills from the wrong field, or not at all, fails
+// here, whatever the list's length.
+TEST(Placeholders, EveryBuiltinNameIsAcceptedAndFilledWithItsOwnValue) {
   const std::vector<std::string> names = builtin_placeholder_names();
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
-  for (const char* name : {"dataset",
-                           "model",
-                           "channels",
-                           "optimizer",
-                           "momentum",
-                           "beta1",
-                           "beta2",
-                           "epsilon",
-                           "learning_rate",
-                           "epochs",
-                           "batch_size",
-                           "hidden",
-                           "memory_plan",
-                           "recompute_every",
-                           "seed",
-                           "synthetic.shape",
-                           "synthetic.classes",
-                           "synthetic.train_size",
-                           "synthetic.test_size",
-                           "synthetic.noise",
-                           "trial_id",
-                           "repeat",
-                           "attempt",
-                           "data_dir",
-                           "threads",
-                           "max_train_examples",
-                           "max_test_examples"})
-    EXPECT_THAT(names, ::testing::Contains(name));
-  EXPECT_EQ(names.size(), 27u);
+  std::string command = "program = [\"./train\"";
+  for (const std::string& name : names) command += ", \"{" + name + "}\"";
+  command += "]\n";
+  const SweepSpec sweep = parse_sweep(std::string(kDistinctFields) + command, "p.toml");
+  ASSERT_EQ(sweep.trials.size(), 2u);
+  const TrialSpec& t = sweep.trials[1];
+  const ProgramRunValues run{"/data/synthetic", 6, 1000, 200, 7};
+
+  const std::vector<std::string> argv = argv_of(t, run);
+  ASSERT_EQ(argv.size(), names.size() + 1);
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::optional<std::string> expected = value_of(t, run, names[i]);
+    ASSERT_TRUE(expected.has_value()) << "{" << names[i] << "}: a name this test has no value for";
+    EXPECT_EQ(argv[i + 1], *expected) << "{" << names[i] << "}";
+    EXPECT_TRUE(seen.insert(*expected).second)
+        << "{" << names[i] << "}'s value " << *expected << " is another placeholder's too: a swap could pass unseen";
+  }
+}
+
+// docs/sweep-file.md's table of placeholders: the `{name}`s of its first
+// column (but `{NAME}`, a trial's params), from the header row to the end
+// of the table.
+std::set<std::string> documented_placeholders() {
+  std::ifstream doc(std::string(MEMSWEEP_SOURCE_DIR) + "/docs/sweep-file.md");
+  std::set<std::string> names;
+  bool in_table = false;
+  for (std::string line; std::getline(doc, line);) {
+    if (line.starts_with("| placeholder |")) {
+      in_table = true;
+      continue;
+    }
+    if (!in_table) continue;
+    if (!line.starts_with("|")) break;
+    const std::string first_cell = line.substr(0, line.find('|', 1));
+    static const std::regex kPlaceholder(R"(`\{([a-z0-9_.]+)\}`)");
+    for (std::sregex_iterator it(first_cell.begin(), first_cell.end(), kPlaceholder), end; it != end; ++it)
+      names.insert((*it)[1].str());
+  }
+  return names;
+}
+
+// A name the code knows but the page does not tell the user of, or one the
+// page promises but a sweep file is refused.
+TEST(Placeholders, TheSweepFilePageDocumentsExactlyTheBuiltinNames) {
+  const std::vector<std::string> names = builtin_placeholder_names();
+  const std::set<std::string> documented = documented_placeholders();
+  ASSERT_FALSE(documented.empty()) << "no placeholder table found in docs/sweep-file.md";
+  EXPECT_EQ(documented, std::set<std::string>(names.begin(), names.end()));
 }
 
 // ---------------------------------------------------------------- params
