@@ -1,23 +1,31 @@
 #!/usr/bin/env bash
-# Installs every Debian package memsweep builds, tests and runs with.
+# Installs the Debian packages memsweep needs. `--run`: only what building
+# and running memsweep needs (the run command, ci/run-default.sh); without
+# it, everything the tests, sanitizers, fuzzers, analysis and job-script
+# tests use as well (the test command).
 # Idempotent and non-interactive: packages already present are not touched,
 # and `apt-get update` runs once, only when something is missing.
 set -euo pipefail
 
-packages=(
+run_packages=(
   # toolchain
-  build-essential cmake pkg-config git
+  build-essential cmake pkg-config
   # C++ libraries the modules link
   libopenmpi-dev openmpi-bin          # MPI: the sweep's ranks
-  libhdf5-dev hdf5-tools              # HDF5 1.10 serial: the results file, h5dump
+  libhdf5-dev                         # HDF5 1.10 serial: the results file
   libdnnl-dev                         # oneDNN 2.6: the trainer
   ocl-icd-opencl-dev opencl-c-headers # Debian builds oneDNN with OpenCL: its CMake config looks for it
-  libpapi-dev papi-tools              # PAPI 7: the sampler's counters
+  libpapi-dev                         # PAPI 7: the sampler's counters
   libpfm4-dev                         # libpfm4: encodes PAPI's events for perf_event (the sampler)
   zlib1g-dev                          # .gz datasets
   libncurses-dev                      # ncursesw: memsweep watch's full-screen view
   libtoml11-dev libcli11-dev libfmt-dev
   nlohmann-json3-dev                  # memsweep events --json
+)
+test_packages=(
+  git
+  hdf5-tools                          # h5dump: the tests read the results file with it
+  papi-tools                          # papi_avail, which the counters' messages point to (docs/sampler.md)
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format                        # the style check of ci/test.sh
   clang libclang-rt-14-dev            # libFuzzer with ASan and UBSan: ci/fuzz.sh
@@ -30,6 +38,12 @@ packages=(
   # a terminal for the full-screen watch test
   tmux
 )
+
+case "${1-}" in
+  --run) packages=("${run_packages[@]}") ;;
+  "") packages=("${run_packages[@]}" "${test_packages[@]}") ;;
+  *) echo "install-deps: unknown argument '$1' (expected --run or nothing)" >&2; exit 2 ;;
+esac
 
 missing=()
 for pkg in "${packages[@]}"; do

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# The run command (README.md): installs the Debian packages, builds, runs the
+# The run command (README.md): installs the Debian packages that building and
+# running memsweep needs, builds the memsweep executable alone, runs the
 # default sweep (jobs/examples/quickstart.toml: small MLPs on a synthetic
 # dataset) as an MPI job of three ranks — rank 0 writes, two train — and
 # prints its summary. The results go to results/quickstart.h5, replacing the
 # previous run's (this is a demonstration; `memsweep run` itself never
-# replaces a file without --force).
+# replaces a file without --force). The test command (ci/test.sh) installs
+# and builds everything else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash ci/install-deps.sh
-bash ci/build.sh
+bash ci/install-deps.sh --run
+bash ci/build.sh --run
 
 memsweep="${MEMSWEEP_BUILD_DIR:-build}/memsweep"
 mkdir -p results
