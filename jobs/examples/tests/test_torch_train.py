@@ -1,4 +1,5 @@
-"""Tests of jobs/examples/torch_train.py, the PyTorch reference trainer of program trials.
+"""Tests of jobs/examples/torch_train.py, the PyTorch reference trainer of program trials, and of the
+package beside it, memsweep_torch.
 
 Most tests run the script as a subprocess with this interpreter (Debian's /usr/bin/python3, which has
 torch), one thread each. Without torch they skip loudly, or fail when CI=true. The real datasets come
@@ -27,7 +28,16 @@ REPO = os.path.dirname(os.path.dirname(EXAMPLES))
 IN_CI = os.environ.get("CI") == "true"
 
 sys.path.insert(0, EXAMPLES)
-import torch_train  # noqa: E402  (numpy only at import; torch is imported when training)
+# The package beside the script; numpy only at import, torch is imported when training.
+import memsweep_torch.datasets  # noqa: E402
+from memsweep_torch.batches import epoch_order  # noqa: E402
+from memsweep_torch.cli import parse_args  # noqa: E402
+from memsweep_torch.datasets import (  # noqa: E402
+    CIFAR_RECORD, generate_synthetic, input_shape, load_cifar, load_dataset)
+from memsweep_torch.errors import InputError  # noqa: E402
+from memsweep_torch.models import (  # noqa: E402
+    build_model, checkpoint_segments, checkpointed_model, conv_blocks, memsweep_layers)
+from memsweep_torch.rng import Rng, mix_seed, stable_hash  # noqa: E402
 
 try:
     import torch
@@ -132,36 +142,36 @@ def fc_params(n_in, n_out):
 
 
 def test_mt19937_64_gives_the_standards_10000th_value():
-    assert int(torch_train.Rng(5489).next(10000)[-1]) == 9981545732273789042
+    assert int(Rng(5489).next(10000)[-1]) == 9981545732273789042
 
 
 def test_mt19937_64_blocks_and_single_draws_agree():
-    rng = torch_train.Rng(7)
+    rng = Rng(7)
     singles = [int(rng.next(1)[0]) for _ in range(400)] + rng.next(700).tolist()
-    assert torch_train.Rng(7).next(1100).tolist() == singles
+    assert Rng(7).next(1100).tolist() == singles
 
 
 def test_fnv1a_and_mix_seed():
-    assert torch_train.stable_hash("") == 0xCBF29CE484222325
-    assert torch_train.stable_hash("a") == 0xAF63DC4C8601EC8C
-    assert torch_train.stable_hash("foobar") == 0x85944171F73967E8
-    assert len({torch_train.mix_seed(7, s) for s in range(1000)}) == 1000
+    assert stable_hash("") == 0xCBF29CE484222325
+    assert stable_hash("a") == 0xAF63DC4C8601EC8C
+    assert stable_hash("foobar") == 0x85944171F73967E8
+    assert len({mix_seed(7, s) for s in range(1000)}) == 1000
 
 
 def test_epoch_order_is_a_seeded_permutation():
-    order = torch_train.epoch_order(103, 42, 0)
+    order = epoch_order(103, 42, 0)
     assert sorted(order) == list(range(103))
-    assert order == torch_train.epoch_order(103, 42, 0)
-    assert order != torch_train.epoch_order(103, 42, 1)
+    assert order == epoch_order(103, 42, 0)
+    assert order != epoch_order(103, 42, 1)
 
 
 @pytest.mark.parametrize("noise", [0.0, 0.7])
 def test_synthetic_vectorised_generator_equals_the_value_by_value_loop(monkeypatch, noise):
     # Odd pixel count (the Box-Muller spare crosses examples) and chunks that cut through examples.
-    monkeypatch.setattr(torch_train, "SYNTHETIC_CHUNK_VALUES", 40)
+    monkeypatch.setattr(memsweep_torch.datasets, "SYNTHETIC_CHUNK_VALUES", 40)
     spec = dict(pixels=15, classes=4, train_size=23, test_size=9, noise=noise, seed=5)
-    fast = torch_train.generate_synthetic(spec)
-    slow = torch_train.generate_synthetic(spec, force_slow=True)
+    fast = generate_synthetic(spec)
+    slow = generate_synthetic(spec, force_slow=True)
     for (fast_x, fast_y), (slow_x, slow_y) in zip(fast, slow):
         assert np.array_equal(fast_x, slow_x) and np.array_equal(fast_y, slow_y)
         assert fast_x.dtype == np.float32 and fast_x.min() >= 0.0 and fast_x.max() <= 1.0
@@ -172,7 +182,7 @@ def test_synthetic_vectorised_generator_equals_the_value_by_value_loop(monkeypat
 
 def test_cifar10_subset_is_read_as_memsweep_reads_it():
     folder = real_dataset("cifar-10")
-    (train_x, train_y), (test_x, test_y) = torch_train.load_cifar(folder)
+    (train_x, train_y), (test_x, test_y) = load_cifar(folder)
     # The shared subset (its README): 4,000 + 1,000 records, known first labels and pixels.
     assert train_x.shape == (4000, 3, 32, 32) and train_x.dtype == np.float32
     assert test_x.shape == (1000, 3, 32, 32)
@@ -185,7 +195,7 @@ def test_cifar10_subset_is_read_as_memsweep_reads_it():
 
 def cifar_records(labels):
     rng = np.random.default_rng(0)
-    records = rng.integers(0, 256, size=(len(labels), torch_train.CIFAR_RECORD), dtype=np.uint8)
+    records = rng.integers(0, 256, size=(len(labels), CIFAR_RECORD), dtype=np.uint8)
     records[:, 0] = labels
     return records.tobytes()
 
@@ -194,12 +204,12 @@ def test_cifar10_batches_raw_or_gzipped_consecutively(tmp_path):
     (tmp_path / "data_batch_1.bin").write_bytes(cifar_records([1, 2]))
     (tmp_path / "data_batch_2.bin.gz").write_bytes(gzip.compress(cifar_records([3])))
     (tmp_path / "test_batch.bin").write_bytes(cifar_records([4, 5, 6]))
-    (train_x, train_y), (test_x, test_y) = torch_train.load_cifar(str(tmp_path))
+    (train_x, train_y), (test_x, test_y) = load_cifar(str(tmp_path))
     assert train_y.tolist() == [1, 2, 3] and test_y.tolist() == [4, 5, 6]
     assert train_x.shape == (3, 3, 32, 32)
     (tmp_path / "data_batch_4.bin").write_bytes(cifar_records([7]))  # a gap: batch 3 is missing
-    with pytest.raises(torch_train.InputError, match="data_batch_3.bin"):
-        torch_train.load_cifar(str(tmp_path))
+    with pytest.raises(InputError, match="data_batch_3.bin"):
+        load_cifar(str(tmp_path))
 
 
 def test_cifar10_trains_on_a_few_hundred_examples(needs_torch, tmp_path):
@@ -416,10 +426,9 @@ def test_device_cuda_writes_pytorchs_peaks_after_each_epoch(needs_torch, tmp_pat
 def test_layers_are_counted_as_memsweep_counts_them(needs_torch, model_args, layers):
     import torch
 
-    args = torch_train.parse_args(synthetic("3,32,32", 8, 8, *model_args))
-    model = torch_train.build_model(torch, torch_train.input_shape(args), torch_train.conv_blocks(args),
-                                    args.hidden, 10, 0)
-    assert len(torch_train.memsweep_layers(model)) == layers
+    args = parse_args(synthetic("3,32,32", 8, 8, *model_args))
+    model = build_model(torch, input_shape(args), conv_blocks(args), args.hidden, 10, 0)
+    assert len(memsweep_layers(model)) == layers
 
 
 @pytest.mark.parametrize("layers, every, segments", [
@@ -431,21 +440,21 @@ def test_layers_are_counted_as_memsweep_counts_them(needs_torch, model_args, lay
     (10, 20, [(0, 10)]),  # one segment, the last: nothing recomputed
 ])
 def test_checkpoint_segments(layers, every, segments):
-    assert torch_train.checkpoint_segments(layers, every) == segments
+    assert checkpoint_segments(layers, every) == segments
 
 
 def test_checkpointed_model_gives_the_same_loss_and_gradients_bit_for_bit(needs_torch):
     import torch
     import torch.nn.functional as F
 
-    args = torch_train.parse_args(synthetic("3,32,32", 8, 8, "--model", "alexnet", "--hidden", "16"))
-    (images, labels), _ = torch_train.load_dataset(args)
+    args = parse_args(synthetic("3,32,32", 8, 8, "--model", "alexnet", "--hidden", "16"))
+    (images, labels), _ = load_dataset(args)
     x, y = torch.from_numpy(images[:8]), torch.from_numpy(labels[:8]).long()
 
     def loss_and_gradients(every):
-        model = torch_train.build_model(torch, (3, 32, 32), torch_train.conv_blocks(args), [16], 10, 5)
+        model = build_model(torch, (3, 32, 32), conv_blocks(args), [16], 10, 5)
         if every is not None:
-            model = torch_train.checkpointed_model(torch, model, every)
+            model = checkpointed_model(torch, model, every)
         loss = F.nll_loss(F.log_softmax(model(x), dim=1), y)
         loss.backward()
         return loss.detach(), [p.grad for p in model.parameters()]
