@@ -16,6 +16,7 @@ import sys
 import pytest
 
 from memsweep_analysis import load
+from memsweep_analysis.tables import plan_text
 from real_memsweep import REPO, memsweep_binary, torch_or_skip
 
 EXAMPLES = os.path.join(REPO, "jobs", "examples")
@@ -69,9 +70,7 @@ def study(tmp_path_factory):
 
 
 def plan_of(row):
-    if row["memory_plan"] != "recompute":
-        return row["memory_plan"]
-    return "recompute" if row["recompute_every"] == 0 else f"recompute:{row['recompute_every']}"
+    return plan_text(str(row["memory_plan"]), row["recompute_every"])
 
 
 def test_each_plan_is_a_trial_of_its_own_in_both_trainers(study):

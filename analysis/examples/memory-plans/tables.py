@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from memsweep_analysis.load import load
+from memsweep_analysis.tables import plan_text
 
 MIB = 1024.0 * 1024.0
 TRAIN_EXAMPLES = 512  # memory-plans.toml's synthetic train_size
@@ -25,9 +26,7 @@ MODEL_ORDER = ["alexnet", "cnn", "mlp"]
 
 
 def plan_label(row):
-    if row["memory_plan"] != "recompute":
-        return row["memory_plan"]
-    return "recompute" if int(row["recompute_every"]) == 0 else f"recompute:{int(row['recompute_every'])}"
+    return plan_text(str(row["memory_plan"]), row["recompute_every"])
 
 
 def trial_table(results):
