@@ -14,7 +14,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build}
+build=$(realpath -m "${1:-$root/build}")  # absolute: the sweep runs in a directory of its own
 python=${PYTHON:-/usr/bin/python3}
 batches=${GPU_CHECK_BATCHES:-64 1024 8192}
 device=${GPU_CHECK_DEVICE:-cuda}
