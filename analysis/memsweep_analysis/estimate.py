@@ -2,12 +2,14 @@
 
 - `estimate_errors(trials)`: per ok trial, error = predicted - footprint
   (bytes; negative: the estimate is short) and ratio = footprint / predicted.
-- `estimate_components(results)`: the parts of `memsweep estimate` (parameters,
-  gradients, activations, ...) beside each trial's measured footprint. It
-  runs the binary on the sweep file kept in the results file (`sweep_text`):
-  $MEMSWEEP, else $MEMSWEEP_EXECUTABLE, else `memsweep` on PATH. Without one,
-  or when it fails, the components are left out and `frame.attrs["notes"]`
-  says why.
+- `estimate_components(results)`: the parts of the estimate (parameters,
+  gradients, activations, ...) beside each trial's measured footprint. A file
+  of schema 10 records each trial's parts as its run estimated them (/trials'
+  `estimate_*` columns): they are read from it. For an older file it runs
+  `memsweep estimate` on the sweep file kept in the results file
+  (`sweep_text`): $MEMSWEEP, else $MEMSWEEP_EXECUTABLE, else `memsweep` on
+  PATH. Without one, or when it fails, that file's components are left out
+  and `frame.attrs["notes"]` says why.
 - `calibrate(trials)`: per (dataset, host), the least-squares line
   footprint = a + b * predicted over the ok trials (every repeat a point);
   `save_calibration(fits, path)` writes it as JSON for `memsweep plan`
@@ -132,26 +134,70 @@ COMPONENT_COLUMNS = ["file", "dataset", "trial_id", "attempt", "config", "part",
                      "predicted_bytes", "share_of_footprint"]
 
 
+# The part that is the estimate's sum, and the one outside the footprint, as `memsweep estimate` prints them.
+TOTAL_PART = "total"
+RESIDENT_DATASET_PART = "resident dataset"
+
+
+def _component_row(path, trial, part, bytes_, where):
+    return {"file": path, "dataset": trial["dataset"], "trial_id": trial["trial_id"], "attempt": trial["attempt"],
+            "config": trial["config"], "part": part, "bytes": bytes_, "where": where,
+            "rss_footprint": trial["rss_footprint"], "predicted_bytes": trial["predicted_bytes"],
+            "share_of_footprint": bytes_ / trial["rss_footprint"] if trial["rss_footprint"] else math.nan}
+
+
+def _recorded_components(path, trials, labels):
+    """Rows of the parts the run recorded (schema 10), in the file's column order, then "total" (the
+    predicted_bytes they add up to) and the resident dataset; [] for a trial that recorded none."""
+    rows = []
+    footprint_parts = [c for c in labels if labels[c] != RESIDENT_DATASET_PART]
+    dataset_parts = [c for c in labels if labels[c] == RESIDENT_DATASET_PART]
+    for trial in trials.to_dict("records"):
+        parts = [(labels[c], trial.get(c)) for c in footprint_parts]
+        parts = [(name, value) for name, value in parts if value is not None and not pd.isna(value)]
+        if not parts:
+            continue
+        parts.append((TOTAL_PART, trial["predicted_bytes"]))
+        parts += [(labels[c], trial.get(c)) for c in dataset_parts
+                  if trial.get(c) is not None and not pd.isna(trial.get(c))]
+        rows += [_component_row(path, trial, name, int(value), "recorded by the run") for name, value in parts]
+    return rows
+
+
 def estimate_components(results, trial_ids=None, memsweep=None):
-    """Long table: one row per (ok trial, part of `memsweep estimate`), with the trial's measured footprint.
+    """Long table: one row per (ok trial, part of its estimate), with the trial's measured footprint.
 
     `share_of_footprint` = the part's bytes / the footprint. The parts include
-    "total" (the estimate's sum) and "resident dataset" (outside the
-    footprint), as the command prints them. A repeat is matched to the
-    estimate of its configuration (the command prints each shape once).
+    "total" (the estimate's sum: predicted_bytes) and "resident dataset"
+    (outside the footprint), as `memsweep estimate` prints them. A file of
+    schema 10 gives each trial's parts as its run recorded them (`where`:
+    "recorded by the run"); an older file's come from `memsweep estimate`
+    today, a repeat matched to the estimate of its configuration (the
+    command prints each shape once).
     """
     notes = []
     trials = measured(results)
     if trial_ids is not None:
         trials = trials[trials["trial_id"].isin(list(trial_ids))]
-    binary = find_memsweep(memsweep)
     rows = []
-    if binary is None:
-        notes.append("components left out: no memsweep binary ($MEMSWEEP, $MEMSWEEP_EXECUTABLE, or memsweep on "
-                      "PATH)")
-    elif not trials.empty:
-        files = results.files
-        for path, mine in trials.groupby("file", sort=False):
+    files = results.files
+    older = []
+    for path, mine in trials.groupby("file", sort=False):
+        labels = files[files["path"] == path].iloc[0].get("estimate_parts") or {}
+        if labels:
+            recorded = _recorded_components(path, mine, labels)
+            missing = mine["trial_id"].nunique() - len({r["trial_id"] for r in recorded})
+            if missing:
+                notes.append(f"{path}: {missing} trial(s) recorded no estimate parts")
+            rows += recorded
+        else:
+            older.append((path, mine))
+    binary = find_memsweep(memsweep) if older else None
+    if older and binary is None:
+        notes.append("components of files before schema 10 left out: no memsweep binary ($MEMSWEEP, "
+                     "$MEMSWEEP_EXECUTABLE, or memsweep on PATH)")
+    elif older:
+        for path, mine in older:
             attrs = files[files["path"] == path].iloc[0]
             try:
                 estimates = _estimates_for_file(binary, attrs, mine, trial_ids)
@@ -172,17 +218,11 @@ def estimate_components(results, trial_ids=None, memsweep=None):
                     if parts is None:
                         missing += 1
                         continue
-                    for part in parts:
-                        rows.append({"file": path, "dataset": trial["dataset"], "trial_id": trial["trial_id"],
-                                     "attempt": trial["attempt"], "config": trial["config"], "part": part["part"],
-                                     "bytes": part["bytes"], "where": part["where"],
-                                     "rss_footprint": trial["rss_footprint"],
-                                     "predicted_bytes": trial["predicted_bytes"],
-                                     "share_of_footprint": part["bytes"] / trial["rss_footprint"]
-                                     if trial["rss_footprint"] else math.nan})
+                    rows += [_component_row(path, trial, part["part"], part["bytes"], part["where"])
+                             for part in parts]
             if missing:
                 notes.append(f"{path}: memsweep estimate printed nothing for {missing} trial(s)")
-            differ = sum(1 for r in rows if r["file"] == path and r["part"] == "total"
+            differ = sum(1 for r in rows if r["file"] == path and r["part"] == TOTAL_PART
                          and r["bytes"] != r["predicted_bytes"])
             if differ:
                 notes.append(f"{path}: for {differ} trial(s) memsweep estimate's total is not the predicted_bytes "

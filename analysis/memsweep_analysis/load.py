@@ -1,7 +1,7 @@
-"""Read memsweep results files (docs/results-file.md, schemas 1 to 9) into pandas DataFrames.
+"""Read memsweep results files (docs/results-file.md, schemas 1 to 10) into pandas DataFrames.
 
 `load(*paths)` checks every file at once (an HDF5 file, `format` = "memsweep",
-`schema_version` 1 to 9, the four tables present, and /messages from schema 5) and reads only its root
+`schema_version` 1 to 10, the four tables present, and /messages from schema 5) and reads only its root
 attributes; each table is read from every file the first time its property
 is used, then kept. `load(big).trials` never touches /samples, and
 `samples_for(ids)` reads the samples of a few trials without converting the
@@ -46,8 +46,10 @@ FORMAT = "memsweep"
 # schema 5 the /messages table (messages whole); schema 6 the /searches table and the /trials columns of
 # TRIAL_COLUMNS_OF_SCHEMA_6; schema 7 GPU memory: the /trials columns of TRIAL_COLUMNS_OF_SCHEMA_7 and the /samples
 # ones of SAMPLE_COLUMNS_OF_SCHEMA_7 (include/memsweep/gpu_columns.hpp declares them); schema 8 the trainer's memory
-# plan: the /trials columns of TRIAL_COLUMNS_OF_SCHEMA_8; schema 9 /runs' trial_process_cost (RUN_COLUMNS_OF_SCHEMA_9).
-SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
+# plan: the /trials columns of TRIAL_COLUMNS_OF_SCHEMA_8; schema 9 /runs' trial_process_cost (RUN_COLUMNS_OF_SCHEMA_9);
+# schema 10 what the analysis reads instead of working it out: /trials' parameters (TRIAL_COLUMNS_OF_SCHEMA_10) and
+# estimate parts (ESTIMATE_PREFIX), and the root attribute final_statuses.
+SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 SCHEMA_VERSION = SCHEMA_VERSIONS[-1]
 TABLES = ("trials", "samples", "epochs", "runs")
 MESSAGES_TABLE = "messages"
@@ -57,23 +59,21 @@ FIRST_SCHEMA_WITH_MESSAGES = 5
 SEARCHES_TABLE = "searches"
 MESSAGE_COLUMNS = ("trial_id", "attempt", "run", "piece", "text")
 
-# Statuses whose row is the trial's result: is_final in src/results/rows.cpp (include/memsweep/results.hpp), so
-# that the analysis counts the rows memsweep summary and a resume count. `interrupted` and `killed` are not: a
-# resume may run such a trial again (killed: per --retry-killed), and its row keeps only the peak at which it
-# stopped. A trial with no final row stands by its last one (standing_rows), as in memsweep summary.
+# Statuses whose row is the trial's result, so that the analysis counts the rows memsweep summary and a resume
+# count. A file of schema 10 says which they are (its root attribute final_statuses, from is_final in
+# src/results/rows.cpp); these are the ones of the memsweep that wrote older files (file_final_statuses).
+# `interrupted` and `killed` are not final: a resume may run such a trial again (killed: per --retry-killed), and its
+# row keeps only the peak at which it stopped. A trial with no final row stands by its last one (standing_rows), as
+# in memsweep summary.
 FINAL_STATUSES = ("ok", "failed", "diverged", "over_budget", "timeout")
+FINAL_STATUSES_ATTRIBUTE = "final_statuses"
 
-# Input pixels and classes of the real datasets (src/dataset): the MLP head's
-# first and last layer sizes.
-DATASET_SHAPES = {"mnist": ((1, 28, 28), 10), "fashion-mnist": ((1, 28, 28), 10), "cifar-10": ((3, 32, 32), 10)}
 # Published training split sizes (what memsweep loads when the files are complete).
 PUBLISHED_TRAIN_EXAMPLES = {"mnist": 60000, "fashion-mnist": 60000, "cifar-10": 50000}
 # /runs' limits on examples (schema 5 on) and the options that set them. A resume not given such an option
 # inherits the run before's limit (src/results/run_record.cpp), so its command line does not show it: only a file
 # older than the columns has nothing but the command line to read them from.
 RUN_LIMITS = {"max_train_examples": "--max-train-examples", "max_test_examples": "--max-test-examples"}
-# model = "alexnet": (out_channels, pooled) per block, src/common/model_spec.cpp.
-ALEXNET_BLOCKS = ((64, True), (192, True), (384, False), (256, False), (256, True))
 
 # Result columns that are floats with -1 for "not measured" besides those of unit bytes/events.
 MISSING_AS_MINUS_ONE = ("final_train_loss", "test_accuracy", "start_seconds")
@@ -105,8 +105,15 @@ KEEP_PLAN = "keep"
 TRIAL_COLUMNS_OF_SCHEMA_8 = {"memory_plan": KEEP_PLAN, "recompute_every": 0}
 # What the run's predictions added for a fresh trial process (schema 9); an older file's runs did not add it.
 RUN_COLUMNS_OF_SCHEMA_9 = {"trial_process_cost": ""}
+# The model's weights and biases as memsweep counted them (schema 10; -1 in a file where it could not, NaN here).
+# An older file does not say: NaN, not worked out again here.
+TRIAL_COLUMNS_OF_SCHEMA_10 = {"parameters": math.nan}
+# /trials' columns of the estimate's parts (schema 10): `estimate_<part>`, bytes (-1 in a file: not a part of the
+# trial's estimate), each labelled with the part's name by the attribute `label:<column>` (files' `estimate_parts`).
+ESTIMATE_PREFIX = "estimate_"
+LABEL_PREFIX = "label:"
 ADDED_COLUMNS = {"trials": {**TRIAL_COLUMNS_OF_SCHEMA_3, **TRIAL_COLUMNS_OF_SCHEMA_4, **TRIAL_COLUMNS_OF_SCHEMA_6,
-                            **TRIAL_COLUMNS_OF_SCHEMA_7, **TRIAL_COLUMNS_OF_SCHEMA_8},
+                            **TRIAL_COLUMNS_OF_SCHEMA_7, **TRIAL_COLUMNS_OF_SCHEMA_8, **TRIAL_COLUMNS_OF_SCHEMA_10},
                  "samples": SAMPLE_COLUMNS_OF_SCHEMA_7, "searches": TRIAL_COLUMNS_OF_SCHEMA_8,
                  "runs": RUN_COLUMNS_OF_SCHEMA_9}
 
@@ -121,8 +128,8 @@ FILE_TRIAL_COLUMNS = (
     "trainer", "params", "processes", "rss_peak_hwm_sum", "process_peak_max", "bad_event_lines",
     "search", "probe", "axis_value", "search_limit", "full_run", "reported_oom",
     "gpu_peak", "gpu_devices", "gpu_peak_source", "torch_allocated_peak", "torch_reserved_peak",
-    "memory_plan", "recompute_every")
-DERIVED_TRIAL_COLUMNS = ("total_units", "max_width", "parameters", "final", "config", "run_command_line",
+    "memory_plan", "recompute_every", "parameters")
+DERIVED_TRIAL_COLUMNS = ("total_units", "max_width", "final", "config", "run_command_line",
                          *(f"run_{name}" for name in RUN_LIMITS),
                          "channels_text", "shape", "trial_number")
 # The fields a trial's configuration is made of that are names, not numbers: categorical columns, their
@@ -307,10 +314,25 @@ def _file_row(path, file):
     for name in ("hosts", "counter_columns", "events_requested", "event_notes", "counter_sources",
                  "counter_encodings"):
         row[name] = list(row.get(name) or [])
+    row[FINAL_STATUSES_ATTRIBUTE] = file_final_statuses(row.get(FINAL_STATUSES_ATTRIBUTE))
+    row["estimate_parts"] = estimate_part_labels(file["trials"])
     for table in TABLES:
         row[f"{table}_rows"] = int(file[table].shape[0])
     row[f"{SEARCHES_TABLE}_rows"] = int(file[SEARCHES_TABLE].shape[0]) if SEARCHES_TABLE in file else 0
     return row
+
+
+def file_final_statuses(attribute):
+    """The statuses a file calls final: its final_statuses attribute (schema 10), else FINAL_STATUSES."""
+    return tuple(attribute) if attribute is not None and len(attribute) else FINAL_STATUSES
+
+
+def estimate_part_labels(trials_dataset):
+    """{column: the estimate part's name} of /trials' estimate columns, in the table's column order (schema 10; {}
+    for an older file)."""
+    attrs = trials_dataset.attrs
+    return {name: _text(attrs[LABEL_PREFIX + name]) for name in trials_dataset.dtype.names
+            if name.startswith(ESTIMATE_PREFIX) and LABEL_PREFIX + name in attrs}
 
 
 class Results:
@@ -343,7 +365,8 @@ class Results:
     def trials(self):
         if "trials" not in self._cache:
             trials = self._read("trials")
-            self._cache["trials"] = trial_columns(trials, self._runs_for_trials())
+            finals = dict(zip(self._files["path"], self._files[FINAL_STATUSES_ATTRIBUTE]))
+            self._cache["trials"] = trial_columns(trials, self._runs_for_trials(), finals)
         return self._cache["trials"]
 
     @property
@@ -565,45 +588,6 @@ def synthetic_spec(definition):
         return None
 
 
-def input_shape(dataset, definition):
-    """((channels, height, width), classes) of a trial's dataset, or None when unknown."""
-    if dataset in DATASET_SHAPES:
-        return DATASET_SHAPES[dataset]
-    spec = synthetic_spec(definition)
-    if spec and len(spec["shape"]) == 3:
-        return spec["shape"], spec["classes"]
-    return None
-
-
-def parameter_count(model, dataset, definition, hidden, channels):
-    """Weights and biases of the whole network (src/common/model_spec.cpp): 3x3 convolutions with
-    padding 1 (size kept), a 2x2 pool halving (rounding down) where the block pools, then the dense
-    layers. NaN when the dataset's shape is unknown or the convolutions do not fit the input, and for a
-    program whose file sets neither model nor dataset (None: blank_program_fields)."""
-    if model is None or dataset is None or hidden is None:
-        return math.nan
-    shape = input_shape(dataset, definition)
-    if shape is None:
-        return math.nan
-    (depth_in, height, width), classes = shape
-    blocks = {"mlp": (), "cnn": tuple((c, True) for c in channels), "alexnet": ALEXNET_BLOCKS}.get(model)
-    if blocks is None:
-        return math.nan
-    count = 0
-    for out_channels, pooled in blocks:
-        count += depth_in * out_channels * 9 + out_channels
-        depth_in = out_channels
-        if pooled:
-            height, width = height // 2, width // 2
-    if height <= 0 or width <= 0:
-        return math.nan
-    size = depth_in * height * width
-    for layer in list(hidden) + [classes]:
-        count += size * layer + layer
-        size = layer
-    return count
-
-
 _WITHOUT_SEED_AND_REPEAT = re.compile(r";(seed|repeat)=[^;]*")
 
 
@@ -790,21 +774,24 @@ def run_limits(runs):
     return limits
 
 
-def trial_columns(trials, runs=None):
+def trial_columns(trials, runs=None, final_statuses=None):
     """Add the derived columns of /trials.
 
     hidden, channels (lists, padding dropped; hidden has `depth` widths),
-    total_units, max_width, parameters, final, config, run_command_line
+    total_units, max_width, final (the status is one its file calls final:
+    `final_statuses` {file: statuses}, FINAL_STATUSES for a file it does not
+    name), config, run_command_line
     (the command line of the trial's row of /runs, when `runs` is given) and
     run_max_train_examples, run_max_test_examples (that run's limits on
     examples, 0 for all or without `runs`: run_limits);
+    `parameters` is NaN where the file has -1 or none (schema 10's column);
     `trainer` becomes categorical (an empty cell: memsweep), `params` compact
     JSON ("{}" when none), and each params key gets a column of its own
     (param_series, param_column_names; the map in attrs["param_columns"]).
     """
     trials = trials.copy()
     for name, value in {**TRIAL_COLUMNS_OF_SCHEMA_4, **TRIAL_COLUMNS_OF_SCHEMA_6, **TRIAL_COLUMNS_OF_SCHEMA_7,
-                        **TRIAL_COLUMNS_OF_SCHEMA_8}.items():
+                        **TRIAL_COLUMNS_OF_SCHEMA_8, **TRIAL_COLUMNS_OF_SCHEMA_10}.items():
         if name not in trials.columns:  # a frame built by hand
             trials[name] = value
     trials["trainer"] = pd.Categorical([trainer_name(t) for t in trials["trainer"]])
@@ -829,10 +816,11 @@ def trial_columns(trials, runs=None):
     trials["channels"] = [[int(c) for c in row if c != 0] for row in trials["channels"]]
     trials["total_units"] = [math.nan if h is None else sum(h) for h in trials["hidden"]]
     trials["max_width"] = [math.nan if h is None else (max(h) if h else 0) for h in trials["hidden"]]
-    trials["parameters"] = [parameter_count(m, d, t, h, c) for m, d, t, h, c in
-                            zip(trials["model"], trials["dataset"], trials["definition"], trials["hidden"],
-                                trials["channels"])]
-    trials["final"] = trials["status"].isin(FINAL_STATUSES)
+    parameters = pd.to_numeric(trials["parameters"], errors="coerce").astype(float)
+    trials["parameters"] = parameters.where(parameters >= 0)
+    finals = final_statuses or {}
+    trials["final"] = [status in finals.get(path, FINAL_STATUSES) for path, status in
+                       zip(trials["file"] if "file" in trials.columns else [None] * len(trials), trials["status"])]
     trials["config"] = [config_key(row) for row in trials.to_dict("records")]
     if runs is not None and len(runs):
         lines = {(f, int(r)): c for f, r, c in zip(runs["file"], runs["run"], runs["command_line"])}
@@ -856,7 +844,8 @@ def standing_rows(trials):
     attempt (an interrupted or killed trial that was never run to a result); of equal attempts, the later row."""
     keyed = pd.DataFrame({"file": trials["file"].astype(str).to_numpy() if "file" in trials.columns else "",
                           "trial_id": trials["trial_id"].astype(str).to_numpy(),
-                          "final": trials["status"].astype(str).isin(FINAL_STATUSES).to_numpy(),
+                          "final": (trials["final"].to_numpy(dtype=bool) if "final" in trials.columns
+                                    else trials["status"].astype(str).isin(FINAL_STATUSES).to_numpy()),
                           "attempt": trials["attempt"].to_numpy(), "position": np.arange(len(trials))})
     last = keyed.sort_values(["final", "attempt", "position"], kind="stable").groupby(
         ["file", "trial_id"], sort=False).tail(1)["position"].to_numpy()

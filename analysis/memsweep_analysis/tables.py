@@ -87,7 +87,7 @@ def paper_table(results, dataset=None, paper_csv=None):
     trials = trials_of(results)
     if dataset is not None:
         trials = trials[trials["dataset"] == dataset]
-    final = trials[trials["status"].isin(FINAL_STATUSES)]
+    final = trials[trials["final"] if "final" in trials.columns else trials["status"].isin(FINAL_STATUSES)]
     columns = ["dataset", "trial", "learning_rate", "epochs", "batch_size", "hidden", "n", "n_ok"]
     for _, name in FIGURES:
         columns += [name, f"{name}_std"]

@@ -15,8 +15,8 @@ FNV-1a hash), so ids are those of a real sweep with the same trials.
 `len(hidden)`, `epochs_done` to `epochs`. Sample rows default to the first
 trial's id; a counter value is given under the counter's name.
 
-Files are of the current schema (8) unless `schema_version` asks for an
-older one (1 to 7): then the columns added since are left out, as that
+Files are of the current schema (10) unless `schema_version` asks for an
+older one (1 to 9): then the columns added since are left out, as that
 version's memsweep wrote them (ADDED_IN), and a row naming one is refused.
 Schema 5's /messages holds each trial's whole message in pieces of at most
 256 bytes cut on characters: `messages` maps a trial's index to its whole
@@ -68,7 +68,7 @@ EVENTS = "events"
 MAX_HIDDEN = 16
 MAX_CHANNELS = 8
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 MAX_AXIS = 64
 MESSAGE_PIECE_BYTES = 256
 
@@ -78,6 +78,20 @@ def _text(width):
 
 
 # (column, numpy type, unit), in the file's order (src/store/schema.cpp).
+# Schema 10's estimate columns and their labels (include/memsweep/estimate_parts.hpp, kEstimatePartColumns):
+# the part each column holds, as `label:<column>` names it.
+ESTIMATE_PART_LABELS = {
+    "estimate_parameters": "parameters", "estimate_gradients": "gradients",
+    "estimate_optimizer_state": "optimizer state", "estimate_activations": "activations",
+    "estimate_pooling_workspace": "pooling workspace", "estimate_activation_gradients": "activation gradients",
+    "estimate_input_batch": "input batch", "estimate_reordered_weight_copies": "reordered weight copies",
+    "estimate_onednn_scratchpad": "oneDNN scratchpad", "estimate_step_arena": "step arena",
+    "estimate_trial_process": "trial process", "estimate_resident_dataset": "resident dataset",
+    "estimate_rule_parameters_x3": "parameters x3", "estimate_rule_activations_x2_x_batch": "activations x2 x batch",
+}
+# Schema 10's root attribute: the statuses memsweep calls final (is_final, src/results/rows.cpp).
+FINAL_STATUSES = ["ok", "failed", "diverged", "over_budget", "timeout"]
+
 TRIAL_COLUMNS = [
     ("trial_id", _text(12), TEXT),
     ("attempt", "<i4", ONE),
@@ -139,6 +153,8 @@ TRIAL_COLUMNS = [
     ("torch_reserved_peak", "<i8", BYTES),
     ("memory_plan", _text(16), TEXT),
     ("recompute_every", "<i4", ONE),
+    ("parameters", "<i8", ONE),
+    *((column, "<i8", BYTES) for column in ESTIMATE_PART_LABELS),
 ]
 
 # /searches (schema 6): SearchRow's fields in order.
@@ -246,7 +262,8 @@ ADDED_IN = {
                                        "reported_oom")},
                **{name: 7 for name in ("gpu_peak", "gpu_devices", "gpu_peak_source", "torch_allocated_peak",
                                        "torch_reserved_peak")},
-               "memory_plan": 8, "recompute_every": 8},
+               "memory_plan": 8, "recompute_every": 8,
+               **{name: 10 for name in ("parameters", *ESTIMATE_PART_LABELS)}},
     "samples": {"sys_total": 2, "phase": 5, "gpu_used": 7, "gpu_tree_used": 7},
     "searches": {"memory_plan": 8, "recompute_every": 8},
     "runs": {"end_time": 3, "end_state": 3,
@@ -341,6 +358,7 @@ TRIAL_DEFAULTS = {
     "search": -1, "probe": -1, "axis_value": -1, "search_limit": -1, "full_run": -1, "reported_oom": 0,
     "gpu_peak": -1, "gpu_devices": "", "gpu_peak_source": "", "torch_allocated_peak": -1, "torch_reserved_peak": -1,
     "memory_plan": "keep", "recompute_every": 0,
+    "parameters": -1, **{name: -1 for name in ESTIMATE_PART_LABELS},
 }
 
 SEARCH_DEFAULTS = {
@@ -495,6 +513,8 @@ def _write_table(file, name, columns, array, chunk=None):
     dataset.attrs.create("description", DESCRIPTIONS[name], dtype=h5py.string_dtype())
     for column, _, unit in columns:
         dataset.attrs.create("unit:" + column, unit, dtype=h5py.string_dtype())
+        if column in ESTIMATE_PART_LABELS:
+            dataset.attrs.create("label:" + column, ESTIMATE_PART_LABELS[column], dtype=h5py.string_dtype())
 
 
 def default_attrs(trials, counter_columns, schema_version=SCHEMA_VERSION):
@@ -525,6 +545,7 @@ def default_attrs(trials, counter_columns, schema_version=SCHEMA_VERSION):
         "counter_encodings": ["type=1 config=0x2"] * len(counter_columns) if counter_columns else None,
         "event_notes": [],
         "swmr": np.bool_(True),
+        "final_statuses": FINAL_STATUSES if schema_version >= 10 else None,
     }
 
 

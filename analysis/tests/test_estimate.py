@@ -1,4 +1,5 @@
-"""estimate_errors, calibrate / save_calibration, and the components from `memsweep estimate`."""
+"""estimate_errors, calibrate / save_calibration, and the components: recorded in the file (schema 10), or from
+`memsweep estimate` for an older file."""
 
 import json
 import math
@@ -102,7 +103,7 @@ def test_components_beside_the_footprint_and_repeats_share_them(tmp_path):
     command = "memsweep run s.toml --max-train-examples 100"
     first, second = write_results_file(path, [measured(205120, 410240, repeat=0), measured(205120, 102560, repeat=1)],
                                        attrs={"sweep_text": "[sweep]\nname = \"fake\"\n", "command_line": command},
-                                       runs=[run_row(0, command, max_train_examples=100)])
+                                       runs=[run_row(0, command, max_train_examples=100)], schema_version=9)
     # prints the block of the first repeat only, as memsweep does, and records its arguments
     text = ESTIMATE_TEXT.format(id=first["trial_id"])
     log = tmp_path / "args"
@@ -134,7 +135,8 @@ def test_components_of_a_run_resumed_with_other_limits_use_its_limits(tmp_path):
                                        runs=[run_row(0, command, max_train_examples=100, max_test_examples=20),
                                              run_row(1, "memsweep run s.toml --resume --max-train-examples 50 "
                                                         "--allow-changed-options",
-                                                     max_train_examples=50, max_test_examples=20)])
+                                                     max_train_examples=50, max_test_examples=20)],
+                                       schema_version=9)
     log = tmp_path / "args"
     # each call answers for the trial it was asked about (its last argument's limit tells the calls apart)
     body = (f'echo "$@" >> {log}\n'
@@ -159,7 +161,8 @@ def test_components_of_a_file_before_run_limits_read_the_command_line(tmp_path):
 
 def test_components_with_a_few_trials_ask_for_each(tmp_path):
     path = str(tmp_path / "r.h5")
-    first, _ = write_results_file(path, [measured(1, MIB, batch_size=1), measured(1, MIB, batch_size=2)])
+    first, _ = write_results_file(path, [measured(1, MIB, batch_size=1), measured(1, MIB, batch_size=2)],
+                                  schema_version=9)
     log = tmp_path / "args"
     text = ESTIMATE_TEXT.format(id=first["trial_id"])
     binary = fake_memsweep(tmp_path, f'echo "$@" >> {log}\ncat <<\'EOF\'\n{text}EOF\n')
@@ -171,16 +174,39 @@ def test_components_with_a_few_trials_ask_for_each(tmp_path):
 
 def test_components_without_memsweep_or_when_it_fails_say_so(tmp_path, monkeypatch):
     path = str(tmp_path / "r.h5")
-    write_results_file(path, [measured(MIB, MIB)])
+    write_results_file(path, [measured(MIB, MIB)], schema_version=9)
     results = load(path)
     monkeypatch.delenv("MEMSWEEP", raising=False)
     monkeypatch.delenv("MEMSWEEP_EXECUTABLE", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
     table = estimate_components(results)
-    assert table.empty and "no memsweep binary" in table.attrs["notes"][0]
+    assert table.empty and "before schema 10 left out: no memsweep binary" in table.attrs["notes"][0]
     failing = fake_memsweep(tmp_path, 'echo "memsweep: error: something precise" >&2\nexit 2\n')
     monkeypatch.setenv("MEMSWEEP", failing)
     table = estimate_components(results)
     assert table.empty
     assert table.attrs["notes"] == [f"{path}: components left out: memsweep estimate failed: "
                                     "memsweep: error: something precise"]
+
+
+def test_components_recorded_in_the_file_are_read_from_it_without_memsweep(tmp_path):
+    # schema 10: the run recorded each part (-1: not a part of the trial's estimate); no binary is asked
+    path = str(tmp_path / "r.h5")
+    recorded = dict(estimate_parameters=2 * MIB, estimate_optimizer_state=MIB, estimate_onednn_scratchpad=4096,
+                    estimate_trial_process=5 * MIB, estimate_resident_dataset=9 * MIB)
+    predicted = 2 * MIB + MIB + 4096 + 5 * MIB
+    first, second, _ = write_results_file(path, [measured(predicted, 16 * MIB, batch_size=1, **recorded),
+                                                 measured(predicted, 8 * MIB, batch_size=2, **recorded),
+                                                 measured(predicted, 8 * MIB, batch_size=3)])
+    log = tmp_path / "called"
+    table = estimate_components(load(path), memsweep=fake_memsweep(tmp_path, f"touch {log}\nexit 2\n"))
+    assert not log.exists()
+    mine = table[table["trial_id"] == first["trial_id"]]
+    # the file's column order, the sum, then the part outside the footprint; each labelled as memsweep estimate says
+    assert mine["part"].tolist() == ["parameters", "optimizer state", "oneDNN scratchpad", "trial process", "total",
+                                     "resident dataset"]
+    assert mine["bytes"].tolist() == [2 * MIB, MIB, 4096, 5 * MIB, predicted, 9 * MIB]
+    assert set(mine["where"]) == {"recorded by the run"}
+    assert table[table["trial_id"] == second["trial_id"]]["share_of_footprint"].iloc[0] == 0.25
+    # the third trial recorded no parts: said, not made up
+    assert table.attrs["notes"] == [f"{path}: 1 trial(s) recorded no estimate parts"]

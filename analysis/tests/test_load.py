@@ -25,10 +25,10 @@ MIB = 2 ** 20
 def test_trials_columns_decoded_and_derived(tmp_path):
     path = str(tmp_path / "r.h5")
     built = write_results_file(path, [
-        dict(dataset="mnist", hidden=[5, 3], batch_size=8, host="node-a", status="ok"),
+        dict(dataset="mnist", hidden=[5, 3], batch_size=8, host="node-a", status="ok", parameters=3983),
         dict(dataset="synthetic", synthetic={"shape": (2, 4, 4), "classes": 3}, hidden=[7], status="failed",
-             message="it broke"),
-        dict(dataset="cifar-10", model="cnn", channels=[4], hidden=[6], status="interrupted"),
+             message="it broke", parameters=255),
+        dict(dataset="cifar-10", model="cnn", channels=[4], hidden=[6], status="interrupted", parameters=6332),
         dict(dataset="cifar-10", model="alexnet", hidden=[8], status="killed", predicted_bytes=-1),
     ], attrs={"sweep_name": "named"})
     trials = load(path).trials
@@ -42,13 +42,9 @@ def test_trials_columns_decoded_and_derived(tmp_path):
     assert trials["depth"].tolist() == [2, 1, 1, 1]
     assert trials["total_units"].tolist() == [8, 7, 6, 8]
     assert trials["max_width"].tolist() == [5, 7, 6, 8]
-    # mnist 784-5-3-10: 784*5+5 + 5*3+3 + 3*10+10
-    # synthetic 2x4x4 -> 32-7-3: 32*7+7 + 7*3+3
-    # cifar-10 cnn c4p -> 4x16x16 = 1024 -6-10: (3*4*9+4) + 1024*6+6 + 6*10+10
-    # alexnet on 3x32x32, five 3x3 blocks 64p 192p 384 256 256p -> 256x4x4, then -8-10
-    alexnet = (3 * 64 * 9 + 64) + (64 * 192 * 9 + 192) + (192 * 384 * 9 + 384) + (384 * 256 * 9 + 256) \
-        + (256 * 256 * 9 + 256) + (256 * 4 * 4 * 8 + 8) + (8 * 10 + 10)
-    assert trials["parameters"].tolist() == [3983, 255, 6332, alexnet]
+    # the file's count (memsweep's parameter_count), as written; -1 (not counted) is NaN
+    assert trials["parameters"].tolist()[:3] == [3983, 255, 6332]
+    assert math.isnan(trials["parameters"].iloc[3])
     # killed is not final (is_final, src/results/rows.cpp): a resume may run the trial again
     assert trials["final"].tolist() == [True, True, False, False]
     assert math.isnan(trials["predicted_bytes"].iloc[3])  # -1: not measured
@@ -420,10 +416,10 @@ def test_a_file_a_swmr_writer_left_open_is_read(tmp_path):
     (lambda p: write_results_file(p, [{}], attrs={"format": "other"}), "format attribute is 'other'"),
     (lambda p: write_results_file(p, [{}], attrs={"schema_version": None}),
      "a memsweep file without a schema_version attribute"),
-    (lambda p: write_results_file(p, [{}], attrs={"schema_version": 10}),
-     "schema version 10, written by a newer memsweep? this package reads schemas 1, 2, 3, 4, 5, 6, 7, 8, 9"),
+    (lambda p: write_results_file(p, [{}], attrs={"schema_version": 11}),
+     "schema version 11, written by a newer memsweep? this package reads schemas 1, 2, 3, 4, 5, 6, 7, 8, 9, 10"),
     (lambda p: write_results_file(p, [{}], attrs={"schema_version": 0}),
-     "schema version 0, unknown: this package reads schemas 1, 2, 3, 4, 5, 6, 7, 8, 9"),
+     "schema version 0, unknown: this package reads schemas 1, 2, 3, 4, 5, 6, 7, 8, 9, 10"),
 ])
 def test_refusals_name_the_file_and_what_was_expected(tmp_path, make, expected):
     path = str(tmp_path / "bad.h5")
@@ -446,8 +442,8 @@ def test_refuses_a_memsweep_file_without_a_table(tmp_path):
 def test_one_bad_file_among_good_ones_is_named(tmp_path):
     good, bad = str(tmp_path / "good.h5"), str(tmp_path / "bad.h5")
     write_results_file(good, [{}])
-    write_results_file(bad, [{}], attrs={"schema_version": 10})
-    with pytest.raises(MemsweepFileError, match="bad.h5: schema version 10"):
+    write_results_file(bad, [{}], attrs={"schema_version": 11})
+    with pytest.raises(MemsweepFileError, match="bad.h5: schema version 11"):
         load(good, bad)
 
 
@@ -456,7 +452,6 @@ def test_package_exports():
     assert memsweep_analysis.MemsweepFileError is MemsweepFileError
     assert issubclass(memsweep_analysis.DependencyError, ImportError)
     assert memsweep_analysis.Results is load_module.Results
-    assert np.isnan(load_module.parameter_count("mlp", "unknown-set", "", [3], []))
 
 
 def test_config_key_keeps_trainer_and_params_a_definition_does_not_name():
@@ -623,3 +618,24 @@ def test_the_row_that_stands_for_a_trial_is_its_last_final_else_its_last(tmp_pat
                               dict(batch_size=2, status="interrupted"), dict(batch_size=2, attempt=1, status="killed")])
     trials = load(path).trials
     assert load_module.standing_rows(trials).tolist() == [False, True, False, False, True]
+
+
+def test_an_older_file_has_no_parameter_counts_and_its_final_statuses_are_memsweeps(tmp_path):
+    # before schema 10 the file counted no parameters: NaN, not worked out again here
+    path = str(tmp_path / "r.h5")
+    write_results_file(path, [dict(status="ok"), dict(batch_size=2, status="killed")], schema_version=9)
+    trials = load(path).trials
+    assert trials["parameters"].isna().all()
+    assert trials["final"].tolist() == [True, False]
+
+
+def test_final_statuses_are_the_files_own(tmp_path):
+    # a schema 10 file says which statuses are final: the analysis takes them from it, per file
+    said, default = str(tmp_path / "said.h5"), str(tmp_path / "default.h5")
+    rows = [dict(status="ok"), dict(batch_size=2, status="timeout"), dict(batch_size=3, status="killed")]
+    write_results_file(said, rows, attrs={"final_statuses": ["ok", "killed"]})
+    write_results_file(default, rows)
+    results = load(said, default)
+    assert results.files["final_statuses"].tolist() == [("ok", "killed"), load_module.FINAL_STATUSES]
+    assert results.trials["final"].tolist() == [True, False, True, True, True, False]
+    assert load_module.standing_rows(results.trials).tolist() == [True] * 6

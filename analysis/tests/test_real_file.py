@@ -14,7 +14,7 @@ import pytest
 
 from memsweep_analysis import load
 from memsweep_analysis.counters import counters_per_step
-from memsweep_analysis.estimate import estimate_components
+from memsweep_analysis.estimate import estimate_components, parse_estimate_output
 from real_memsweep import memsweep_binary
 from results_builder import write_results_file
 TRAIN_SIZE = 3000
@@ -150,6 +150,23 @@ def test_components_add_up_to_the_recorded_estimate(real):
         # the run had one thread (--threads 1), and so has the estimate: the same oneDNN sizes
         assert total == parts["predicted_bytes"].iloc[0]
         assert parts["part"].tolist()[0] == "parameters"
+
+
+def test_the_recorded_parts_are_what_memsweep_estimate_prints(real, tmp_path):
+    # the file's parts (schema 10) against the estimate command on the same sweep, split sizes and threads
+    results = load(real)
+    recorded = estimate_components(results)
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(SWEEP)
+    printed = subprocess.run([memsweep_binary(), "estimate", str(sweep)], check=True, capture_output=True, text=True,
+                             env=dict(os.environ, OMP_NUM_THREADS="1")).stdout
+    blocks = parse_estimate_output(printed)
+    assert blocks, printed
+    assert recorded["config"].nunique() == 4
+    for config, parts in recorded.groupby("config"):
+        shown = next(blocks[t] for t in parts["trial_id"] if t in blocks)  # the command prints one repeat
+        mine = parts[parts["trial_id"] == parts["trial_id"].iloc[0]]
+        assert [(p["part"], p["bytes"]) for p in shown] == list(zip(mine["part"], mine["bytes"])), config
 
 
 def test_counters_of_the_real_file(real):

@@ -104,8 +104,10 @@ def test_estimate_components_use_each_runs_limit(resumed):
     limit = dict(zip(results.runs["run"], results.runs["max_train_examples"]))
     resident = table[table["part"] == "resident dataset"]
     assert len(resident) == 4
-    for trial_id, attempt, where in zip(resident["trial_id"], resident["attempt"], resident["where"]):
-        # memsweep estimate names the examples it held resident: the run's limit, then the test split
-        assert where.startswith(f"{limit[trials.loc[(trial_id, attempt), 'run']]} + {TEST_SIZE} "), where
+    for trial_id, attempt, recorded in zip(resident["trial_id"], resident["attempt"], resident["bytes"]):
+        # each run recorded the examples it held resident: its limit, then the test split, as float32 images and
+        # int32 labels
+        examples = limit[trials.loc[(trial_id, attempt), "run"]] + TEST_SIZE
+        assert recorded == examples * (28 * 28 * 4 + 4), (trial_id, attempt)
     total = table[table["part"] == "total"]
     assert (total["bytes"] == total["predicted_bytes"]).all()

@@ -32,8 +32,8 @@ def one(table, **where):
 
 
 def test_footprint_proportional_to_batch_gives_rho_one(tmp_path):
-    trials = sweep(tmp_path, [dict(dataset="mnist", batch_size=b, sys_used_mean=900.0 * MIB + b, **footprint(K * b))
-                              for b in BATCHES])
+    trials = sweep(tmp_path, [dict(dataset="mnist", batch_size=b, sys_used_mean=900.0 * MIB + b, parameters=101_770,
+                                   **footprint(K * b)) for b in BATCHES])
     table = rank_correlations(trials, "rss_footprint")
     assert set(table["scope"]) == {"mnist"}  # one dataset: no pooled rows
     row = one(table, parameter="batch_size")

@@ -14,6 +14,7 @@
 #include "memsweep/config.hpp"
 #include "memsweep/dataset.hpp"
 #include "memsweep/dataset_spec.hpp"
+#include "memsweep/estimate_parts.hpp"
 #include "memsweep/model_spec.hpp"
 
 #include <cstddef>
@@ -48,30 +49,6 @@ struct MemoryEstimate {
   // The part called `name`; throws std::out_of_range when there is none.
   const EstimatePart& part(std::string_view name) const;
 };
-
-// Part names, shared by the CLI, the docs and the tests.
-namespace estimate_part {
-inline constexpr std::string_view kParameters = "parameters";
-inline constexpr std::string_view kGradients = "gradients";
-inline constexpr std::string_view kOptimizerState = "optimizer state";
-inline constexpr std::string_view kActivations = "activations";
-inline constexpr std::string_view kPoolingWorkspace = "pooling workspace";
-inline constexpr std::string_view kActivationGradients = "activation gradients";
-inline constexpr std::string_view kInputBatch = "input batch";
-inline constexpr std::string_view kReorderedWeights = "reordered weight copies";
-inline constexpr std::string_view kScratchpad = "oneDNN scratchpad";
-// reuse and recompute: the step's transient buffers in one arena, placed by
-// their lifetimes; it replaces activations, pooling workspace, activation
-// gradients, reordered weight copies and the batch images.
-inline constexpr std::string_view kStepArena = "step arena";
-inline constexpr std::string_view kResidentDataset = "resident dataset";
-// What a fresh trial process takes beyond its buffers (trial_process_cost.hpp).
-inline constexpr std::string_view kTrialProcess = "trial process";
-// The Q&A rule's parts.
-inline constexpr std::string_view kRuleParameters = "parameters x3";
-inline constexpr std::string_view kRuleActivations = "activations x2 x batch";
-inline constexpr std::string_view kRuleInput = "input batch";
-}  // namespace estimate_part
 
 // ---- the dataset a rank holds ---------------------------------------------
 

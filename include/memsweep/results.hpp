@@ -11,6 +11,7 @@
 // what a results file already holds (resume), and the sweep's identity hash.
 
 #include "memsweep/config.hpp"
+#include "memsweep/estimate_parts.hpp"
 #include "memsweep/sampler.hpp"
 
 #include <array>
@@ -29,7 +30,7 @@
 
 namespace memsweep {
 
-inline constexpr int kSchemaVersion = 9;
+inline constexpr int kSchemaVersion = 10;
 // The oldest version readers still read (columns added later read as their
 // "not measured" value); only the current one is written or resumed.
 inline constexpr int kOldestReadableSchemaVersion = 1;
@@ -65,6 +66,10 @@ std::optional<TrialStatus> parse_status(std::string_view name);
 inline constexpr std::string_view kStatusNames = "ok, failed, diverged, over_budget, timeout, interrupted, killed";
 // ok, failed, diverged, over_budget, timeout: the trial has its result and never runs again.
 bool is_final(TrialStatus status);
+// The names of the final statuses, in kStatusNames' order: the results
+// file's `final_statuses` attribute (schema 10), so that a reader need not
+// know which they are.
+std::vector<std::string> final_status_names();
 
 // One row of /trials: a trial attempt, its hyperparameters and its result.
 // Bytes are bytes of the rank's process (RSS) or of the node (sys_*); -1
@@ -75,6 +80,12 @@ bool is_final(TrialStatus status);
 // other blank built-in fields: "" for names, NaN learning rate, 0 epochs and
 // batch size (TrialSpec::shows_field).
 inline constexpr std::int32_t kBlankDepth = -1;
+// A row's estimate_parts before any part is recorded: every part absent.
+inline constexpr auto kNoEstimateParts = [] {
+  std::array<std::int64_t, kEstimatePartColumns.size()> parts{};
+  parts.fill(-1);
+  return parts;
+}();
 
 struct TrialRow {
   FixedString<kTrialIdChars> trial_id{};
@@ -160,7 +171,18 @@ struct TrialRow {
   // program trial that neither sets nor names memory_plan reads "".
   FixedString<kNameChars> memory_plan{'k', 'e', 'e', 'p'};
   std::int32_t recompute_every = 0;
+  // What the analysis would otherwise work out again (schema 10; -1 where
+  // unknown, and in rows of older files): the model's weights and biases
+  // (estimate.hpp's parameter_count), and each part of the estimate behind
+  // predicted_bytes, in kEstimatePartColumns' order (the full estimate's
+  // parts, the trial process, the resident dataset; a program's Q&A rule).
+  std::int64_t parameters = -1;
+  std::array<std::int64_t, kEstimatePartColumns.size()> estimate_parts = kNoEstimateParts;
 };
+
+// Records `bytes` as the trial's estimate part `part` (kEstimatePartColumns);
+// throws std::invalid_argument for a part that has no column.
+void record_estimate_part(TrialRow& row, std::string_view part, std::uint64_t bytes);
 
 // One row of /searches (schema 6): one configuration's search at one limit,
 // written when the search ends. Sizes in bytes; -1 where there is none.

@@ -12,7 +12,10 @@
 #include <iterator>
 #include <limits>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace memsweep {
 namespace {
@@ -61,6 +64,20 @@ std::optional<TrialStatus> parse_status(std::string_view name) {
 bool is_final(TrialStatus status) {
   return status == TrialStatus::ok || status == TrialStatus::failed || status == TrialStatus::diverged ||
          status == TrialStatus::over_budget || status == TrialStatus::timeout;
+}
+
+std::vector<std::string> final_status_names() {
+  std::vector<std::string> names;
+  for (const auto& [status, name] : kStatuses)
+    if (is_final(status)) names.emplace_back(name);
+  return names;
+}
+
+void record_estimate_part(TrialRow& row, std::string_view part, std::uint64_t bytes) {
+  const std::optional<std::size_t> slot = estimate_part_slot(part);
+  if (!slot) throw std::invalid_argument(fmt::format("estimate part \"{}\" has no /trials column", part));
+  row.estimate_parts[*slot] =
+      static_cast<std::int64_t>(std::min<std::uint64_t>(bytes, std::numeric_limits<std::int64_t>::max()));
 }
 
 bool stands_for_trial(const TrialRow& later, const TrialRow& standing) {

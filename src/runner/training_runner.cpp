@@ -223,7 +223,7 @@ struct TrainingRunner::Impl {
   // The row's status and end columns from how the process ended.
   void record_end(Attempt& attempt, ProcessOutcome outcome, std::string_view before_message = {});
   void finish(Attempt& attempt, TrialStatus status, std::string_view message) const;
-  std::optional<std::uint64_t> predicted_bytes(const TrialSpec& trial, const SharedDataset& data);
+  std::optional<std::uint64_t> predicted_bytes(const TrialSpec& trial, const SharedDataset& data, TrialRow& row);
   std::optional<std::chrono::milliseconds> time_limit(const TrialSpec& trial) const;
 
   TrainingRunnerOptions options;
@@ -277,12 +277,20 @@ void TrainingRunner::Impl::finish(Attempt& attempt, TrialStatus status, std::str
 // The estimate is a prediction, not a precondition: when it cannot be made
 // the trial still runs (the trainer reports what is wrong with it), only
 // without a prediction and without the check before the start.
-std::optional<std::uint64_t> TrainingRunner::Impl::predicted_bytes(const TrialSpec& trial, const SharedDataset& data) {
+// The row records the prediction's parts and the model's parameter count
+// (schema 10), so that the analysis reads them instead of working them out.
+std::optional<std::uint64_t> TrainingRunner::Impl::predicted_bytes(const TrialSpec& trial, const SharedDataset& data,
+                                                                   TrialRow& row) {
   try {
     const ExampleCounts counts{data.train_examples(), data.test_examples()};
-    const std::uint64_t buffers = estimates.estimate(trial, counts).total();
-    if (!options.trial_process_cost) return buffers;
-    return buffers + trial_process_bytes(*options.trial_process_cost, trial_process_shape(trial, counts));
+    MemoryEstimate estimate = estimates.estimate(trial, counts);
+    if (options.trial_process_cost)
+      estimate.parts.push_back(trial_process_part(*options.trial_process_cost, trial, counts));
+    for (const EstimatePart& part : estimate.parts) record_estimate_part(row, part.name, part.bytes);
+    const EstimatePart dataset = resident_dataset_part(trial.dataset, counts);
+    record_estimate_part(row, dataset.name, dataset.bytes);
+    row.parameters = static_cast<std::int64_t>(parameter_count(model_spec(trial)));
+    return estimate.total();
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -345,7 +353,7 @@ void TrainingRunner::Impl::open_dataset(Attempt& attempt, const TrialSpec& trial
     return finish(attempt, TrialStatus::failed, one_line(error.what()));
   }
   if (datasets.opens() != opens_before) timings.dataset_seconds = seconds_between(open_start, Clock::now());
-  attempt.predicted = predicted_bytes(trial, *attempt.data);
+  attempt.predicted = predicted_bytes(trial, *attempt.data, attempt.row);
   if (attempt.predicted) attempt.row.predicted_bytes = static_cast<std::int64_t>(*attempt.predicted);
 }
 
@@ -689,7 +697,10 @@ void record_program_progress(TrialRow& row, const ProgramProgress& progress, con
   const ImageShape input = model_spec(trial).input;
   counts.input_per_example = static_cast<std::uint64_t>(input.channels) * input.height * input.width;
   counts.batch = static_cast<std::uint64_t>(trial.batch_size);
-  row.predicted_bytes = static_cast<std::int64_t>(rule_estimate(counts).total());
+  const MemoryEstimate rule = rule_estimate(counts);
+  for (const EstimatePart& part : rule.parts) record_estimate_part(row, part.name, part.bytes);
+  row.parameters = progress.model_size->parameters;
+  row.predicted_bytes = static_cast<std::int64_t>(rule.total());
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include "store/attributes.hpp"
 
+#include "memsweep/results.hpp"
+
 #include <fmt/format.h>
 
 namespace memsweep::store {
@@ -50,6 +52,8 @@ void write_header(hid_t file, const FileHeader& header, const Hdf5Errors& errors
   write_int_attribute(file, "planned_trials", header.planned_trials, H5T_STD_I64LE, errors);
   write_strings_attribute(file, "events_requested", header.events_requested, errors);
   write_strings_attribute(file, "counter_columns", header.counter_columns, errors);
+  // Which statuses are final (schema 10): a reader takes them from the file, not from a copy of results.hpp.
+  write_strings_attribute(file, "final_statuses", final_status_names(), errors);
   // None (not known) or one per column.
   for (const auto& [name, values] : {std::pair{"counter_sources", &header.counter_sources},
                                      std::pair{"counter_encodings", &header.counter_encodings}}) {

@@ -78,6 +78,19 @@ std::vector<Column> hyperparameter_columns() {
   };
 }
 
+// /trials' estimate parts (schema 10), one column each, labelled with the part's name.
+std::vector<Column> estimate_part_columns() {
+  std::vector<Column> columns;
+  for (std::size_t i = 0; i < kEstimatePartColumns.size(); ++i) {
+    Column column =
+        added_in(10, int64(std::string(kEstimatePartColumns[i].column).c_str(),
+                           offsetof(TrialRow, estimate_parts) + i * sizeof(TrialRow::estimate_parts[0]), kBytes));
+    column.label = kEstimatePartColumns[i].part;
+    columns.push_back(std::move(column));
+  }
+  return columns;
+}
+
 // `parts` joined in order.
 std::vector<Column> joined(std::initializer_list<std::vector<Column>> parts) {
   std::vector<Column> columns;
@@ -185,7 +198,10 @@ TableSchema trials_schema() {
               // Schema 8: the trainer's memory plan.
               added_in(8, text("memory_plan", offsetof(TrialRow, memory_plan), kNameChars)),
               added_in(8, int32("recompute_every", offsetof(TrialRow, recompute_every), kOne)),
+              // Schema 10: what the analysis would otherwise work out again.
+              added_in(10, int64("parameters", offsetof(TrialRow, parameters), kOne)),
           },
+          estimate_part_columns(),
       }),
       default_row<TrialRow>(),
   };

@@ -29,6 +29,7 @@ inline constexpr char kSearchesTable[] = "searches";  // schema 6
 // Attribute names on each table: "unit:<column>" per column, and one
 // description.
 inline constexpr char kUnitPrefix[] = "unit:";
+inline constexpr char kLabelPrefix[] = "label:";
 inline constexpr char kDescriptionAttribute[] = "description";
 
 enum class ColumnKind { int32, int64, uint64, float64, text, int32_array };
@@ -42,6 +43,10 @@ struct Column {
   // The schema version that added the column: files of older versions lack
   // it, and their rows read the row struct's default value there.
   int since_version = 1;
+  // What the column holds, in words, where its name cannot say it exactly
+  // (an estimate part's name, "oneDNN scratchpad"): the table's
+  // kLabelPrefix attribute of the column. Empty: no such attribute.
+  std::string label = {};
 };
 
 struct TableSchema {

@@ -61,8 +61,10 @@ Table Table::create(hid_t file, const TableSchema& schema, const TableStorage& s
       H5Dcreate2(file, schema.name.c_str(), stored.get(), space.get(), H5P_DEFAULT, dcpl.get(), dapl.get()),
       fmt::format("create table {}", where)));
   write_string_attribute(dataset.get(), kDescriptionAttribute, schema.description, errors);
-  for (const Column& column : schema.columns)
+  for (const Column& column : schema.columns) {
     write_string_attribute(dataset.get(), kUnitPrefix + column.name, column.unit, errors);
+    if (!column.label.empty()) write_string_attribute(dataset.get(), kLabelPrefix + column.name, column.label, errors);
+  }
   return Table(schema.name, std::move(dataset), memory_type(schema, errors), storage.chunk_rows, errors);
 }
 

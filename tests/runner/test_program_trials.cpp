@@ -142,6 +142,13 @@ TEST_F(ProgramTrialTest, MeasuresTheWholeTreeWithinTwoPercent) {
   // parameters × 3 × 4 B + activations × 2 × batch × 4 B + batch × 784 × 4 B
   const std::int64_t rule = 1000 * 3 * 4 + 100 * 2 * trial.batch_size * 4 + trial.batch_size * 784 * 4;
   EXPECT_EQ(row.predicted_bytes, rule);
+  // The row records the rule's parts and the program's count (schema 10): the analysis reads them.
+  EXPECT_EQ(row.parameters, 1000);
+  const auto part = [&](std::string_view name) { return row.estimate_parts[*estimate_part_slot(name)]; };
+  EXPECT_EQ(part(estimate_part::kRuleParameters), 1000 * 3 * 4);
+  EXPECT_EQ(part(estimate_part::kRuleActivations), 100 * 2 * trial.batch_size * 4);
+  EXPECT_EQ(part(estimate_part::kInputBatch), trial.batch_size * 784 * 4);
+  EXPECT_EQ(part(estimate_part::kParameters), -1) << "not a part of the rule";
   EXPECT_EQ(get_fixed(row.trainer), "tree");
   EXPECT_EQ(row.bad_event_lines, 0);
 

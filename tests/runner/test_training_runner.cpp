@@ -490,6 +490,18 @@ TEST_F(TrainingRunnerTest, LimitsTheExamplesOfEachSplit) {
   // The prediction is for the batches the trainer really prepares.
   EXPECT_EQ(row.predicted_bytes, static_cast<std::int64_t>(estimate_trial(trial, {100, 50}).total()));
   EXPECT_NE(row.predicted_bytes, static_cast<std::int64_t>(estimate_trial(trial, {1000, 200}).total()));
+  // The row records the estimate's parts (schema 10): each as the estimate has it, the resident dataset of the
+  // examples held, and no part the estimate lacks; and the model's weights and biases, 784-32-10.
+  const MemoryEstimate estimate = estimate_trial(trial, {100, 50});
+  std::int64_t buffers = 0;
+  for (const EstimatePart& part : estimate.parts) {
+    EXPECT_EQ(row.estimate_parts[*estimate_part_slot(part.name)], static_cast<std::int64_t>(part.bytes)) << part.name;
+    buffers += static_cast<std::int64_t>(part.bytes);
+  }
+  EXPECT_EQ(row.estimate_parts[*estimate_part_slot(estimate_part::kResidentDataset)], (100 + 50) * (784 * 4 + 4));
+  EXPECT_EQ(row.estimate_parts[*estimate_part_slot(estimate_part::kRuleParameters)], -1);
+  EXPECT_EQ(buffers, row.predicted_bytes) << "no trial process cost in these options: the buffers are the prediction";
+  EXPECT_EQ(row.parameters, 784 * 32 + 32 + 32 * 10 + 10);
   // 50 test examples: the accuracy is a multiple of 1/50.
   EXPECT_NEAR(row.test_accuracy * 50.0, std::round(row.test_accuracy * 50.0), 1e-9);
 }

@@ -109,6 +109,11 @@ TrialRow example_trial(int index, std::string_view status) {
   // Not the defaults: an older file's rows read keep and 0 instead.
   set_fixed(row.memory_plan, index % 2 == 0 ? "recompute" : "reuse");
   row.recompute_every = index % 2 == 0 ? 3 + index : 0;
+  // Schema 10: what the analysis reads instead of working it out.
+  row.parameters = 123'456 + index;
+  record_estimate_part(row, estimate_part::kParameters, 493'824 + index);
+  record_estimate_part(row, estimate_part::kScratchpad, 65'536);
+  record_estimate_part(row, estimate_part::kResidentDataset, 219'520'000);
   return row;
 }
 
@@ -292,6 +297,8 @@ void expect_same(const TrialRow& expected, const TrialRow& actual) {
   EXPECT_EQ(actual.torch_reserved_peak, expected.torch_reserved_peak);
   EXPECT_EQ(get_fixed(actual.memory_plan), get_fixed(expected.memory_plan));
   EXPECT_EQ(actual.recompute_every, expected.recompute_every);
+  EXPECT_EQ(actual.parameters, expected.parameters);
+  EXPECT_EQ(actual.estimate_parts, expected.estimate_parts);
 }
 
 void expect_same(const SampleRow& expected, const SampleRow& actual, std::size_t counters) {
@@ -479,10 +486,13 @@ TrialRow without_gpu_memory(TrialRow row) {
 }
 
 void rewrite_as_schema_version(const std::filesystem::path& path, int version) {
-  ASSERT_TRUE(version >= 1 && version <= 7) << "no such older version: " << version;
+  ASSERT_TRUE(version >= 1 && version <= kSchemaVersion - 1) << "no such older version: " << version;
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   ASSERT_GE(file, 0) << path;
-  std::vector<std::string> dropped = kTrialColumnsOfVersion8;
+  std::vector<std::string> dropped = kTrialColumnsOfVersion10;
+  EXPECT_GE(H5Adelete(file, "final_statuses"), 0) << "schema 10's final_statuses";
+  if (version < 9) drop_columns(file, "runs", {"trial_process_cost"});
+  if (version < 8) dropped.insert(dropped.end(), kTrialColumnsOfVersion8.begin(), kTrialColumnsOfVersion8.end());
   std::vector<std::string> dropped_samples;
   if (version < 7) {
     dropped.insert(dropped.end(), kTrialColumnsOfVersion7.begin(), kTrialColumnsOfVersion7.end());

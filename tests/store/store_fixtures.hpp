@@ -40,7 +40,7 @@ std::string read_bytes(const std::filesystem::path& path);
 std::string store_error(const std::function<void()>& action);
 
 // Turns a closed results file written by this memsweep into one of an older
-// schema `version` (1 to 7), as that version's memsweep wrote it: the
+// schema `version` (1 to 9), as that version's memsweep wrote it: the
 // columns added since are dropped from their tables (which are rewritten,
 // keeping their storage and unit attributes), tables added since are
 // deleted, and schema_version is set. Schema 2 added /samples' sys_total;
@@ -49,7 +49,9 @@ std::string store_error(const std::function<void()>& action);
 // /searches table and the /trials columns of kTrialColumnsOfVersion6;
 // schema 7 the GPU columns of kTrialColumnsOfVersion7 and
 // kSampleColumnsOfVersion7; schema 8 the memory plan's columns of
-// kTrialColumnsOfVersion8.
+// kTrialColumnsOfVersion8; schema 9 /runs' trial_process_cost; schema 10
+// the /trials columns of kTrialColumnsOfVersion10 and the root attribute
+// final_statuses.
 void rewrite_as_schema_version(const std::filesystem::path& path, int version);
 // `row` with its GPU memory (schema 7) not measured, as an older file or a
 // trial without NVML reads.
@@ -65,5 +67,11 @@ inline const std::vector<std::string> kTrialColumnsOfVersion7{"gpu_peak", "gpu_d
 inline const std::vector<std::string> kSampleColumnsOfVersion7{"gpu_used", "gpu_tree_used"};
 inline const std::vector<std::string> kTrialColumnsOfVersion8{"memory_plan", "recompute_every"};
 inline const std::vector<std::string> kSearchColumnsOfVersion8{"memory_plan", "recompute_every"};
+// Schema 10's /trials columns: the parameter count and every estimate part's.
+inline const std::vector<std::string> kTrialColumnsOfVersion10 = [] {
+  std::vector<std::string> columns{"parameters"};
+  for (const EstimatePartColumn& part : kEstimatePartColumns) columns.emplace_back(part.column);
+  return columns;
+}();
 
 }  // namespace memsweep::testing

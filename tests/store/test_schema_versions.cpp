@@ -1,6 +1,6 @@
-// Schema versions: this memsweep writes version 8 and reads 1 to 8, by
+// Schema versions: this memsweep writes version 10 and reads 1 to 10, by
 // column name (a column a file's version lacks reads as its "not measured"
-// value, a table it lacks as empty); it resumes only version 8, and leaves an
+// value, a table it lacks as empty); it resumes only version 10, and leaves an
 // older file as it was; versions it does not know are refused.
 
 #include "memsweep/store.hpp"
@@ -21,6 +21,7 @@
 namespace memsweep {
 namespace {
 
+using ::testing::ElementsAre;
 using testing::example_epoch;
 using testing::example_header;
 using testing::example_run;
@@ -48,16 +49,38 @@ void write_file(const std::filesystem::path& path) {
   store.close();
 }
 
-// The unit attribute of one column of a table, as the file holds it.
-std::string unit_of(const std::filesystem::path& path, const char* table, const std::string& column) {
+// A text attribute of a table, as the file holds it; `missing` where it has none.
+std::string table_attribute(const std::filesystem::path& path, const char* table, const std::string& name,
+                            const std::string& missing) {
   const store::Hdf5Errors errors(path);
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   EXPECT_GE(file, 0);
   const hid_t dataset = H5Dopen2(file, table, H5P_DEFAULT);
-  const std::string unit = store::read_string_attribute(dataset, "unit:" + column, errors).value_or("(none)");
+  const std::string value = store::read_string_attribute(dataset, name, errors).value_or(missing);
   H5Dclose(dataset);
   H5Fclose(file);
-  return unit;
+  return value;
+}
+
+// The unit attribute of one column of a table.
+std::string unit_of(const std::filesystem::path& path, const char* table, const std::string& column) {
+  return table_attribute(path, table, store::kUnitPrefix + column, "(none)");
+}
+
+// The label attribute of one column of a table; empty where it has none.
+std::string label_of(const std::filesystem::path& path, const char* table, const std::string& column) {
+  return table_attribute(path, table, store::kLabelPrefix + column, "");
+}
+
+// A text-list attribute of the file's root group.
+std::vector<std::string> root_strings(const std::filesystem::path& path, const std::string& name) {
+  const store::Hdf5Errors errors(path);
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  EXPECT_GE(file, 0);
+  std::vector<std::string> values =
+      store::read_strings_attribute(file, name, errors).value_or(std::vector<std::string>{});
+  H5Fclose(file);
+  return values;
 }
 
 TEST(CurrentSchemaVersion, WritesHowEachTrialProcessEndedAndWhatTrainedItWithUnits) {
@@ -105,6 +128,10 @@ TEST(CurrentSchemaVersion, WritesHowEachTrialProcessEndedAndWhatTrainedItWithUni
     EXPECT_EQ(trials[1].torch_reserved_peak, 2'500'000'000);
     EXPECT_EQ(samples[5].gpu_used, 40'000'000'005);
     EXPECT_EQ(samples[5].gpu_tree_used, 30'000'000'000);
+    // Schema 10: what the analysis reads instead of working it out.
+    EXPECT_EQ(trials[1].parameters, 123'457);
+    EXPECT_EQ(trials[1].estimate_parts[*estimate_part_slot(estimate_part::kParameters)], 493'825);
+    EXPECT_EQ(trials[1].estimate_parts[*estimate_part_slot(estimate_part::kStepArena)], -1);
   }
   const std::vector<std::pair<std::string, std::string>> units{
       {"pid", "1"},
@@ -138,6 +165,13 @@ TEST(CurrentSchemaVersion, WritesHowEachTrialProcessEndedAndWhatTrainedItWithUni
       {"torch_reserved_peak", "bytes"},
   };
   for (const auto& [column, unit] : units) EXPECT_EQ(unit_of(path, "trials", column), unit) << column;
+  // Each estimate part's column is in bytes, and labelled with the part's own name.
+  for (const EstimatePartColumn& part : kEstimatePartColumns) {
+    EXPECT_EQ(unit_of(path, "trials", std::string(part.column)), "bytes") << part.column;
+    EXPECT_EQ(label_of(path, "trials", std::string(part.column)), part.part) << part.column;
+  }
+  EXPECT_EQ(label_of(path, "trials", "parameters"), "") << "a column whose name says it has no label";
+  EXPECT_THAT(root_strings(path, "final_statuses"), ElementsAre("ok", "failed", "diverged", "over_budget", "timeout"));
   EXPECT_EQ(unit_of(path, "samples", "phase"), "1");
   EXPECT_EQ(unit_of(path, "samples", "gpu_used"), "bytes");
   EXPECT_EQ(unit_of(path, "samples", "gpu_tree_used"), "bytes");
@@ -209,8 +243,11 @@ class OlderVersion : public ::testing::TestWithParam<int> {
     EXPECT_EQ(H5Tget_member_index(trial_type, "gpu_peak") >= 0, version() >= 7);
     EXPECT_EQ(H5Tget_member_index(trial_type, "torch_reserved_peak") >= 0, version() >= 7);
     EXPECT_EQ(H5Tget_member_index(sample_type, "gpu_used") >= 0, version() >= 7);
-    EXPECT_LT(H5Tget_member_index(trial_type, "memory_plan"), 0);
-    EXPECT_LT(H5Tget_member_index(trial_type, "recompute_every"), 0);
+    EXPECT_EQ(H5Tget_member_index(trial_type, "memory_plan") >= 0, version() >= 8);
+    EXPECT_EQ(H5Tget_member_index(trial_type, "recompute_every") >= 0, version() >= 8);
+    EXPECT_LT(H5Tget_member_index(trial_type, "parameters"), 0);
+    EXPECT_LT(H5Tget_member_index(trial_type, "estimate_onednn_scratchpad"), 0);
+    EXPECT_EQ(H5Aexists(file, "final_statuses"), 0);
     EXPECT_EQ(H5Tget_member_index(sample_type, "sys_total") >= 0, version() >= 2);
     H5Tclose(sample_type);
     H5Tclose(trial_type);
@@ -225,6 +262,8 @@ class OlderVersion : public ::testing::TestWithParam<int> {
 // What an old file's trial row reads as: its own columns, and "not
 // measured" for those added after its version.
 TrialRow as_read_from_an_older_file(TrialRow row, int version) {
+  row.parameters = -1;
+  row.estimate_parts = kNoEstimateParts;
   if (version >= 8) return row;
   // Every trial before schema 8 kept its buffers for the trial's life.
   set_fixed(row.memory_plan, "keep");
@@ -292,8 +331,10 @@ TEST_P(OlderVersion, ReadsItsColumnsAndDefaultsForTheNewOnes) {
       EXPECT_EQ(trials[1].gpu_peak, -1);
       EXPECT_EQ(samples[7].gpu_used, -1);
     }
-    EXPECT_EQ(get_fixed(trials[0].memory_plan), "keep");
-    EXPECT_EQ(trials[0].recompute_every, 0);
+    EXPECT_EQ(get_fixed(trials[0].memory_plan), version() >= 8 ? "recompute" : "keep");
+    EXPECT_EQ(trials[0].recompute_every, version() >= 8 ? 3 : 0);
+    EXPECT_EQ(trials[1].parameters, -1);
+    EXPECT_EQ(trials[1].estimate_parts[*estimate_part_slot(estimate_part::kScratchpad)], -1);
     if (version() < 6) {
       EXPECT_EQ(trials[1].search, -1);
       EXPECT_EQ(trials[1].reported_oom, 0);
@@ -304,8 +345,10 @@ TEST_P(OlderVersion, ReadsItsColumnsAndDefaultsForTheNewOnes) {
       const std::vector<SearchRow> searches = reader.searches();
       ASSERT_EQ(searches.size(), 1u);
       SearchRow expected = example_search(0);
-      set_fixed(expected.memory_plan, "keep");
-      expected.recompute_every = 0;
+      if (version() < 8) {
+        set_fixed(expected.memory_plan, "keep");
+        expected.recompute_every = 0;
+      }
       expect_same(expected, searches[0]);
     }
 
@@ -366,7 +409,7 @@ TEST_P(OlderVersion, ATableReadsTheDefaultsWhateverTheBufferHeld) {
     expect_same(as_read_from_an_older_file(example_trial(i), version()), rows[static_cast<std::size_t>(i)]);
 }
 
-INSTANTIATE_TEST_SUITE_P(Versions1To7, OlderVersion, ::testing::Values(1, 2, 3, 4, 5, 6, 7),
+INSTANTIATE_TEST_SUITE_P(Versions1To9, OlderVersion, ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8, 9),
                          [](const ::testing::TestParamInfo<int>& case_info) {
                            return fmt::format("Version{}", case_info.param);
                          });
