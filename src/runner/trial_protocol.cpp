@@ -1,5 +1,7 @@
 #include "runner/trial_protocol.hpp"
 
+#include "common/field_codec.hpp"
+
 #include <fmt/format.h>
 
 #include <pthread.h>
@@ -21,86 +23,132 @@ struct FrameHeader {
 };
 static_assert(sizeof(FrameHeader) == 12 && std::is_trivially_copyable_v<FrameHeader>);
 
-// Fields one after the other, each as its bytes.
-class PayloadWriter {
- public:
-  template <typename T>
-  PayloadWriter& value(T v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    const auto* bytes = reinterpret_cast<const std::byte*>(&v);
-    out_.insert(out_.end(), bytes, bytes + sizeof(T));
-    return *this;
+// Every message's fields, each struct's listed once: encode() and the
+// decode_*() functions walk the same lists (common/field_codec.hpp), so a
+// field added to TrialSpec is added here, once, and travels both ways.
+struct TrialFields {
+  void operator()(FieldsOf<ImageShape> auto& shape, auto&& each) const {
+    each("channels", shape.channels);
+    each("height", shape.height);
+    each("width", shape.width);
   }
-  PayloadWriter& text(std::string_view s) {
-    value(static_cast<std::uint32_t>(s.size()));
-    const auto* bytes = reinterpret_cast<const std::byte*>(s.data());
-    out_.insert(out_.end(), bytes, bytes + s.size());
-    return *this;
+  void operator()(FieldsOf<SyntheticSpec> auto& synthetic, auto&& each) const {
+    each("shape", synthetic.shape);
+    each("classes", synthetic.classes);
+    each("train_size", synthetic.train_size);
+    each("test_size", synthetic.test_size);
+    each("noise", synthetic.noise);
+    each("seed", synthetic.seed);
   }
-  PayloadWriter& ints(const std::vector<int>& list) {
-    value(static_cast<std::uint32_t>(list.size()));
-    for (const int item : list) value(static_cast<std::int32_t>(item));
-    return *this;
+  void operator()(FieldsOf<DatasetSpec> auto& dataset, auto&& each) const {
+    each("kind", dataset.kind);
+    each("synthetic", dataset.synthetic);
   }
-  Frame frame(FrameType type) && { return Frame{type, std::move(out_)}; }
+  void operator()(FieldsOf<OptimizerSpec> auto& optimizer, auto&& each) const {
+    each("kind", optimizer.kind);
+    each("momentum", optimizer.momentum);
+    each("beta1", optimizer.beta1);
+    each("beta2", optimizer.beta2);
+    each("epsilon", optimizer.epsilon);
+  }
+  void operator()(FieldsOf<ProgramSpec> auto& program, auto&& each) const {
+    each("name", program.name);
+    each("command", program.command);
+    each("env", program.env);
+    each("workdir", program.workdir);
+    each("place", program.place);
+    each("fields", program.fields);
+    each("uses_data_dir", program.uses_data_dir);
+  }
+  void operator()(FieldsOf<ParamValue> auto& param, auto&& each) const {
+    each("text", param.text);
+    each("json", param.json);
+  }
+  void operator()(FieldsOf<SearchPoint> auto& point, auto&& each) const {
+    each("search", point.search);
+    each("probe", point.probe);
+    each("value", point.value);
+    each("limit_bytes", point.limit_bytes);
+    each("full", point.full);
+  }
+  void operator()(FieldsOf<TrialSpec> auto& trial, auto&& each) const {
+    each("id", trial.id);
+    each("repeat", trial.repeat);
+    each("plan_index", trial.plan_index);
+    each("dataset", trial.dataset);
+    each("model", trial.model);
+    each("channels", trial.channels);
+    each("optimizer", trial.optimizer);
+    each("learning_rate", trial.learning_rate);
+    each("epochs", trial.epochs);
+    each("batch_size", trial.batch_size);
+    each("hidden", trial.hidden);
+    each("seed", trial.seed);
+    each("memory_plan", trial.memory_plan);
+    each("recompute_every", trial.recompute_every);
+    each("mem_budget_bytes", trial.mem_budget_bytes);
+    each("timeout_seconds", trial.timeout_seconds);
+    each("origin", trial.origin);
+    each("program", trial.program);
+    each("params", trial.params);
+    each("search", trial.search);
+  }
+  void operator()(FieldsOf<TrialJob> auto& job, auto&& each) const {
+    each("trial", job.trial);
+    each("threads", job.threads);
+    each("predicted_bytes", job.predicted_bytes);
+  }
+  void operator()(FieldsOf<ReadyReport> auto& report, auto&& each) const {
+    each("pid", report.pid);
+    each("train_examples", report.train_examples);
+    each("test_examples", report.test_examples);
+    each("dataset_bytes", report.dataset_bytes);
+  }
+  void operator()(FieldsOf<PhaseReport> auto& report, auto&& each) const {
+    each("evaluating", report.evaluating);
+    each("epoch", report.epoch);
+  }
+  void operator()(FieldsOf<EpochReport> auto& report, auto&& each) const {
+    each("epoch", report.epoch);
+    each("train_loss", report.train_loss);
+    each("test_accuracy", report.test_accuracy);
+    each("seconds", report.seconds);
+  }
+  void operator()(FieldsOf<ResultReport> auto& report, auto&& each) const {
+    each("outcome", report.outcome);
+    each("message", report.message);
+    each("epochs_done", report.epochs_done);
+    each("final_train_loss", report.final_train_loss);
+    each("test_accuracy", report.test_accuracy);
+  }
+  void operator()(FieldsOf<FailureReport> auto& report, auto&& each) const { each("message", report.message); }
 
- private:
-  std::vector<std::byte> out_;
+  // An enum value this build has no name for is refused, never trained as another.
+  bool known(DatasetKind kind) const { return kind >= DatasetKind::mnist && kind <= DatasetKind::synthetic; }
+  bool known(ModelKind kind) const { return kind >= ModelKind::mlp && kind <= ModelKind::alexnet; }
+  bool known(OptimizerKind kind) const { return kind >= OptimizerKind::sgd && kind <= OptimizerKind::adam; }
+  bool known(MemoryPlan plan) const { return plan >= MemoryPlan::keep && plan <= MemoryPlan::recompute; }
+  bool known(ResultOutcome outcome) const { return outcome <= ResultOutcome::stopped; }
 };
 
-class PayloadReader {
- public:
-  PayloadReader(const Frame& frame, FrameType expected) : frame_(frame) {
-    if (frame.type != expected)
-      throw ProtocolError(
-          fmt::format("expected a {} frame, got a {} frame", frame_type_name(expected), frame_type_name(frame.type)));
-  }
-  template <typename T>
-  T value() {
-    static_assert(std::is_trivially_copyable_v<T>);
-    T v;
-    std::memcpy(&v, take(sizeof(T)), sizeof(T));
-    return v;
-  }
-  std::string text() {
-    const auto length = value<std::uint32_t>();
-    const std::byte* bytes = take(length);
-    return std::string(reinterpret_cast<const char*>(bytes), length);
-  }
-  std::vector<int> ints() {
-    const auto count = value<std::uint32_t>();
-    if (count > remaining() / sizeof(std::int32_t)) fail("a list longer than its frame");
-    std::vector<int> list(count);
-    for (int& item : list) item = value<std::int32_t>();
-    return list;
-  }
-  // Every byte must have been read: a longer payload is another message.
-  void finish() const {
-    if (at_ != frame_.payload.size())
-      throw ProtocolError(fmt::format("{} frame: {} bytes left over", frame_type_name(frame_.type), remaining()));
-  }
+template <typename Message>
+Frame encode_frame(const Message& message, FrameType type) {
+  return Frame{type, encode_fields(message, TrialFields{})};
+}
 
- private:
-  std::size_t remaining() const { return frame_.payload.size() - at_; }
-  const std::byte* take(std::size_t bytes) {
-    if (bytes > remaining()) fail("cut short");
-    const std::byte* start = frame_.payload.data() + at_;
-    at_ += bytes;
-    return start;
-  }
-  [[noreturn]] void fail(const char* what) const {
+// The codec's errors become the pipe's own, which the rank and the trial
+// process catch; their message already names the frame and the field.
+template <typename Message>
+Message decode_frame(const Frame& frame, FrameType expected) {
+  if (frame.type != expected)
     throw ProtocolError(
-        fmt::format("{} frame of {} bytes: {}", frame_type_name(frame_.type), frame_.payload.size(), what));
+        fmt::format("expected a {} frame, got a {} frame", frame_type_name(expected), frame_type_name(frame.type)));
+  const std::string name = fmt::format("{} frame", frame_type_name(expected));
+  try {
+    return decode_fields<Message>(frame.payload, name, TrialFields{});
+  } catch (const FieldCodecError& error) {
+    throw ProtocolError(error.what());
   }
-
-  const Frame& frame_;
-  std::size_t at_ = 0;
-};
-
-template <typename Enum>
-Enum checked_enum(std::int32_t value, std::int32_t last, const char* what) {
-  if (value < 0 || value > last) throw ProtocolError(fmt::format("unknown {} {}", what, value));
-  return static_cast<Enum>(value);
 }
 
 bool known_type(std::uint16_t type) {
@@ -135,164 +183,32 @@ std::string_view frame_type_name(FrameType type) {
 
 // ---- messages -------------------------------------------------------------------
 
-Frame encode(const TrialJob& job) {
-  const TrialSpec& t = job.trial;
-  const SyntheticSpec& s = t.dataset.synthetic;
-  PayloadWriter out;
-  out.text(t.id).value<std::int32_t>(t.repeat);
-  out.value<std::int32_t>(static_cast<std::int32_t>(t.dataset.kind));
-  out.value<std::int32_t>(s.shape.channels).value<std::int32_t>(s.shape.height).value<std::int32_t>(s.shape.width);
-  out.value<std::int32_t>(s.classes).value<std::int32_t>(s.train_size).value<std::int32_t>(s.test_size);
-  out.value(s.noise).value(s.seed);
-  out.value<std::int32_t>(static_cast<std::int32_t>(t.model)).ints(t.channels);
-  out.value<std::int32_t>(static_cast<std::int32_t>(t.optimizer.kind));
-  out.value(t.optimizer.momentum).value(t.optimizer.beta1).value(t.optimizer.beta2).value(t.optimizer.epsilon);
-  out.value(t.learning_rate).value<std::int32_t>(t.epochs).value<std::int32_t>(t.batch_size).ints(t.hidden);
-  out.value(t.seed);
-  out.value<std::int32_t>(static_cast<std::int32_t>(t.memory_plan)).value<std::int32_t>(t.recompute_every);
-  // A search's probe: its limit is part of its id.
-  const SearchPoint point = t.search.value_or(SearchPoint{.search = -1});
-  out.value<std::int32_t>(point.search).value<std::int32_t>(point.probe).value<std::int64_t>(point.value);
-  out.value<std::uint64_t>(point.limit_bytes).value<std::int32_t>(point.full ? 1 : 0);
-  out.value(job.threads).value(job.predicted_bytes);
-  return std::move(out).frame(FrameType::job);
-}
+Frame encode(const TrialJob& job) { return encode_frame(job, FrameType::job); }
 
 TrialJob decode_job(const Frame& frame) {
-  PayloadReader in(frame, FrameType::job);
-  TrialJob job;
-  TrialSpec& t = job.trial;
-  SyntheticSpec& s = t.dataset.synthetic;
-  t.id = in.text();
-  t.repeat = in.value<std::int32_t>();
-  t.dataset.kind =
-      checked_enum<DatasetKind>(in.value<std::int32_t>(), static_cast<int>(DatasetKind::synthetic), "dataset kind");
-  s.shape.channels = in.value<std::int32_t>();
-  s.shape.height = in.value<std::int32_t>();
-  s.shape.width = in.value<std::int32_t>();
-  s.classes = in.value<std::int32_t>();
-  s.train_size = in.value<std::int32_t>();
-  s.test_size = in.value<std::int32_t>();
-  s.noise = in.value<double>();
-  s.seed = in.value<std::uint64_t>();
-  t.model = checked_enum<ModelKind>(in.value<std::int32_t>(), static_cast<int>(ModelKind::alexnet), "model kind");
-  t.channels = in.ints();
-  t.optimizer.kind =
-      checked_enum<OptimizerKind>(in.value<std::int32_t>(), static_cast<int>(OptimizerKind::adam), "optimizer kind");
-  t.optimizer.momentum = in.value<double>();
-  t.optimizer.beta1 = in.value<double>();
-  t.optimizer.beta2 = in.value<double>();
-  t.optimizer.epsilon = in.value<double>();
-  t.learning_rate = in.value<double>();
-  t.epochs = in.value<std::int32_t>();
-  t.batch_size = in.value<std::int32_t>();
-  t.hidden = in.ints();
-  t.seed = in.value<std::uint64_t>();
-  t.memory_plan =
-      checked_enum<MemoryPlan>(in.value<std::int32_t>(), static_cast<int>(MemoryPlan::recompute), "memory plan");
-  t.recompute_every = in.value<std::int32_t>();
-  SearchPoint point;
-  point.search = in.value<std::int32_t>();
-  point.probe = in.value<std::int32_t>();
-  point.value = in.value<std::int64_t>();
-  point.limit_bytes = in.value<std::uint64_t>();
-  point.full = in.value<std::int32_t>() != 0;
-  if (point.search >= 0) t.search = point;
-  job.threads = in.value<std::int32_t>();
-  job.predicted_bytes = in.value<std::int64_t>();
-  in.finish();
+  TrialJob job = decode_frame<TrialJob>(frame, FrameType::job);
   // The id is a hash of the fields: a mismatch means the two ends disagree
   // on what a trial is, and the process would train something else.
+  const TrialSpec& t = job.trial;
   if (trial_id(t) != t.id)
     throw ProtocolError(fmt::format("job frame: trial {} arrived with fields whose id is {}", t.id, trial_id(t)));
   return job;
 }
 
-Frame encode(const ReadyReport& report) {
-  PayloadWriter out;
-  out.value(report.pid).value(report.train_examples).value(report.test_examples).value(report.dataset_bytes);
-  return std::move(out).frame(FrameType::ready);
-}
+Frame encode(const ReadyReport& report) { return encode_frame(report, FrameType::ready); }
+ReadyReport decode_ready(const Frame& frame) { return decode_frame<ReadyReport>(frame, FrameType::ready); }
 
-ReadyReport decode_ready(const Frame& frame) {
-  PayloadReader in(frame, FrameType::ready);
-  ReadyReport report;
-  report.pid = in.value<std::int32_t>();
-  report.train_examples = in.value<std::uint64_t>();
-  report.test_examples = in.value<std::uint64_t>();
-  report.dataset_bytes = in.value<std::uint64_t>();
-  in.finish();
-  return report;
-}
+Frame encode(const PhaseReport& report) { return encode_frame(report, FrameType::phase); }
+PhaseReport decode_phase(const Frame& frame) { return decode_frame<PhaseReport>(frame, FrameType::phase); }
 
-Frame encode(const PhaseReport& report) {
-  PayloadWriter out;
-  out.value<std::uint8_t>(report.evaluating ? 1 : 0).value(report.epoch);
-  return std::move(out).frame(FrameType::phase);
-}
+Frame encode(const EpochReport& report) { return encode_frame(report, FrameType::epoch); }
+EpochReport decode_epoch(const Frame& frame) { return decode_frame<EpochReport>(frame, FrameType::epoch); }
 
-PhaseReport decode_phase(const Frame& frame) {
-  PayloadReader in(frame, FrameType::phase);
-  PhaseReport report;
-  const auto evaluating = in.value<std::uint8_t>();
-  if (evaluating > 1)
-    throw ProtocolError(fmt::format("phase frame: phase {} is neither training nor evaluating", evaluating));
-  report.evaluating = evaluating == 1;
-  report.epoch = in.value<std::int32_t>();
-  in.finish();
-  return report;
-}
+Frame encode(const ResultReport& report) { return encode_frame(report, FrameType::result); }
+ResultReport decode_result(const Frame& frame) { return decode_frame<ResultReport>(frame, FrameType::result); }
 
-Frame encode(const EpochReport& report) {
-  PayloadWriter out;
-  out.value(report.epoch).value(report.train_loss).value(report.test_accuracy).value(report.seconds);
-  return std::move(out).frame(FrameType::epoch);
-}
-
-EpochReport decode_epoch(const Frame& frame) {
-  PayloadReader in(frame, FrameType::epoch);
-  EpochReport report;
-  report.epoch = in.value<std::int32_t>();
-  report.train_loss = in.value<double>();
-  report.test_accuracy = in.value<double>();
-  report.seconds = in.value<double>();
-  in.finish();
-  return report;
-}
-
-Frame encode(const ResultReport& report) {
-  PayloadWriter out;
-  out.value(static_cast<std::uint8_t>(report.outcome)).text(report.message).value(report.epochs_done);
-  out.value(report.final_train_loss).value(report.test_accuracy);
-  return std::move(out).frame(FrameType::result);
-}
-
-ResultReport decode_result(const Frame& frame) {
-  PayloadReader in(frame, FrameType::result);
-  ResultReport report;
-  report.outcome =
-      checked_enum<ResultOutcome>(in.value<std::uint8_t>(), static_cast<int>(ResultOutcome::stopped), "result outcome");
-  report.message = in.text();
-  report.epochs_done = in.value<std::int32_t>();
-  report.final_train_loss = in.value<double>();
-  report.test_accuracy = in.value<double>();
-  in.finish();
-  return report;
-}
-
-Frame encode(const FailureReport& report) {
-  PayloadWriter out;
-  out.text(report.message);
-  return std::move(out).frame(FrameType::failure);
-}
-
-FailureReport decode_failure(const Frame& frame) {
-  PayloadReader in(frame, FrameType::failure);
-  FailureReport report;
-  report.message = in.text();
-  in.finish();
-  return report;
-}
+Frame encode(const FailureReport& report) { return encode_frame(report, FrameType::failure); }
+FailureReport decode_failure(const Frame& frame) { return decode_frame<FailureReport>(frame, FrameType::failure); }
 
 Frame empty_frame(FrameType type) { return Frame{type, {}}; }
 

@@ -5,10 +5,10 @@
 //
 // A frame is a 12-byte header (magic, format version, type, payload length,
 // in the host's byte order: both ends run on one host) and a payload of
-// fields written one after the other: integers and doubles as their bytes,
-// strings and lists with a 32-bit length first. Both ends are the same
-// binary, but the version is checked anyway: a frame of another version is
-// an error, never a guess.
+// fields written one after the other by common/field_codec.hpp: integers
+// and doubles as their bytes, strings and lists with a 64-bit length first.
+// Both ends are the same binary, but the version is checked anyway: a frame
+// of another version is an error, never a guess.
 
 #include "memsweep/config.hpp"
 
@@ -24,7 +24,7 @@
 namespace memsweep::runner_detail {
 
 inline constexpr std::uint32_t kFrameMagic = 0x5054534DU;  // "MSTP" in memory on little-endian hosts
-inline constexpr std::uint16_t kProtocolVersion = 1;
+inline constexpr std::uint16_t kProtocolVersion = 2;       // 2: 64-bit lengths, every TrialSpec field
 // A job carries one trial; epochs and results are a few hundred bytes.
 inline constexpr std::uint32_t kMaxPayloadBytes = 1U << 20;
 
@@ -53,7 +53,8 @@ enum class FrameType : std::uint16_t {
 std::string_view frame_type_name(FrameType type);
 
 // A frame that cannot be read: wrong magic or version, a payload too long
-// or cut short, a field past its end, an unknown type.
+// or cut short, a field past its end, an unknown type or enum value. Its
+// message names the frame and the field.
 class ProtocolError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -67,7 +68,7 @@ struct Frame {
 // ---- messages -------------------------------------------------------------------
 
 struct TrialJob {
-  TrialSpec trial;  // its id is checked against its fields when decoded
+  TrialSpec trial;  // every field; its id is checked against them when decoded
   std::int32_t threads = 1;
   std::int64_t predicted_bytes = -1;  // for an out-of-memory message; -1: no estimate
 };

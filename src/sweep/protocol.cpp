@@ -1,6 +1,8 @@
 #include "sweep/protocol.hpp"
 #include "sweep/trial_cursor.hpp"
 
+#include "common/field_codec.hpp"
+
 #include <fmt/format.h>
 
 namespace memsweep::detail {
@@ -63,140 +65,65 @@ CompressedSampleChunk compressed_chunk_from_payload(const Message& message) {
 
 namespace {
 
-// Fields appended in order: integers as their bytes, strings after their length.
-class FieldWriter {
- public:
-  template <typename T>
-  FieldWriter& add(const T& value) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    bytes_.append(reinterpret_cast<const char*>(&value), sizeof(T));
-    return *this;
+// The session messages' fields, each struct's listed once: encode() and
+// the decode_*() functions walk the same lists (common/field_codec.hpp).
+struct SessionFields {
+  void operator()(FieldsOf<StepOutcome> auto& outcome, auto&& each) const {
+    each("status", outcome.status);
+    each("message", outcome.message);
   }
-  FieldWriter& add_text(std::string_view text) {
-    add(static_cast<std::uint64_t>(text.size()));
-    bytes_.append(text);
-    return *this;
+  void operator()(FieldsOf<RunRowMessage> auto& message, auto&& each) const {
+    each("outcome", message.outcome);
+    each("run", message.run);  // plain bytes: trivially copyable, and every rank runs the same build
   }
-  std::string take() { return std::move(bytes_); }
-
- private:
-  std::string bytes_;
+  void operator()(FieldsOf<SetupMessage> auto& message, auto&& each) const {
+    each("outcome", message.outcome);
+    each("run_index", message.run_index);
+    each("counter_columns", message.counter_columns);
+  }
+  void operator()(FieldsOf<CounterRequest> auto& column, auto&& each) const {
+    each("name", column.name);
+    each("source", column.source);
+  }
+  bool known(CounterSourceChoice source) const {
+    return source >= CounterSourceChoice::automatic && source <= CounterSourceChoice::kernel;
+  }
 };
 
-// The same fields read back; a message that ends early or goes on past its
-// last field is a protocol error that names it and the field.
-class FieldReader {
- public:
-  FieldReader(std::string_view bytes, std::string_view message) : bytes_(bytes), message_(message) {}
+template <typename Message>
+std::string encode_message(const Message& message) {
+  const std::vector<std::byte> bytes = encode_fields(message, SessionFields{});
+  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
 
-  template <typename T>
-  T take(std::string_view field) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    need(sizeof(T), field);
-    T value;
-    std::memcpy(&value, bytes_.data() + offset_, sizeof(T));
-    offset_ += sizeof(T);
-    return value;
-  }
-  std::string take_text(std::string_view field) {
-    const auto length = take<std::uint64_t>(field);
-    need(length, field);
-    std::string text(bytes_.substr(offset_, length));
-    offset_ += length;
-    return text;
-  }
-  void expect_end() const {
-    if (offset_ != bytes_.size()) fail(fmt::format("{} bytes left over after its last field", bytes_.size() - offset_));
-  }
-  [[noreturn]] void fail(std::string_view what) const {
+// A message that does not decode is a protocol error like the others of
+// this file, and most likely a rank of another build.
+template <typename Message>
+Message decode_message(std::string_view bytes, std::string_view name) {
+  try {
+    return decode_fields<Message>(std::as_bytes(std::span(bytes.data(), bytes.size())), name, SessionFields{});
+  } catch (const FieldCodecError& error) {
     throw std::runtime_error(
-        fmt::format("sweep protocol: the {} message ({} bytes): {} (are all ranks running the "
-                    "same memsweep build?)",
-                    message_, bytes_.size(), what));
+        fmt::format("sweep protocol: {} (are all ranks running the same memsweep build?)", error.what()));
   }
-
- private:
-  void need(std::uint64_t length, std::string_view field) const {
-    if (length > bytes_.size() - offset_) fail(fmt::format("ends inside its field {}", field));
-  }
-
-  std::string_view bytes_;
-  std::string_view message_;
-  std::size_t offset_ = 0;
-};
-
-void add_outcome(FieldWriter& writer, const StepOutcome& outcome) {
-  writer.add(outcome.status).add_text(outcome.message);
-}
-
-StepOutcome take_outcome(FieldReader& reader) {
-  StepOutcome outcome;
-  outcome.status = reader.take<std::int32_t>("status");
-  outcome.message = reader.take_text("message");
-  return outcome;
-}
-
-CounterSourceChoice counter_source_from(const FieldReader& reader, const std::string& name) {
-  const std::optional<CounterSourceChoice> source = parse_counter_source(name);
-  if (!source) reader.fail(fmt::format("unknown counter source \"{}\"", name));
-  return *source;
 }
 
 }  // namespace
 
-std::string encode(const StepOutcome& outcome) {
-  FieldWriter writer;
-  add_outcome(writer, outcome);
-  return writer.take();
-}
-
-std::string encode(const RunRowMessage& message) {
-  FieldWriter writer;
-  add_outcome(writer, message.outcome);
-  writer.add(message.run);
-  return writer.take();
-}
-
-std::string encode(const SetupMessage& message) {
-  FieldWriter writer;
-  add_outcome(writer, message.outcome);
-  writer.add(message.run_index).add(static_cast<std::uint64_t>(message.counter_columns.size()));
-  for (const CounterRequest& column : message.counter_columns)
-    writer.add_text(column.name).add_text(counter_source_name(column.source));
-  return writer.take();
-}
+std::string encode(const StepOutcome& outcome) { return encode_message(outcome); }
+std::string encode(const RunRowMessage& message) { return encode_message(message); }
+std::string encode(const SetupMessage& message) { return encode_message(message); }
 
 StepOutcome decode_step_outcome(std::string_view bytes) {
-  FieldReader reader(bytes, "final status");
-  const StepOutcome outcome = take_outcome(reader);
-  reader.expect_end();
-  return outcome;
+  return decode_message<StepOutcome>(bytes, "final status message");
 }
 
 RunRowMessage decode_run_row_message(std::string_view bytes) {
-  FieldReader reader(bytes, "run row");
-  RunRowMessage message{.outcome = take_outcome(reader), .run = reader.take<RunRow>("run")};
-  reader.expect_end();
-  return message;
+  return decode_message<RunRowMessage>(bytes, "run row message");
 }
 
 SetupMessage decode_setup_message(std::string_view bytes) {
-  FieldReader reader(bytes, "setup");
-  SetupMessage message;
-  message.outcome = take_outcome(reader);
-  message.run_index = reader.take<std::int32_t>("run_index");
-  const auto columns = reader.take<std::uint64_t>("counter_columns");
-  // Each column takes at least its two lengths: a count past that is no count.
-  if (columns > bytes.size() / (2 * sizeof(std::uint64_t)))
-    reader.fail(fmt::format("{} counter columns do not fit", columns));
-  for (std::uint64_t i = 0; i < columns; ++i) {
-    CounterRequest column;
-    column.name = reader.take_text("counter column name");
-    column.source = counter_source_from(reader, reader.take_text("counter column source"));
-    message.counter_columns.push_back(std::move(column));
-  }
-  reader.expect_end();
-  return message;
+  return decode_message<SetupMessage>(bytes, "setup message");
 }
 
 Assignment assignment_of(const Job& job) {

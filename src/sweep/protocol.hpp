@@ -113,9 +113,10 @@ inline void send_empty(Communicator& comm, int destination, int message_tag) {
 
 // ---- the session's messages (session.cpp) ---------------------------------------
 // Rank 0 broadcasts each at a step where every rank waits for its answer.
-// Encoded as fields in order (integers as their bytes, strings with their
-// length first); decoding a message of the wrong length or with an unknown
-// value throws a protocol error naming the message and the field.
+// Encoded as fields in order by common/field_codec.hpp (integers as their
+// bytes, strings and lists with a 64-bit length first); decoding a message
+// of the wrong length or with an unknown value throws a protocol error
+// naming the message and the field.
 
 // How a step went on rank 0: ok, or the status every rank exits with and
 // why (rank 0 prints the message, once).

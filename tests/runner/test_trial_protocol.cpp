@@ -3,6 +3,7 @@
 
 #include "runner/trial_protocol.hpp"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -57,8 +58,13 @@ Frame through_pipe(const Frame& frame) {
   return got ? *got : Frame{};
 }
 
+// Every field of TrialSpec away from its default, nested ones included:
+// a field the job's list leaves out comes back as its default and fails
+// AJobCarriesEveryFieldOfTheTrial.
 TrialSpec every_field_trial() {
   TrialSpec trial;
+  trial.repeat = 2;
+  trial.plan_index = 41;
   trial.dataset.kind = DatasetKind::synthetic;
   trial.dataset.synthetic = SyntheticSpec{{3, 16, 12}, 7, 321, 45, 0.25, 99};
   trial.model = ModelKind::cnn;
@@ -69,11 +75,73 @@ TrialSpec every_field_trial() {
   trial.batch_size = 24;
   trial.hidden = {100, 50, 25};
   trial.seed = 0xFEEDFACECAFEBEEFULL;
-  trial.repeat = 2;
   trial.memory_plan = MemoryPlan::recompute;
   trial.recompute_every = 3;
+  trial.mem_budget_bytes = 3ULL << 30;
+  trial.timeout_seconds = 12.5;
+  trial.origin = "sweep.toml:12 grid[3]";
+  trial.program = ProgramSpec{.name = "torch_mnist",
+                              .command = {"python3", "train.py", "--lr={learning_rate}"},
+                              .env = {{"OMP_NUM_THREADS", "2"}, {"SEED", "{seed}"}},
+                              .workdir = "/tmp/work",
+                              .place = "sweep.toml:4: program",
+                              .fields = {"batch_size", "learning_rate"},
+                              .uses_data_dir = true};
+  trial.params = {{"dropout", ParamValue{"0.25", "0.25"}}, {"widths", ParamValue{"16,32", "[16,32]"}}};
+  trial.search = SearchPoint{.search = 1, .probe = 5, .value = 96, .limit_bytes = 1ULL << 31, .full = false};
   trial.id = trial_id(trial);
   return trial;
+}
+
+// Field by field, written out rather than walked by the codec's own list,
+// so that a field the list misses is caught here.
+void expect_same_trial(const TrialSpec& got, const TrialSpec& sent) {
+  EXPECT_EQ(got.id, sent.id);
+  EXPECT_EQ(got.repeat, sent.repeat);
+  EXPECT_EQ(got.plan_index, sent.plan_index);
+  EXPECT_EQ(got.dataset.kind, sent.dataset.kind);
+  EXPECT_EQ(got.dataset.synthetic, sent.dataset.synthetic);  // shape, classes, sizes, noise, seed
+  EXPECT_EQ(got.model, sent.model);
+  EXPECT_EQ(got.channels, sent.channels);
+  EXPECT_EQ(got.optimizer.kind, sent.optimizer.kind);
+  EXPECT_EQ(got.optimizer.momentum, sent.optimizer.momentum);
+  EXPECT_EQ(got.optimizer.beta1, sent.optimizer.beta1);
+  EXPECT_EQ(got.optimizer.beta2, sent.optimizer.beta2);
+  EXPECT_EQ(got.optimizer.epsilon, sent.optimizer.epsilon);
+  EXPECT_EQ(got.learning_rate, sent.learning_rate);
+  EXPECT_EQ(got.epochs, sent.epochs);
+  EXPECT_EQ(got.batch_size, sent.batch_size);
+  EXPECT_EQ(got.hidden, sent.hidden);
+  EXPECT_EQ(got.seed, sent.seed);
+  EXPECT_EQ(got.memory_plan, sent.memory_plan);
+  EXPECT_EQ(got.recompute_every, sent.recompute_every);
+  EXPECT_EQ(got.mem_budget_bytes, sent.mem_budget_bytes);
+  EXPECT_EQ(got.timeout_seconds, sent.timeout_seconds);
+  EXPECT_EQ(got.origin, sent.origin);
+  ASSERT_EQ(got.program.has_value(), sent.program.has_value());
+  if (sent.program) {
+    EXPECT_EQ(got.program->name, sent.program->name);
+    EXPECT_EQ(got.program->command, sent.program->command);
+    EXPECT_EQ(got.program->env, sent.program->env);
+    EXPECT_EQ(got.program->workdir, sent.program->workdir);
+    EXPECT_EQ(got.program->place, sent.program->place);
+    EXPECT_EQ(got.program->fields, sent.program->fields);
+    EXPECT_EQ(got.program->uses_data_dir, sent.program->uses_data_dir);
+  }
+  ASSERT_EQ(got.params.size(), sent.params.size());
+  for (std::size_t i = 0; i < sent.params.size(); ++i) {
+    EXPECT_EQ(got.params[i].first, sent.params[i].first);
+    EXPECT_EQ(got.params[i].second.text, sent.params[i].second.text);
+    EXPECT_EQ(got.params[i].second.json, sent.params[i].second.json);
+  }
+  ASSERT_EQ(got.search.has_value(), sent.search.has_value());
+  if (sent.search) {
+    EXPECT_EQ(got.search->search, sent.search->search);
+    EXPECT_EQ(got.search->probe, sent.search->probe);
+    EXPECT_EQ(got.search->value, sent.search->value);
+    EXPECT_EQ(got.search->limit_bytes, sent.search->limit_bytes);
+    EXPECT_EQ(got.search->full, sent.search->full);
+  }
 }
 
 TEST(TrialProtocol, AJobCarriesEveryFieldOfTheTrial) {
@@ -81,19 +149,26 @@ TEST(TrialProtocol, AJobCarriesEveryFieldOfTheTrial) {
   job.trial = every_field_trial();
   job.threads = 3;
   job.predicted_bytes = 123456789;
-  const TrialJob back = decode_job(through_pipe(encode(job)));
+  const TrialJob back = decode_job(through_pipe(encode(job)));  // decoding checks the id against the fields
+  expect_same_trial(back.trial, job.trial);
   EXPECT_EQ(back.trial.canonical_text(), job.trial.canonical_text());
-  EXPECT_EQ(back.trial.id, job.trial.id);
-  EXPECT_EQ(back.trial.optimizer.momentum, 0.8) << "a field the canonical text leaves out for adam";
-  EXPECT_EQ(back.trial.memory_plan, MemoryPlan::recompute);
-  EXPECT_EQ(back.trial.recompute_every, 3);
   EXPECT_EQ(back.threads, 3);
   EXPECT_EQ(back.predicted_bytes, 123456789);
 
+  // And the defaults: no program, no search, an empty list.
   TrialJob mnist;
   mnist.trial.dataset.kind = DatasetKind::mnist;
   mnist.trial.id = trial_id(mnist.trial);
-  EXPECT_EQ(decode_job(through_pipe(encode(mnist))).trial.canonical_text(), mnist.trial.canonical_text());
+  expect_same_trial(decode_job(through_pipe(encode(mnist))).trial, mnist.trial);
+}
+
+TEST(TrialProtocol, ACutJobNamesTheFieldItEndsIn) {
+  TrialJob job;
+  job.trial = every_field_trial();
+  Frame cut = encode(job);
+  cut.payload.resize(cut.payload.size() - sizeof(job.predicted_bytes) - sizeof(job.threads) - 1);
+  EXPECT_THAT([&] { decode_job(cut); },
+              ::testing::ThrowsMessage<ProtocolError>(HasSubstr("ends inside its field trial.search.full")));
 }
 
 TEST(TrialProtocol, AJobCarriesEachMemoryPlan) {
@@ -112,7 +187,8 @@ TEST(TrialProtocol, AJobCarriesEachMemoryPlan) {
   TrialJob job;
   job.trial = every_field_trial();
   job.trial.memory_plan = static_cast<MemoryPlan>(7);
-  EXPECT_THAT([&] { decode_job(encode(job)); }, ::testing::ThrowsMessage<ProtocolError>(HasSubstr("memory plan")));
+  EXPECT_THAT([&] { decode_job(encode(job)); },
+              ::testing::ThrowsMessage<ProtocolError>(HasSubstr("unknown value 7 in its field trial.memory_plan")));
 }
 
 TEST(TrialProtocol, AJobWhoseFieldsDoNotMatchItsIdIsRefused) {
@@ -165,19 +241,26 @@ TEST(TrialProtocol, DecodingTheWrongTypeOrAShortOrLongPayloadFails) {
       ::testing::ThrowsMessage<ProtocolError>(HasSubstr("expected a epoch frame, got a phase frame")));
   Frame cut = encode(EpochReport{1, 0.5, 0.5, 1.0});
   cut.payload.pop_back();
-  EXPECT_THAT([&] { decode_epoch(cut); }, ::testing::ThrowsMessage<ProtocolError>(HasSubstr("cut short")));
+  EXPECT_THAT([&] { decode_epoch(cut); }, ::testing::ThrowsMessage<ProtocolError>(
+                                              HasSubstr("the epoch frame (27 bytes): ends inside its field seconds")));
   Frame longer = encode(EpochReport{1, 0.5, 0.5, 1.0});
   longer.payload.push_back(std::byte{0});
-  EXPECT_THAT([&] { decode_epoch(longer); }, ::testing::ThrowsMessage<ProtocolError>(HasSubstr("1 bytes left over")));
+  EXPECT_THAT([&] { decode_epoch(longer); },
+              ::testing::ThrowsMessage<ProtocolError>(HasSubstr("1 bytes left over after its last field seconds")));
   Frame bad_outcome = encode(ResultReport{});
   bad_outcome.payload[0] = std::byte{9};
   EXPECT_THAT([&] { decode_result(bad_outcome); },
-              ::testing::ThrowsMessage<ProtocolError>(HasSubstr("unknown result outcome 9")));
+              ::testing::ThrowsMessage<ProtocolError>(HasSubstr("unknown value 9 in its field outcome")));
+  Frame bad_phase = encode(PhaseReport{true, 1});
+  bad_phase.payload[0] = std::byte{2};
+  EXPECT_THAT([&] { decode_phase(bad_phase); }, ::testing::ThrowsMessage<ProtocolError>(
+                                                    HasSubstr("its field evaluating holds 2, neither false nor true")));
   // A string announcing more bytes than the frame holds.
   Frame lying = encode(FailureReport{"abc"});
-  const std::uint32_t huge = 1000;
+  const std::uint64_t huge = 1000;
   std::memcpy(lying.payload.data(), &huge, sizeof(huge));
-  EXPECT_THROW(decode_failure(lying), ProtocolError);
+  EXPECT_THAT([&] { decode_failure(lying); },
+              ::testing::ThrowsMessage<ProtocolError>(HasSubstr("its field message counts 1000 items")));
 }
 
 TEST(TrialProtocol, FramesSplitAcrossReadsAndSeveralInOneReadAreReassembled) {
@@ -236,8 +319,9 @@ std::string error_for(const RawHeader& header) {
 
 TEST(TrialProtocol, ABadHeaderIsRefusedWithItsReason) {
   EXPECT_THAT(error_for({0x12345678U, kProtocolVersion, 13, 0}), HasSubstr("not a memsweep trial frame"));
-  EXPECT_THAT(error_for({kFrameMagic, 2, 13, 0}),
-              HasSubstr("a frame of protocol version 2, this memsweep speaks version 1"));
+  EXPECT_THAT(error_for({kFrameMagic, static_cast<std::uint16_t>(kProtocolVersion + 1), 13, 0}),
+              HasSubstr(fmt::format("a frame of protocol version {}, this memsweep speaks version {}",
+                                    kProtocolVersion + 1, kProtocolVersion)));
   EXPECT_THAT(error_for({kFrameMagic, kProtocolVersion, 77, 0}), HasSubstr("a frame of unknown type 77"));
   EXPECT_THAT(error_for({kFrameMagic, kProtocolVersion, 13, kMaxPayloadBytes + 1}),
               HasSubstr("more than the 1048576 a frame may hold"));
