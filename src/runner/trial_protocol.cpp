@@ -26,6 +26,8 @@ static_assert(sizeof(FrameHeader) == 12 && std::is_trivially_copyable_v<FrameHea
 // Every message's fields, each struct's listed once: encode() and the
 // decode_*() functions walk the same lists (common/field_codec.hpp), so a
 // field added to TrialSpec is added here, once, and travels both ways.
+// test_trial_protocol.cpp counts the members of TrialSpec and its parts:
+// a field added there without a line here fails the tests' build.
 struct TrialFields {
   void operator()(FieldsOf<ImageShape> auto& shape, auto&& each) const {
     each("channels", shape.channels);

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 namespace memsweep::runner_detail {
 namespace {
@@ -57,6 +58,39 @@ Frame through_pipe(const Frame& frame) {
   EXPECT_TRUE(got.has_value());
   return got ? *got : Frame{};
 }
+
+// Converts to any member's type, so that T{AnyMember{}, ...} compiles for
+// as many initialisers as the aggregate T has members, and no more.
+struct AnyMember {
+  template <typename T>
+  operator T() const;  // never defined: only asked about, never called
+};
+
+template <typename T, std::size_t... I>
+constexpr bool initialisable(std::index_sequence<I...>) {
+  return requires { T{(void(I), AnyMember{})...}; };
+}
+
+template <typename T, std::size_t N = 0>
+constexpr std::size_t member_count() {
+  if constexpr (!initialisable<T>(std::make_index_sequence<N + 1>()))
+    return N;
+  else
+    return member_count<T, N + 1>();
+}
+
+// A field added to one of these fails the build here: list it in
+// TrialFields (trial_protocol.cpp), set it in every_field_trial() and
+// compare it in expect_same_trial(), then count it here.
+static_assert(member_count<TrialSpec>() == 20, "TrialSpec has a field the job may not carry");
+static_assert(member_count<ProgramSpec>() == 7, "ProgramSpec has a field the job may not carry");
+static_assert(member_count<ParamValue>() == 2, "ParamValue has a field the job may not carry");
+static_assert(member_count<SearchPoint>() == 5, "SearchPoint has a field the job may not carry");
+static_assert(member_count<DatasetSpec>() == 2, "DatasetSpec has a field the job may not carry");
+static_assert(member_count<SyntheticSpec>() == 6, "SyntheticSpec has a field the job may not carry");
+static_assert(member_count<ImageShape>() == 3, "ImageShape has a field the job may not carry");
+static_assert(member_count<OptimizerSpec>() == 5, "OptimizerSpec has a field the job may not carry");
+static_assert(member_count<TrialJob>() == 3, "TrialJob has a field the job may not carry");
 
 // Every field of TrialSpec away from its default, nested ones included:
 // a field the job's list leaves out comes back as its default and fails
