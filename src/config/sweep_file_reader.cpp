@@ -1,6 +1,7 @@
 #include "config/sweep_file_reader.hpp"
 
 #include "common/file_kind.hpp"
+#include "common/unique_fd.hpp"
 #include "memsweep/error.hpp"
 
 #include <fmt/format.h>
@@ -33,18 +34,6 @@ void check_kind_and_size(const std::filesystem::path& path, const struct stat& s
   if (static_cast<std::uint64_t>(status.st_size) > kMaxSweepFileBytes) too_large(path);
 }
 
-class Descriptor {
- public:
-  explicit Descriptor(int fd) : fd_(fd) {}
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  ~Descriptor() { ::close(fd_); }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 }  // namespace
 
 std::string read_sweep_text(const std::filesystem::path& path) {
@@ -55,9 +44,8 @@ std::string read_sweep_text(const std::filesystem::path& path) {
 
   // Without blocking, in case the path became a FIFO since; the open file
   // is what is checked again and read.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) cannot_read(path, errno);
-  const Descriptor file(fd);
+  const UniqueFd file(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!file) cannot_read(path, errno);
   if (::fstat(file.get(), &status) != 0) cannot_read(path, errno);
   check_kind_and_size(path, status);
   const int flags = ::fcntl(file.get(), F_GETFL);

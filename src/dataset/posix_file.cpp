@@ -14,23 +14,6 @@
 
 namespace memsweep::dataset_detail {
 
-UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
-  if (this != &other) {
-    reset();
-    fd_ = other.release();
-  }
-  return *this;
-}
-
-int UniqueFd::release() { return std::exchange(fd_, -1); }
-
-void UniqueFd::reset() {
-  // No retry on EINTR: Linux frees the descriptor even then, and a retry
-  // could close one that another thread has just been given.
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
-
 std::string errno_text(int error) { return std::strerror(error); }
 
 int lock_file(int fd, int operation) {

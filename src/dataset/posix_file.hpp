@@ -1,8 +1,10 @@
 #pragma once
-// The few POSIX file tools that shared datasets need: an owned descriptor,
-// whole writes and reads at an offset, "does this name still refer to this
-// open file", and a read-only mapping. Failures come back as errno values;
+// The few POSIX file tools that shared datasets need beside the owned
+// descriptor (common/unique_fd.hpp): whole writes and reads at an offset,
+// "does this name still refer to this open file", and a read-only mapping. Failures come back as errno values;
 // the callers know what was being attempted and say so in their errors.
+
+#include "common/unique_fd.hpp"
 
 #include <sys/types.h>
 
@@ -13,25 +15,6 @@
 #include <string>
 
 namespace memsweep::dataset_detail {
-
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept;
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { reset(); }
-
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-  int release();
-  void reset();
-
- private:
-  int fd_ = -1;
-};
 
 std::string errno_text(int error);
 

@@ -47,7 +47,6 @@ using dataset_detail::errno_text;
 using dataset_detail::lock_file;
 using dataset_detail::names_open_file;
 using dataset_detail::SharedFileHeader;
-using dataset_detail::UniqueFd;
 
 constexpr mode_t kCopyMode = 0444;  // nobody writes a copy once it has its name
 constexpr mode_t kLockFileMode = 0644;

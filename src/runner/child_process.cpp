@@ -175,38 +175,30 @@ ChildProcess ChildProcess::spawn(const SpawnRequest& request) {
   envp.push_back(nullptr);
   char* const* environment = request.environment.empty() ? environ : envp.data();
 
-  std::array<int, 2> errors{};
-  if (::pipe2(errors.data(), O_CLOEXEC) != 0)
-    throw std::system_error(errno, std::generic_category(), "cannot make a pipe for a trial process");
+  Pipe errors = make_pipe("a trial process");
   const pid_t rank_pid = ::getpid();
   const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int error = errno;
-    ::close(errors[0]);
-    ::close(errors[1]);
-    throw std::system_error(error, std::generic_category(), "cannot fork a trial process");
-  }
+  if (pid < 0) throw std::system_error(errno, std::generic_category(), "cannot fork a trial process");
   if (pid == 0) {
-    ::close(errors[0]);
-    become_trial(request, argv.data(), environment, rank_pid, errors[1]);
+    errors.read_end.reset();
+    become_trial(request, argv.data(), environment, rank_pid, errors.write_end.get());
   }
-  ::close(errors[1]);
-  ChildProcess child(pid, errors[0], request.executable);
+  errors.write_end.reset();
+  ChildProcess child(pid, std::move(errors.read_end), request.executable);
   if (request.start_gate_fd < 0) child.confirm_exec();
   return child;
 }
 
 void ChildProcess::confirm_exec() {
-  if (exec_errors_fd_ < 0) return;
+  if (!exec_errors_) return;
   // The error pipe closes on exec (close-on-exec): nothing read means the
   // child is running its program.
   SpawnFailure failure{};
   ssize_t got = 0;
   do {
-    got = ::read(exec_errors_fd_, &failure, sizeof(failure));
+    got = ::read(exec_errors_.get(), &failure, sizeof(failure));
   } while (got < 0 && errno == EINTR);
-  ::close(exec_errors_fd_);
-  exec_errors_fd_ = -1;
+  exec_errors_.reset();
   if (got == static_cast<ssize_t>(sizeof(failure))) {
     reap();
     throw std::system_error(
@@ -217,16 +209,14 @@ void ChildProcess::confirm_exec() {
 
 ChildProcess::ChildProcess(ChildProcess&& other) noexcept
     : pid_(other.pid_),
-      exec_errors_fd_(other.exec_errors_fd_),
+      exec_errors_(std::move(other.exec_errors_)),
       executable_(std::move(other.executable_)),
       end_(other.end_) {
   other.pid_ = -1;
-  other.exec_errors_fd_ = -1;
   other.end_.reset();
 }
 
 ChildProcess::~ChildProcess() {
-  if (exec_errors_fd_ >= 0) ::close(exec_errors_fd_);
   if (pid_ <= 0 || end_) return;
   ::kill(pid_, SIGKILL);
   int status = 0;

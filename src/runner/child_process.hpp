@@ -6,12 +6,15 @@
 // Between fork and exec the child only makes async-signal-safe calls: the
 // rank has other threads, whose locks the child would inherit held.
 
+#include "common/unique_fd.hpp"
+
 #include <sys/types.h>
 
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace memsweep::runner_detail {
@@ -86,10 +89,10 @@ class ChildProcess {
   ProcessEnd reap(std::chrono::milliseconds grace);
 
  private:
-  ChildProcess(pid_t pid, int exec_errors_fd, std::string executable)
-      : pid_(pid), exec_errors_fd_(exec_errors_fd), executable_(std::move(executable)) {}
+  ChildProcess(pid_t pid, UniqueFd exec_errors, std::string executable)
+      : pid_(pid), exec_errors_(std::move(exec_errors)), executable_(std::move(executable)) {}
   pid_t pid_ = -1;
-  int exec_errors_fd_ = -1;  // the close-on-exec pipe that reports a failed exec
+  UniqueFd exec_errors_;  // the close-on-exec pipe that reports a failed exec
   std::string executable_;
   std::optional<ProcessEnd> end_;
 };

@@ -7,6 +7,7 @@
 #include "memsweep/training_runner.hpp"
 
 #include "common/duration_text.hpp"
+#include "common/unique_fd.hpp"
 #include "dataset/locate.hpp"
 #include "memsweep/estimate.hpp"
 #include "memsweep/model_spec.hpp"
@@ -77,40 +78,12 @@ SamplerOptions sampler_options(const TrainingRunnerOptions& options) {
   return sampler;
 }
 
-// A pipe's two ends, closed when they go out of scope unless handed on.
-class Pipe {
- public:
-  Pipe() {
-    if (::pipe2(fds_.data(), O_CLOEXEC) != 0)
-      throw std::system_error(errno, std::generic_category(), "cannot make a pipe for a trial process");
-  }
-  ~Pipe() {
-    close_read();
-    close_write();
-  }
-  Pipe(const Pipe&) = delete;
-  Pipe& operator=(const Pipe&) = delete;
-  int read_end() const { return fds_[0]; }
-  int write_end() const { return fds_[1]; }
-  void close_read() { close(fds_[0]); }
-  void close_write() { close(fds_[1]); }
-
- private:
-  static void close(int& fd) {
-    if (fd >= 0) ::close(fd);
-    fd = -1;
-  }
-  std::array<int, 2> fds_{-1, -1};
-};
-
 // Moves `pid` into `group` (its cgroup.procs takes a pid).
 bool join_cgroup(const TrialCgroup& group, pid_t pid) {
-  const int fd = ::open(group.procs_file().c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+  const UniqueFd file(::open(group.procs_file().c_str(), O_WRONLY | O_CLOEXEC));
+  if (!file) return false;
   const std::string text = std::to_string(pid);
-  const bool joined = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
-  return joined;
+  return ::write(file.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
 }
 
 // The next frame from the process, or nullopt when it ends or `deadline`
@@ -142,8 +115,8 @@ struct Attempt {
   std::unique_ptr<TrialCgroup> cgroup;
   bool cgroup_limit_is_budget = false;
   OomCounters oom_before;
-  Pipe control;
-  Pipe reports;
+  Pipe control = make_pipe("a trial process's job");
+  Pipe reports = make_pipe("a trial process's reports");
   Clock::time_point spawned;  // just before the fork
   std::optional<ChildProcess> process;
   std::optional<FrameReader> report_reader;
@@ -426,15 +399,15 @@ void TrainingRunner::Impl::spawn_trial_process(Attempt& attempt, const TrialSpec
   SpawnRequest request;
   request.executable = options.trial_executable;
   request.argv = {"memsweep", "trial", trial.id};
-  request.control_fd = attempt.control.read_end();
-  request.report_fd = attempt.reports.write_end();
+  request.control_fd = attempt.control.read_end.get();
+  request.report_fd = attempt.reports.write_end.get();
   request.dataset_fd = attempt.data->fd();
   spawn(attempt, request);
   if (attempt.ended) return;
-  attempt.control.close_read();
-  attempt.reports.close_write();  // the process holds the only write end: its end closes the pipe
-  ::fcntl(attempt.reports.read_end(), F_SETFL, O_NONBLOCK);
-  attempt.report_reader.emplace(attempt.reports.read_end());
+  attempt.control.read_end.reset();
+  attempt.reports.write_end.reset();  // the process holds the only write end: its end closes the pipe
+  ::fcntl(attempt.reports.read_end.get(), F_SETFL, O_NONBLOCK);
+  attempt.report_reader.emplace(attempt.reports.read_end.get());
 }
 
 // The job to the process, and its first report: ready, or why not.
@@ -444,7 +417,7 @@ void TrainingRunner::Impl::hand_over_job(Attempt& attempt, const TrialSpec& tria
   job.trial = trial;
   job.threads = options.threads > 0 ? options.threads : default_thread_count();
   job.predicted_bytes = attempt.predicted ? static_cast<std::int64_t>(*attempt.predicted) : -1;
-  if (!write_frame(attempt.control.write_end(), encode(job)))
+  if (!write_frame(attempt.control.write_end.get(), encode(job)))
     return record_end(attempt, {}, "the trial process ended before its job");
   const std::optional<Frame> first = wait_for_frame(reports, attempt.spawned + options.start_timeout);
   if (!first && !reports.at_end()) {
@@ -457,7 +430,7 @@ void TrainingRunner::Impl::hand_over_job(Attempt& attempt, const TrialSpec& tria
   if (first->type == FrameType::failure) {
     ProcessOutcome outcome;
     outcome.failure = decode_failure(*first);
-    write_frame(attempt.control.write_end(), empty_frame(FrameType::exit));
+    write_frame(attempt.control.write_end.get(), empty_frame(FrameType::exit));
     return record_end(attempt, std::move(outcome));
   }
   decode_ready(*first);  // checks that it is a whole ready report
@@ -483,7 +456,7 @@ void TrainingRunner::Impl::check_budget_before_start(Attempt& attempt) {
   const std::optional<std::string> message = over_budget_before_start(
       *attempt.predicted, static_cast<std::uint64_t>(attempt.baseline.rss_bytes), *attempt.budget);
   if (!message) return;
-  write_frame(attempt.control.write_end(), empty_frame(FrameType::exit));
+  write_frame(attempt.control.write_end.get(), empty_frame(FrameType::exit));
   attempt.process->reap(kExitGrace);
   set_fixed(attempt.row.end_cause, end_cause::kExited);
   timings.setup_seconds = seconds_between(attempt.entry, Clock::now()) - timings.dataset_seconds;
@@ -532,7 +505,7 @@ void TrainingRunner::Impl::train(Attempt& attempt, const TrialSpec& trial, const
                    sink);
   const Clock::time_point go = Clock::now();
   timings.setup_seconds = seconds_between(attempt.entry, go) - timings.dataset_seconds;
-  write_frame(attempt.control.write_end(), empty_frame(FrameType::go));
+  write_frame(attempt.control.write_end.get(), empty_frame(FrameType::go));
 
   WatchReport seen;
   try {
@@ -544,8 +517,8 @@ void TrainingRunner::Impl::train(Attempt& attempt, const TrialSpec& trial, const
   const Clock::time_point training_end = Clock::now();
   timings.training_seconds = seconds_between(go, training_end);
   const RegionSummary region = sampler->end_region();
-  write_frame(attempt.control.write_end(), empty_frame(FrameType::exit));
-  attempt.control.close_write();
+  write_frame(attempt.control.write_end.get(), empty_frame(FrameType::exit));
+  attempt.control.write_end.reset();
   watch.forward_chunks();
 
   record_trial_measures(attempt.row, region, seen, attempt.baseline);
@@ -579,46 +552,25 @@ constexpr int kTailLines = 3;
 constexpr std::size_t kTailBytes = 1000;
 constexpr std::size_t kTailReadBytes = 8192;
 
-// A descriptor closed when it goes out of scope.
-class OwnedFd {
- public:
-  explicit OwnedFd(int fd = -1) : fd_(fd) {}
-  ~OwnedFd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  OwnedFd(OwnedFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  OwnedFd& operator=(OwnedFd&& other) noexcept {
-    if (this != &other) {
-      if (fd_ >= 0) ::close(fd_);
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 // The program's output files: kept in the log folder, or (no folder) an
 // unnamed file for stderr alone, read for a failure's message.
 struct ProgramOutput {
-  OwnedFd out;
-  OwnedFd err;
+  UniqueFd out;
+  UniqueFd err;
 };
 
 ProgramOutput open_program_output(const std::filesystem::path& log_dir, const TrialSpec& trial, int attempt) {
   constexpr int kFlags = O_CREAT | O_TRUNC | O_CLOEXEC;
   if (log_dir.empty()) {
-    return {OwnedFd(::open("/dev/null", O_WRONLY | O_CLOEXEC)),
-            OwnedFd(::open(std::filesystem::temp_directory_path().c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600))};
+    return {UniqueFd(::open("/dev/null", O_WRONLY | O_CLOEXEC)),
+            UniqueFd(::open(std::filesystem::temp_directory_path().c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600))};
   }
   std::filesystem::create_directories(log_dir);
   const std::string stem = (log_dir / fmt::format("{}-{}", trial.id, attempt)).string();
   // stderr is read back for a failure's message.
-  ProgramOutput output{OwnedFd(::open((stem + ".out").c_str(), O_WRONLY | kFlags, 0644)),
-                       OwnedFd(::open((stem + ".err").c_str(), O_RDWR | kFlags, 0644))};
-  if (output.out.get() < 0 || output.err.get() < 0)
+  ProgramOutput output{UniqueFd(::open((stem + ".out").c_str(), O_WRONLY | kFlags, 0644)),
+                       UniqueFd(::open((stem + ".err").c_str(), O_RDWR | kFlags, 0644))};
+  if (!output.out || !output.err)
     throw std::system_error(errno, std::generic_category(),
                             "cannot open the program's log files " + stem + ".out/.err");
   return output;
@@ -632,11 +584,10 @@ void kill_tree(pid_t root, const ProcessTreeProbe& probe, const TrialCgroup* cgr
   for (const int pid : probe.members())
     if (pid != root) ::kill(pid, SIGKILL);
   if (cgroup != nullptr) {
-    const int fd = ::open(cgroup->procs_file().c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
+    const UniqueFd file(::open(cgroup->procs_file().c_str(), O_RDONLY | O_CLOEXEC));
+    if (!file) return;
     std::string text(65536, '\0');
-    const ssize_t got = ::read(fd, text.data(), text.size());
-    ::close(fd);
+    const ssize_t got = ::read(file.get(), text.data(), text.size());
     text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
     for (const int pid : parse_pid_list(text)) ::kill(pid, SIGKILL);
   }
@@ -723,8 +674,8 @@ void TrainingRunner::Impl::run_program(Attempt& attempt, const TrialSpec& trial,
   attempt.oom_before = read_oom_counters(cgroups);
   std::optional<PreparedProgram> program = prepare_program(attempt, trial, context);
   if (!program) return;
-  Pipe event_pipe;
-  Pipe gate;
+  Pipe event_pipe = make_pipe("a program's events");
+  Pipe gate = make_pipe("a program's start gate");
   spawn_program(attempt, *program, event_pipe, gate);
   if (attempt.ended) return;
   limit_cgroup_to_budget(attempt);
@@ -791,22 +742,22 @@ void TrainingRunner::Impl::spawn_program(Attempt& attempt, PreparedProgram& prog
   request.program = true;
   request.environment = std::move(program.environment);
   request.workdir = program.invocation.workdir;
-  request.control_fd = event_pipe.write_end();  // kEventsFd: the program's events channel
+  request.control_fd = event_pipe.write_end.get();  // kEventsFd: the program's events channel
   request.stdout_fd = program.output.out.get();
   request.stderr_fd = program.output.err.get();
-  request.start_gate_fd = gate.read_end();
+  request.start_gate_fd = gate.read_end.get();
   spawn(attempt, request);
   if (attempt.ended) return;
-  event_pipe.close_write();
-  gate.close_read();
-  ::fcntl(event_pipe.read_end(), F_SETFL, O_NONBLOCK);
+  event_pipe.write_end.reset();
+  gate.read_end.reset();
+  ::fcntl(event_pipe.read_end.get(), F_SETFL, O_NONBLOCK);
 }
 
 // The go-ahead through the start gate, and the child's exec confirmed.
 void TrainingRunner::Impl::open_gate(Attempt& attempt, Pipe& gate) {
   const char go = 1;
-  const bool opened = ::write(gate.write_end(), &go, 1) == 1;
-  gate.close_write();
+  const bool opened = ::write(gate.write_end.get(), &go, 1) == 1;
+  gate.write_end.reset();
   try {
     if (!opened) throw std::runtime_error("the program's process ended before it could start");
     attempt.process->confirm_exec();
@@ -825,7 +776,7 @@ void TrainingRunner::Impl::watch_program(Attempt& attempt, const TrialSpec& tria
                                          const ProgramOutput& output) {
   TrialRow& row = attempt.row;
   ChildProcess& process = *attempt.process;
-  EventLineReader reports(event_pipe.read_end());
+  EventLineReader reports(event_pipe.read_end.get());
   TrialWatch watch(watch_settings(attempt, trial, context), process, reports, *sampler, tree, sink);
   const Clock::time_point go_time = Clock::now();
   timings.setup_seconds = seconds_between(attempt.entry, go_time);

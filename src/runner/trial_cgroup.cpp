@@ -1,5 +1,6 @@
 #include "runner/trial_cgroup.hpp"
 
+#include "common/unique_fd.hpp"
 #include "runner/cgroup_files.hpp"
 
 #include <fcntl.h>
@@ -56,12 +57,12 @@ std::string errno_message(int error) { return std::error_code(error, std::generi
 // The whole of a small file, read to its end: kernel files report no size.
 // Empty with `problem` set (naming the file) when it cannot be read.
 std::optional<std::string> read_text(const fs::path& file, std::string* problem = nullptr) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  int error = fd < 0 ? errno : 0;
+  const UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  int error = fd ? 0 : errno;
   std::string text;
   while (error == 0) {
     char buffer[kReadChunkBytes];
-    const ssize_t got = ::read(fd, buffer, sizeof buffer);
+    const ssize_t got = ::read(fd.get(), buffer, sizeof buffer);
     if (got > 0)
       text.append(buffer, static_cast<std::size_t>(got));
     else if (got == 0)
@@ -69,7 +70,6 @@ std::optional<std::string> read_text(const fs::path& file, std::string* problem 
     else if (errno != EINTR)
       error = errno;
   }
-  if (fd >= 0) ::close(fd);
   if (error == 0) return text;
   if (problem != nullptr) *problem = "cannot read " + file.string() + ": " + errno_message(error);
   return std::nullopt;
@@ -85,15 +85,16 @@ std::optional<std::uint64_t> read_count(const fs::path& file) {
 // shell's `echo text > file`; O_CREAT only matters in tests' trees of plain
 // files. Returns the problem (naming the file), nothing when written.
 std::optional<std::string> write_file(const fs::path& file, std::string_view text) {
-  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  int error = fd < 0 ? errno : 0;
-  if (fd >= 0) {
-    const ssize_t wrote = ::write(fd, text.data(), text.size());
+  UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  int error = fd ? 0 : errno;
+  if (fd) {
+    const ssize_t wrote = ::write(fd.get(), text.data(), text.size());
     if (wrote < 0)
       error = errno;
     else if (static_cast<std::size_t>(wrote) != text.size())
       error = EIO;
-    if (::close(fd) != 0 && error == 0) error = errno;
+    // Closed here, not by the owner: a close can report a failed write.
+    if (::close(fd.release()) != 0 && error == 0) error = errno;
   }
   if (error == 0) return std::nullopt;
   return "cannot write \"" + std::string(text) + "\" to " + file.string() + ": " + errno_message(error);

@@ -68,13 +68,12 @@ bool alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
 
 std::vector<int> cgroup_members(const std::filesystem::path& cgroup) {
   if (cgroup.empty()) return {};
-  const int fd = ::open((cgroup / "cgroup.procs").c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
+  const UniqueFd file(::open((cgroup / "cgroup.procs").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!file) return {};
   std::string text;
   char buffer[4096];
   ssize_t got = 0;
-  while ((got = ::read(fd, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(got));
-  ::close(fd);
+  while ((got = ::read(file.get(), buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(got));
   return memsweep::parse_pid_list(text);  // the lines that are pids
 }
 
@@ -179,14 +178,16 @@ std::optional<RankGroups> parse_guard_groups_line(const std::string& line) {
 }
 
 std::optional<TrialGuard> TrialGuard::start(const std::string& executable) {
-  int sockets[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0) return std::nullopt;
+  int ends[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) return std::nullopt;
+  UniqueFd rank_end(ends[0]);
+  const UniqueFd guard_end(ends[1]);  // the guard's copy is made by the spawn
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attributes;
   ::posix_spawn_file_actions_init(&actions);
   ::posix_spawnattr_init(&attributes);
   // dup2 clears close-on-exec on the copy: descriptor 3 alone reaches the guard.
-  ::posix_spawn_file_actions_adddup2(&actions, sockets[1], kGuardFd);
+  ::posix_spawn_file_actions_adddup2(&actions, guard_end.get(), kGuardFd);
   ::posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   ::posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   ::posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
@@ -199,20 +200,16 @@ std::optional<TrialGuard> TrialGuard::start(const std::string& executable) {
   const int error = ::posix_spawn(&pid, executable.c_str(), &actions, &attributes, argv, environ);
   ::posix_spawn_file_actions_destroy(&actions);
   ::posix_spawnattr_destroy(&attributes);
-  ::close(sockets[1]);
-  if (error != 0) {
-    ::close(sockets[0]);
-    return std::nullopt;
-  }
-  return TrialGuard(pid, sockets[0]);
+  if (error != 0) return std::nullopt;
+  return TrialGuard(pid, std::move(rank_end));
 }
 
 TrialGuard::TrialGuard(TrialGuard&& other) noexcept
-    : pid_(std::exchange(other.pid_, -1)), socket_(std::exchange(other.socket_, -1)) {}
+    : pid_(std::exchange(other.pid_, -1)), socket_(std::move(other.socket_)) {}
 
 TrialGuard::~TrialGuard() {
   say(kEnd);
-  if (socket_ >= 0) ::close(socket_);
+  socket_.reset();
   if (pid_ <= 0) return;
   const auto give_up = Clock::now() + kGuardExitWait;
   int status = 0;
@@ -228,12 +225,11 @@ TrialGuard::~TrialGuard() {
 
 void TrialGuard::say(std::string_view line) noexcept {
   std::size_t sent = 0;
-  while (socket_ >= 0 && sent < line.size()) {
-    const ssize_t wrote = ::send(socket_, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+  while (socket_ && sent < line.size()) {
+    const ssize_t wrote = ::send(socket_.get(), line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
     if (wrote < 0 && errno == EINTR) continue;
     if (wrote <= 0) {
-      ::close(socket_);  // the guard is gone: guard no more
-      socket_ = -1;
+      socket_.reset();  // the guard is gone: guard no more
       return;
     }
     sent += static_cast<std::size_t>(wrote);

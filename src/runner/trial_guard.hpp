@@ -16,12 +16,15 @@
 // It is in a session of its own, so that the kill of the rank's
 // process group (mpirun's, a terminal's Ctrl-C) does not take it too.
 
+#include "common/unique_fd.hpp"
+
 #include <sys/types.h>
 
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace memsweep::runner_detail {
 
@@ -53,10 +56,10 @@ class TrialGuard {
   void release() noexcept;
 
  private:
-  TrialGuard(pid_t pid, int socket) : pid_(pid), socket_(socket) {}
+  TrialGuard(pid_t pid, UniqueFd socket) : pid_(pid), socket_(std::move(socket)) {}
   void say(std::string_view line) noexcept;
   pid_t pid_ = -1;
-  int socket_ = -1;
+  UniqueFd socket_;
 };
 
 // Pure: the line the rank sends for `trial`, and the trial a line names

@@ -4,6 +4,7 @@
 // trains, reports, and waits for the rank to read its peak before it ends.
 // docs/runner.md, "A trial, in order".
 
+#include "common/unique_fd.hpp"
 #include "memsweep/byte_size.hpp"
 #include "memsweep/shared_dataset.hpp"
 #include "memsweep/trainer.hpp"
@@ -46,10 +47,9 @@ void listen_for_stop() {
 // Under memory pressure the kernel should take the trial, not its rank or
 // another job's process. Raising one's own score needs no privilege.
 void volunteer_for_the_oom_killer() {
-  const int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  [[maybe_unused]] const ssize_t ignored = ::write(fd, "1000", 4);
-  ::close(fd);
+  const UniqueFd file(::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));
+  if (!file) return;
+  [[maybe_unused]] const ssize_t ignored = ::write(file.get(), "1000", 4);
 }
 
 class Trial {
