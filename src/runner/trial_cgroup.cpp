@@ -161,8 +161,18 @@ class KernelTrialCgroup final : public TrialCgroup {
   KernelTrialCgroup(const KernelTrialCgroup&) = delete;
   KernelTrialCgroup& operator=(const KernelTrialCgroup&) = delete;
 
-  const std::string& procs_file() const override { return procs_file_; }
   const fs::path& path() const override { return path_; }
+  const std::string& procs_file() const override { return procs_file_; }
+
+  void add(pid_t pid) override {
+    if (auto refused = write_file(procs_file_, std::to_string(pid))) throw std::runtime_error(*refused);
+  }
+
+  std::vector<pid_t> members() const override { return cgroup_members(path_); }
+
+  void kill_members() const override {
+    for (const pid_t pid : members()) ::kill(pid, SIGKILL);
+  }
 
   CgroupReport report() const override {
     CgroupReport report;
@@ -319,6 +329,16 @@ std::string joined(const std::vector<std::string>& parts) {
 }
 
 }  // namespace
+
+std::vector<pid_t> cgroup_members(const fs::path& dir) {
+  const fs::path procs_file = dir / kProcsFile;
+  std::string problem;
+  const auto text = read_text(procs_file, &problem);
+  if (!text) throw std::runtime_error(problem);
+  auto pids = parse_pid_list(*text);
+  if (!pids) throw std::runtime_error("unexpected contents in " + procs_file.string() + ": expected one pid a line");
+  return std::move(*pids);
+}
 
 std::string_view isolation_name(Isolation isolation) {
   switch (isolation) {

@@ -5,12 +5,15 @@
 // Without a writable group, the runner measures through /proc alone
 // (Isolation::proc). docs/runner.md, "Isolation".
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace memsweep::runner_detail {
 
@@ -25,15 +28,26 @@ struct CgroupReport {
 };
 
 // One trial's group. Removed (with retries while the kernel lets go of the
-// ended process) when destroyed; never throws then.
+// ended process) when destroyed; never throws then. It alone writes and
+// reads the group's cgroup.procs.
 class TrialCgroup {
  public:
   virtual ~TrialCgroup() = default;
-  // The group's cgroup.procs: the runner writes the trial process's pid
-  // there while the process execs (the move and the exec's loading take
-  // about as long, and overlap).
-  virtual const std::string& procs_file() const = 0;
   virtual const std::filesystem::path& path() const = 0;
+  // The group's cgroup.procs, for a reader that follows the group itself
+  // (the sampler's tree probe); nobody else opens it.
+  virtual const std::string& procs_file() const = 0;
+  // Moves `pid` into the group. The runner does it while the trial's
+  // process execs (the move and the exec's loading take about as long, and
+  // overlap). Throws std::runtime_error naming the file.
+  virtual void add(pid_t pid) = 0;
+  // The processes in the group now, from the whole of its cgroup.procs.
+  // Throws std::runtime_error naming the file when it cannot be read or
+  // holds a line that is not a pid.
+  virtual std::vector<pid_t> members() const = 0;
+  // SIGKILL to every process in the group now. Throws as members() does:
+  // then none was killed.
+  virtual void kill_members() const = 0;
   // Read after the trial's process has ended (or while it runs).
   virtual CgroupReport report() const = 0;
   // Sets the group's memory limit (v2 memory.max, v1 memory.limit_in_bytes)
@@ -42,6 +56,10 @@ class TrialCgroup {
   // kill it on the way. Throws std::runtime_error naming the file.
   virtual void set_limit(std::uint64_t bytes) = 0;
 };
+
+// The processes in the group at `dir` (any group, memsweep's or not), as
+// TrialCgroup::members(): for the trial guard, which has only the path.
+std::vector<pid_t> cgroup_members(const std::filesystem::path& dir);
 
 class RankLeaf;
 

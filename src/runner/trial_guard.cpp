@@ -3,6 +3,7 @@
 #include "memsweep/training_runner.hpp"
 
 #include "runner/cgroup_files.hpp"
+#include "runner/trial_cgroup.hpp"
 #include "sampler/process_tree.hpp"
 
 #include <fcntl.h>
@@ -66,15 +67,16 @@ std::optional<pid_t> process_to_end(std::string_view digits) {
 
 bool alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
 
-std::vector<int> cgroup_members(const std::filesystem::path& cgroup) {
+// What is in `cgroup` now; nothing when it is gone or cannot be read: the
+// guard has nobody to tell (its rank is dead), and the next round looks
+// again until the group's removal says it is empty.
+std::vector<pid_t> members_now(const std::filesystem::path& cgroup) {
   if (cgroup.empty()) return {};
-  const UniqueFd file(::open((cgroup / "cgroup.procs").c_str(), O_RDONLY | O_CLOEXEC));
-  if (!file) return {};
-  std::string text;
-  char buffer[4096];
-  ssize_t got = 0;
-  while ((got = ::read(file.get(), buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(got));
-  return memsweep::parse_pid_list(text);  // the lines that are pids
+  try {
+    return cgroup_members(cgroup);
+  } catch (const std::exception&) {
+    return {};
+  }
 }
 
 // A trial the rank can no longer end: every process of it killed, its
@@ -94,7 +96,7 @@ void end_orphaned_trial(const GuardedTrial& trial, ProcessTreeProbe* tree, Clock
       for (const int pid : tree->members())
         if (::kill(pid, SIGKILL) == 0 || alive(pid)) any_left = true;
     }
-    for (const int pid : cgroup_members(trial.cgroup)) {
+    for (const pid_t pid : members_now(trial.cgroup)) {
       ::kill(pid, SIGKILL);
       any_left = true;
     }
@@ -113,7 +115,7 @@ void remove_groups_of(const std::filesystem::path& parent, pid_t rank, Clock::ti
     for (std::filesystem::directory_iterator entry(parent, error), end; !error && entry != end;
          entry.increment(error)) {
       if (memsweep_group_owner(entry->path().filename().string()) != rank) continue;
-      for (const int pid : cgroup_members(entry->path())) ::kill(pid, SIGKILL);
+      for (const pid_t pid : members_now(entry->path())) ::kill(pid, SIGKILL);
       if (::rmdir(entry->path().c_str()) != 0 && errno != ENOENT) any_left = true;
     }
     if (!any_left || Clock::now() >= give_up) return;

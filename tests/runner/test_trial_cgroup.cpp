@@ -3,6 +3,7 @@
 // controller (as root): a limit that OOM-kills, the peak, the counters.
 
 #include "runner/cgroup_files.hpp"
+#include "runner/fake_cgroup_tree.hpp"
 #include "runner/trial_cgroup.hpp"
 #include "support/skip_or_fail.hpp"
 #include "support/temp_dir.hpp"
@@ -27,6 +28,10 @@ namespace memsweep::runner_detail {
 namespace {
 
 namespace fs = std::filesystem;
+using memsweep::testing::fake_v2;
+using memsweep::testing::FakeTree;
+using memsweep::testing::kV2Mountinfo;
+using memsweep::testing::self_pid;
 using memsweep::testing::TempDir;
 
 constexpr std::uint64_t kMiB = 1024 * 1024;
@@ -213,42 +218,6 @@ INSTANTIATE_TEST_SUITE_P(Cases, PlanCgroup2,
                                            PlanCase{"", {7}, Cgroup2Step::other_processes}));
 
 // ---- detect() and create() on fake trees ----
-
-// A fake /proc/self/cgroup, mountinfo and mount directory in a temp dir; the
-// own group's directory is `own_dir`.
-struct FakeTree {
-  std::unique_ptr<TempDir> dir = std::make_unique<TempDir>();
-  fs::path proc_cgroup;
-  fs::path mountinfo;
-  fs::path own_dir;
-
-  FakeTree(std::string_view proc_cgroup_text, std::string_view mountinfo_text, const fs::path& own_relative) {
-    proc_cgroup = dir->write("proc/self/cgroup", proc_cgroup_text);
-    mountinfo = dir->write("proc/self/mountinfo", mountinfo_text);
-    own_dir = root() / own_relative;
-    fs::create_directories(own_dir);
-  }
-  const fs::path& root() const { return dir->path(); }
-  // Writes `file`, a path inside the tree.
-  void write(const fs::path& file, std::string_view text) const {
-    dir->write(file.lexically_relative(root()).string(), text);
-  }
-  void write_own(const fs::path& name, std::string_view text) const { write(own_dir / name, text); }
-  TrialCgroups detect() const { return TrialCgroups::detect(proc_cgroup, mountinfo, root()); }
-};
-
-constexpr std::string_view kV2Mountinfo = "41 31 0:38 / /sys/fs/cgroup rw,relatime shared:9 - cgroup2 cgroup2 rw\n";
-
-std::string self_pid() { return std::to_string(::getpid()); }
-
-FakeTree fake_v2(std::string_view subtree_control, std::string_view procs) {
-  FakeTree tree("0::/job_7/task_0\n", kV2Mountinfo, "sys/fs/cgroup/job_7/task_0");
-  tree.write_own("cgroup.controllers", "cpu io memory pids\n");
-  tree.write_own("cgroup.subtree_control", subtree_control);
-  tree.write_own("cgroup.procs", procs);
-  tree.write_own("memory.events", "low 0\nhigh 0\nmax 0\noom 3\noom_kill 3\noom_group_kill 0\n");
-  return tree;
-}
 
 TEST(DetectFake, CgroupV2WithMemoryEnabledUsesTheOwnGroup) {
   const FakeTree tree = fake_v2("memory pids\n", "1\n" + self_pid() + "\n");
@@ -447,6 +416,80 @@ TEST(CreateFake, AGroupThatCannotBeMadeThrowsNamingIt) {
     EXPECT_EQ(std::string(error.what()),
               "cannot create the cgroup " + (tree.own_dir / "no/such/folder").string() + ": No such file or directory");
   }
+}
+
+TEST(CreateFake, AddWritesThePidToTheGroupsProcs) {
+  const FakeTree tree = fake_v2("memory\n", "");
+  const auto group = tree.detect().create("memsweep-1-trial-0", std::nullopt);
+  ASSERT_NE(group, nullptr);
+  group->add(4242);
+  EXPECT_EQ(file_text(group->path() / "cgroup.procs"), "4242");
+}
+
+TEST(CreateFake, AddThatIsRefusedThrowsNamingTheFile) {
+  const FakeTree tree = fake_v2("memory\n", "");
+  const auto group = tree.detect().create("memsweep-1-trial-0", std::nullopt);
+  fs::create_directories(group->path() / "cgroup.procs");  // a write to it fails (EISDIR)
+  try {
+    group->add(4242);
+    FAIL() << "expected std::runtime_error";
+  } catch (const std::runtime_error& error) {
+    EXPECT_EQ(std::string(error.what()), "cannot write \"4242\" to " + group->procs_file() + ": Is a directory");
+  }
+}
+
+// A group of a process tree can hold more pids than one read gives (the
+// runner once read a fixed 64 KiB): every line is a member.
+TEST(CreateFake, MembersReadsTheWholeProcsFileHoweverLong) {
+  const FakeTree tree = fake_v2("memory\n", "");
+  const auto group = tree.detect().create("memsweep-1-trial-0", std::nullopt);
+  constexpr pid_t kFirst = 1000000;
+  constexpr int kPids = 20000;  // 8 bytes a line: 160 000 bytes
+  std::string procs;
+  for (int i = 0; i < kPids; ++i) procs += std::to_string(kFirst + i) + "\n";
+  ASSERT_GT(procs.size(), 65536u);
+  tree.write(group->path() / "cgroup.procs", procs);
+  const std::vector<pid_t> members = group->members();
+  ASSERT_EQ(members.size(), static_cast<std::size_t>(kPids));
+  EXPECT_EQ(members.front(), kFirst);
+  EXPECT_EQ(members.back(), kFirst + kPids - 1);
+  EXPECT_EQ(cgroup_members(group->path()), members);
+}
+
+TEST(CreateFake, MembersThatCannotBeReadThrowNamingTheFile) {
+  const FakeTree tree = fake_v2("memory\n", "");
+  const auto group = tree.detect().create("memsweep-1-trial-0", std::nullopt);
+  fs::create_directories(group->path() / "cgroup.procs");  // opens, but a read fails (EISDIR)
+  try {
+    group->kill_members();
+    FAIL() << "expected std::runtime_error";
+  } catch (const std::runtime_error& error) {
+    EXPECT_EQ(std::string(error.what()), "cannot read " + group->procs_file() + ": Is a directory");
+  }
+}
+
+TEST(CreateFake, MembersThatAreNotPidsThrow) {
+  const FakeTree tree = fake_v2("memory\n", "");
+  const auto group = tree.detect().create("memsweep-1-trial-0", std::nullopt);
+  tree.write(group->path() / "cgroup.procs", "12\nnot a pid\n");
+  EXPECT_THROW(group->members(), std::runtime_error);
+}
+
+// kill_members() on a real process: a child of this test, listed in a fake
+// group's procs, is killed by SIGKILL.
+TEST(CreateFake, KillMembersKillsEveryListedProcess) {
+  const FakeTree tree = fake_v2("memory\n", "");
+  const auto group = tree.detect().create("memsweep-1-trial-0", std::nullopt);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    for (;;) ::pause();
+  }
+  ASSERT_GT(child, 0);
+  tree.write(group->path() / "cgroup.procs", std::to_string(child) + "\n");
+  group->kill_members();
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "wait status " << status;
 }
 
 // ---- this machine's memory controller ----
