@@ -1,8 +1,9 @@
 #include "runner/builtin_trial_runner.hpp"
 
 #include "common/unique_fd.hpp"
-#include "dataset/locate.hpp"
+#include "memsweep/dataset_spec.hpp"
 #include "memsweep/trainer.hpp"
+#include "memsweep/trial_process_cost.hpp"
 #include "runner/budget.hpp"
 #include "runner/trial_messages.hpp"
 #include "runner/trial_protocol.hpp"
