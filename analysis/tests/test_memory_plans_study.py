@@ -112,3 +112,24 @@ def test_the_tables_show_reuse_below_keep_and_the_searches(study):
     lines = [line for line in searches.splitlines() if line.startswith("| memsweep") or line.startswith("| pytorch")]
     assert len(lines) == 4, searches  # memsweep's 4 configurations of the limits file, at one limit
     assert any("recompute:2" in line for line in lines)
+
+
+def test_both_trainers_count_the_same_parameters_for_every_model_of_the_study(tmp_path):
+    # torch_train.py builds the study's networks from its own description of them (memsweep_torch/models.py):
+    # the counts each trainer recorded (schema 10: memsweep's own, the program's reported one) must agree.
+    torch_or_skip("the study's program trials")
+    results, _ = run_sweep(memsweep_binary(), cut_down("memory-plans.toml", [
+        (r"repeats = 3", "repeats = 1"),
+        (r"epochs = 2", "epochs = 1"),
+        (r"train_size = 512, test_size = 64", "train_size = 8, test_size = 4"),
+        (r"batch_size = \[512, 256, 128, 64, 32, 16, 8\]", "batch_size = [4]"),
+        (r'memory_plan = \["keep", "reuse", "recompute"\]', 'memory_plan = ["keep"]'),
+        (r"recompute_every = \[0, 2\]", "recompute_every = [0]"),
+    ]), tmp_path, "parameters")
+    trials = load(str(results)).trials
+    assert set(trials["status"]) == {"ok"}, trials[["model", "trainer", "message"]]
+    counts = {(str(m), str(t)): p for m, t, p in zip(trials["model"], trials["trainer"], trials["parameters"])}
+    assert sorted(counts) == sorted((m, t) for m in ("alexnet", "cnn", "mlp") for t in ("memsweep", "pytorch"))
+    for model in ("alexnet", "cnn", "mlp"):
+        assert counts[(model, "memsweep")] == counts[(model, "pytorch")] > 0, model
+    assert counts[("mlp", "memsweep")] == 3 * 32 * 32 * 64 + 64 + 64 * 10 + 10  # 3072-64-10

@@ -86,7 +86,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadSearch{"Resolution", "axis = \"batch_size\"\nrange = [8, 64]\nlimit = \"1GiB\"\nresolution = 1.5\n",
                   "s.toml:7: search.resolution"},
         BadSearch{"NoLimit", "axis = \"batch_size\"\nrange = [8, 64]\n", "search: expected `limit`"}),
-    [](const ::testing::TestParamInfo<BadSearch>& info) { return std::string(info.param.name); });
+    [](const ::testing::TestParamInfo<BadSearch>& each) { return std::string(each.param.name); });
 
 TEST(ConfigSearch, TheAxisInAnySectionIsRefusedWhereItIsWritten) {
   const std::string search = "[search]\naxis = \"batch_size\"\nrange = [8, 64]\nlimit = \"1GiB\"\n";

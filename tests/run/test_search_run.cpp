@@ -151,7 +151,9 @@ TEST_P(SearchInterrupted, TheResumeEndsWithTheSameAnswersAndNoProbeTwice) {
     ASSERT_EQ(victims.size(), how.rank == nullptr ? 3U : 1U);
     for (const pid_t victim : victims) ASSERT_EQ(::kill(victim, how.signal), 0);
     const int status = run.wait();
-    if (how.exit_status >= 0) EXPECT_EQ(status, how.exit_status) << run.err();
+    if (how.exit_status >= 0) {
+      EXPECT_EQ(status, how.exit_status) << run.err();
+    }
     EXPECT_NE(status, kOk);
   }
   const std::size_t rows_before = h5py_table(dir.path() / "cut.h5", "trials", true).rows.size();
@@ -180,8 +182,8 @@ INSTANTIATE_TEST_SUITE_P(Victims, SearchInterrupted,
                          ::testing::Values(Interruption{"Sigterm", nullptr, SIGTERM, kStopped},
                                            Interruption{"WorkerKilled", "1", SIGKILL, -1},
                                            Interruption{"RankZeroKilled", "0", SIGKILL, -1}),
-                         [](const ::testing::TestParamInfo<Interruption>& info) {
-                           return std::string(info.param.name);
+                         [](const ::testing::TestParamInfo<Interruption>& each) {
+                           return std::string(each.param.name);
                          });
 
 // A program that catches its own out-of-memory error (as PyTorch's CUDA
