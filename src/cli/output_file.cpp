@@ -1,6 +1,7 @@
 #include "cli/output_file.hpp"
 
 #include "common/file_kind.hpp"
+#include "common/unique_fd.hpp"
 #include "memsweep/error.hpp"
 
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <system_error>
 
 namespace memsweep::cli {
@@ -58,15 +60,17 @@ OutputFile::OutputFile(std::filesystem::path path, bool replace) : path_(std::mo
   // named by this process, so that two exports never share one.
   temporary_ = folder / fmt::format(".{}.{}.tmp", path_.filename().string(), ::getpid());
   // 0666 less the umask, as for any file a command creates.
-  const int fd = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0)
+  UniqueFd fd(::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
+  if (!fd)
     throw InputError(fmt::format("-o {}: cannot create {}: {}", path_.string(), temporary_.string(), error_text()));
-  stream_ = ::fdopen(fd, "w");
+  stream_ = ::fdopen(fd.get(), "w");
   if (stream_ == nullptr) {
-    ::close(fd);
+    const std::string why = error_text();
+    fd.reset();
     std::filesystem::remove(temporary_, error);
-    throw std::runtime_error(fmt::format("cannot open {}: {}", temporary_.string(), error_text()));
+    throw std::runtime_error(fmt::format("cannot open {}: {}", temporary_.string(), why));
   }
+  fd.release();  // the stream's now: fclose closes it
 }
 
 OutputFile::~OutputFile() {

@@ -1,5 +1,7 @@
 #include "sampler/perf_counters.hpp"
 
+#include "common/unique_fd.hpp"
+
 #include <fmt/format.h>
 #include <perfmon/pfmlib_perf_event.h>
 
@@ -13,6 +15,7 @@
 #include <cstring>
 #include <mutex>
 #include <system_error>
+#include <utility>
 
 namespace memsweep::detail {
 namespace {
@@ -80,17 +83,16 @@ std::string open_failure(int error) {
 // Falls back to user level when perf_event_paranoid forbids the kernel.
 // Returns whether the kernel's share is counted.
 bool try_open(const std::string& name, perf_event_attr& attr) {
-  int fd = perf_event_open(attr, 0);
-  const bool kernel_counted = fd >= 0;
-  if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+  UniqueFd fd(perf_event_open(attr, 0));
+  const bool kernel_counted = static_cast<bool>(fd);
+  if (!fd && (errno == EACCES || errno == EPERM)) {
     attr.exclude_kernel = 1;
-    fd = perf_event_open(attr, 0);
+    fd = UniqueFd(perf_event_open(attr, 0));
   }
-  if (fd < 0) {
+  if (!fd) {
     const int error = errno;
     throw CounterError(fmt::format("{}: {}", name, open_failure(error)), error);
   }
-  ::close(fd);
   return kernel_counted;
 }
 
@@ -152,7 +154,7 @@ class PerfCounterSource final : public CounterSource {
     bool ok = true;
     for (const OpenCounter& counter : fds_) {
       std::array<std::uint64_t, 3> buffer{};  // value, time enabled, time running
-      if (::read(counter.fd, buffer.data(), sizeof(buffer)) != static_cast<ssize_t>(sizeof(buffer))) {
+      if (::read(counter.fd.get(), buffer.data(), sizeof(buffer)) != static_cast<ssize_t>(sizeof(buffer))) {
         ok = false;
         continue;
       }
@@ -178,10 +180,7 @@ class PerfCounterSource final : public CounterSource {
   }
 
   void stop() noexcept override {
-    for (const OpenCounter& counter : fds_) ::close(counter.fd);
     fds_.clear();
-    for (const SoftwareGroup& group : groups_)
-      for (const int fd : group.fds) ::close(fd);
     groups_.clear();
   }
 
@@ -193,7 +192,7 @@ class PerfCounterSource final : public CounterSource {
     int sign;
   };
   struct OpenCounter {
-    int fd;
+    UniqueFd fd;
     Member member;
   };
   // A thread's software events (page faults, context switches) in one perf
@@ -203,8 +202,8 @@ class PerfCounterSource final : public CounterSource {
   // events stay one per group, so that the kernel can multiplex them one by
   // one when the PMU has too few counters.
   struct SoftwareGroup {
-    int leader_fd = -1;
-    std::vector<int> fds;  // the leader's first
+    int leader_fd = -1;         // fds' first, once there is one
+    std::vector<UniqueFd> fds;  // the leader's first
     std::vector<Member> members;
   };
   static constexpr std::size_t kMaxGroupMembers = 2 * kMaxCounters;
@@ -217,14 +216,14 @@ class PerfCounterSource final : public CounterSource {
         const bool grouped = term.attr.type == PERF_TYPE_SOFTWARE && group.members.size() < kMaxGroupMembers;
         perf_event_attr attr = term.attr;
         if (grouped) attr.read_format |= PERF_FORMAT_GROUP;
-        const int fd = perf_event_open(attr, tid, grouped ? group.leader_fd : -1);
-        if (fd >= 0) {
+        UniqueFd fd(perf_event_open(attr, tid, grouped ? group.leader_fd : -1));
+        if (fd) {
           if (!grouped) {
-            fds_.push_back({fd, {e, term.sign}});
+            fds_.push_back({std::move(fd), {e, term.sign}});
             continue;
           }
-          if (group.leader_fd < 0) group.leader_fd = fd;
-          group.fds.push_back(fd);
+          if (group.leader_fd < 0) group.leader_fd = fd.get();
+          group.fds.push_back(std::move(fd));
           group.members.push_back({e, term.sign});
           continue;
         }

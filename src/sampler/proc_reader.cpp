@@ -1,6 +1,7 @@
 // The real MemoryProbe: /proc files opened once and re-read with pread, so
 // a tick costs one system call per file and no path lookup.
 
+#include "common/unique_fd.hpp"
 #include "sampler/proc_parsers.hpp"
 
 #include <fcntl.h>
@@ -25,24 +26,19 @@ constexpr std::string_view kResetPeakRss = "5";
 class ProcFile {
  public:
   explicit ProcFile(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {}
-  ~ProcFile() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  ProcFile(const ProcFile&) = delete;
-  ProcFile& operator=(const ProcFile&) = delete;
 
   // The file's text from offset 0 (the kernel regenerates it), or empty.
   std::string_view read() noexcept {
-    if (fd_ < 0) return {};
+    if (!fd_) return {};
     ssize_t got = 0;
     do {
-      got = ::pread(fd_, buffer_.data(), buffer_.size(), 0);
+      got = ::pread(fd_.get(), buffer_.data(), buffer_.size(), 0);
     } while (got < 0 && errno == EINTR);
     return got > 0 ? std::string_view(buffer_.data(), static_cast<std::size_t>(got)) : std::string_view{};
   }
 
  private:
-  int fd_;
+  UniqueFd fd_;
   std::array<char, kProcBufferBytes> buffer_{};
 };
 
@@ -94,10 +90,9 @@ class ProcMemoryProbe final : public MemoryProbe {
   // this process's own peak is reset; a watched process is a fresh one.
   bool reset_peak_rss() noexcept override {
     if (!self_) return false;
-    const int fd = ::open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    const ssize_t written = ::write(fd, kResetPeakRss.data(), kResetPeakRss.size());
-    ::close(fd);
+    const UniqueFd fd(::open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC));
+    if (!fd) return false;
+    const ssize_t written = ::write(fd.get(), kResetPeakRss.data(), kResetPeakRss.size());
     return written == static_cast<ssize_t>(kResetPeakRss.size());
   }
 

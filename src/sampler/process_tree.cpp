@@ -1,5 +1,6 @@
 #include "sampler/process_tree.hpp"
 
+#include "common/unique_fd.hpp"
 #include "sampler/proc_parsers.hpp"
 
 #include <dirent.h>
@@ -15,6 +16,8 @@
 #include <charconv>
 #include <map>
 #include <mutex>
+#include <string>
+#include <utility>
 
 namespace memsweep {
 namespace {
@@ -28,39 +31,50 @@ constexpr std::size_t kBufferBytes = 8192;
 class OpenFile {
  public:
   explicit OpenFile(const std::string& path, int flags = 0) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC | flags)) {}
-  ~OpenFile() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  OpenFile(const OpenFile&) = delete;
-  OpenFile& operator=(const OpenFile&) = delete;
-  bool is_open() const { return fd_ >= 0; }
+  bool is_open() const { return static_cast<bool>(fd_); }
 
   std::string_view read(std::array<char, kBufferBytes>& buffer) const noexcept {
-    if (fd_ < 0) return {};
+    if (!fd_) return {};
     ssize_t got = 0;
     do {
-      got = ::pread(fd_, buffer.data(), buffer.size(), 0);
+      got = ::pread(fd_.get(), buffer.data(), buffer.size(), 0);
     } while (got < 0 && errno == EINTR);
     return got > 0 ? std::string_view(buffer.data(), static_cast<std::size_t>(got)) : std::string_view{};
   }
 
+  // The file from where it stands to its end, however long, into `text`
+  // (whose capacity stays for the next read): a list cut at a buffer's end
+  // would lose processes, or end in half a pid.
+  void read_all(std::string& text) const {
+    text.clear();
+    if (!fd_) return;
+    std::array<char, kBufferBytes> chunk;
+    for (;;) {
+      const ssize_t got = ::read(fd_.get(), chunk.data(), chunk.size());
+      if (got > 0)
+        text.append(chunk.data(), static_cast<std::size_t>(got));
+      else if (got == 0 || errno != EINTR)
+        return;
+    }
+  }
+
   // `name` in this directory, opened for this one read.
   std::string_view read_entry(const char* name, std::array<char, kBufferBytes>& buffer) const noexcept {
-    if (fd_ < 0) return {};
-    OpenFile entry(::openat(fd_, name, O_RDONLY | O_CLOEXEC));
+    if (!fd_) return {};
+    OpenFile entry(UniqueFd(::openat(fd_.get(), name, O_RDONLY | O_CLOEXEC)));
     return entry.read(buffer);
   }
 
  private:
-  explicit OpenFile(int fd) : fd_(fd) {}
-  int fd_;
+  explicit OpenFile(UniqueFd fd) : fd_(std::move(fd)) {}
+  UniqueFd fd_;
 };
 
-// The text of a file opened for this one read (children files and the
-// task folder change as threads come and go).
-std::string_view read_once(const std::string& path, std::array<char, kBufferBytes>& buffer) {
-  const OpenFile file(path);
-  return file.read(buffer);
+// The whole text of a list file opened for this one read (cgroup.procs, a
+// thread's children: they change as processes come and go).
+const std::string& read_list(const std::string& path, std::string& text) {
+  OpenFile(path).read_all(text);
+  return text;
 }
 
 struct Member {
@@ -221,7 +235,7 @@ class ProcTreeProbe final : public ProcessTreeProbe {
     ++scans_;
     try {
       if (!cgroup_procs_.empty())
-        for (const int pid : parse_pid_list(read_once(cgroup_procs_, buffer_))) add(pid);
+        for (const int pid : parse_pid_list(read_list(cgroup_procs_, list_text_))) add(pid);
       // Breadth-first over the members as they are found.
       std::vector<int> queue = members();
       for (std::size_t next = 0; next < queue.size(); ++next)
@@ -266,7 +280,7 @@ class ProcTreeProbe final : public ProcessTreeProbe {
     if (dir == nullptr) return children;
     while (const dirent* entry = ::readdir(dir)) {
       if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
-      for (const int child : parse_pid_list(read_once(tasks + "/" + entry->d_name + "/children", buffer_)))
+      for (const int child : parse_pid_list(read_list(tasks + "/" + entry->d_name + "/children", list_text_)))
         children.push_back(child);
     }
     ::closedir(dir);
@@ -285,6 +299,7 @@ class ProcTreeProbe final : public ProcessTreeProbe {
   bool searched_for_this_read_ = false;  // inside read_peak_and_process: its reads do not search again
   std::array<char, kBufferBytes> buffer_{};
   std::array<char, kBufferBytes> pss_buffer_{};
+  std::string list_text_;  // the last list read (refresh), its capacity kept
 };
 
 }  // namespace

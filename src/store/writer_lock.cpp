@@ -70,25 +70,24 @@ bool names_file(const std::filesystem::path& path, int fd) {
          named.st_ino == opened.st_ino;
 }
 
-// The descriptor of the file at `path`, locked; -1 when there is nothing to
+// The descriptor of the file at `path`, locked; none when there is nothing to
 // lock (no file, or no such locks here: go without). A name found to hold
 // another file once locked was replaced meanwhile: that file's turn.
 // O_NONBLOCK on every open here: a FIFO at the path must not hang the run
 // (it has no effect on a regular file).
-int lock_file_at(const std::filesystem::path& path, const Hdf5Errors& errors) {
+UniqueFd lock_file_at(const std::filesystem::path& path, const Hdf5Errors& errors) {
   for (int lookup = 0; lookup < kLookups; ++lookup) {
-    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return -1;  // HDF5's own open, or the caller, will say why
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK));
+    if (!fd) return {};  // HDF5's own open, or the caller, will say why
     struct flock request = lock_request(F_WRLCK);
-    if (::fcntl(fd, F_OFD_SETLK, &request) != 0) {
+    if (::fcntl(fd.get(), F_OFD_SETLK, &request) != 0) {
       const int error = errno;
-      const std::optional<FileId> file = id_of(fd);
-      ::close(fd);
+      const std::optional<FileId> file = id_of(fd.get());
+      fd.reset();
       if (held_by_another(error)) fail_held(errors, file);
-      return -1;  // no such locks here (EINVAL, ENOLCK)
+      return {};  // no such locks here (EINVAL, ENOLCK)
     }
-    if (names_file(path, fd)) return fd;
-    ::close(fd);
+    if (names_file(path, fd.get())) return fd;
   }
   errors.fail_plain(
       "the file was replaced again and again while this run tried to lock it: other runs are replacing it "
@@ -97,32 +96,18 @@ int lock_file_at(const std::filesystem::path& path, const Hdf5Errors& errors) {
 
 }  // namespace
 
-WriterLock::WriterLock(WriterLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-
-WriterLock& WriterLock::operator=(WriterLock&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
-  }
-  return *this;
-}
-
-WriterLock::~WriterLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing the description releases its lock
-}
-
 WriterLock WriterLock::acquire(const std::filesystem::path& path, const Hdf5Errors& errors) {
-  const int fd = lock_file_at(path, errors);
-  return fd >= 0 ? WriterLock(fd) : WriterLock();
+  return WriterLock(lock_file_at(path, errors));
 }
 
 WriterLock WriterLock::acquire_to_replace(const std::filesystem::path& path, const Hdf5Errors& errors) {
-  const int fd = lock_file_at(path, errors);
-  if (fd < 0) {
+  UniqueFd locked = lock_file_at(path, errors);
+  if (!locked) {
     check_free(path, errors);  // no lock to hold: at least no live writer now
     return WriterLock();
   }
-  WriterLock lock(fd);
+  const int fd = locked.get();
+  WriterLock lock(std::move(locked));
   // A writer without SWMR holds HDF5's exclusive flock() and not memsweep's
   // lock; a shared flock, let go at once, tells. flock() and the
   // open-file-description lock above are apart on local filesystems.
@@ -144,28 +129,26 @@ struct LockState {
 };
 
 std::optional<LockState> lock_state(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return std::nullopt;
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd) return std::nullopt;
   LockState state;
   struct flock request = lock_request(F_WRLCK);
-  state.queried = ::fcntl(fd, F_OFD_GETLK, &request) == 0;
+  state.queried = ::fcntl(fd.get(), F_OFD_GETLK, &request) == 0;
   state.memsweep_held = state.queried && request.l_type != F_UNLCK;
   // HDF5's own lock: exclusive while a writer without SWMR has the file open
   // (readers share it, and so does this test, which releases it at close).
-  state.hdf5_locked = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-  state.file = id_of(fd);
-  ::close(fd);
+  state.hdf5_locked = ::flock(fd.get(), LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  state.file = id_of(fd.get());
   return state;
 }
 
 }  // namespace
 
 std::optional<bool> WriterLock::is_held(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return std::nullopt;
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd) return std::nullopt;
   struct flock request = lock_request(F_WRLCK);
-  const bool queried = ::fcntl(fd, F_OFD_GETLK, &request) == 0;
-  ::close(fd);
+  const bool queried = ::fcntl(fd.get(), F_OFD_GETLK, &request) == 0;
   if (!queried) return std::nullopt;
   return request.l_type != F_UNLCK;
 }

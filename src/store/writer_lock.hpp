@@ -18,21 +18,19 @@
 // two locked at every moment. No lock file beside the results: nothing to
 // leave behind, and a killed run's lock goes with it.
 
+#include "common/unique_fd.hpp"
 #include "store/hdf5_handles.hpp"
 
 #include <filesystem>
 #include <optional>
+#include <utility>
 
 namespace memsweep::store {
 
 class WriterLock {
  public:
+  // Moves with its descriptor; closing it (the object gone) releases the lock.
   WriterLock() = default;
-  WriterLock(WriterLock&& other) noexcept;
-  WriterLock& operator=(WriterLock&& other) noexcept;
-  WriterLock(const WriterLock&) = delete;
-  WriterLock& operator=(const WriterLock&) = delete;
-  ~WriterLock();
 
   // Takes the lock on the file at `path`, held until this object goes;
   // throws StoreError when a live writer holds it.
@@ -57,8 +55,8 @@ class WriterLock {
   static bool hdf5_lock_held(const std::filesystem::path& path);
 
  private:
-  explicit WriterLock(int fd) : fd_(fd) {}
-  int fd_ = -1;
+  explicit WriterLock(UniqueFd fd) : fd_(std::move(fd)) {}
+  UniqueFd fd_;
 };
 
 }  // namespace memsweep::store

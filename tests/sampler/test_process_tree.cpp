@@ -4,6 +4,7 @@
 
 #include "sampler/process_tree.hpp"
 #include "sampler/sampler_support.hpp"
+#include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
@@ -18,6 +19,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace memsweep::testing {
 namespace {
@@ -244,6 +246,31 @@ TEST(ProcessTreeProbe, AProcessThatIsGoneReadsAsNothing) {
   EXPECT_TRUE(probe->members().empty());
   std::int64_t pss = 0;
   EXPECT_FALSE(probe->read_pss(pss));
+}
+
+TEST(ProcessTreeProbe, ACgroupListLongerThanAnyBufferIsReadWhole) {
+  // A trial's cgroup.procs of 3001 lines (about 25 KB): every line is a
+  // member found, none lost, and no pid cut in half at a buffer's end. The
+  // pids past pid_max cannot exist: each is found, and read as gone.
+  const TempDir dir;
+  long long pid_max = 0;
+  std::FILE* limit = std::fopen("/proc/sys/kernel/pid_max", "r");
+  ASSERT_NE(limit, nullptr);
+  ASSERT_EQ(std::fscanf(limit, "%lld", &pid_max), 1);
+  std::fclose(limit);
+  const std::string procs = (dir.path() / "cgroup.procs").string();
+  std::FILE* list = std::fopen(procs.c_str(), "w");
+  ASSERT_NE(list, nullptr);
+  std::fprintf(list, "%d\n", static_cast<int>(::getpid()));
+  constexpr int kAbsent = 3000;
+  for (int i = 1; i <= kAbsent; ++i) std::fprintf(list, "%lld\n", pid_max + i);
+  std::fclose(list);
+  const auto probe = make_process_tree_probe(::getpid(), procs);
+  ProcessMemory memory;
+  EXPECT_TRUE(probe->read_process(memory));
+  EXPECT_EQ(probe->stats().processes_seen, 1 + kAbsent);
+  const std::vector<int> alive = probe->members();
+  EXPECT_EQ(alive, std::vector<int>{static_cast<int>(::getpid())});
 }
 
 }  // namespace
