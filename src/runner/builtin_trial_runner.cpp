@@ -128,15 +128,19 @@ void BuiltinTrial::predict() {
   const ExampleCounts counts{data_->train_examples(), data_->test_examples()};
   TrialRow& row = attempt_.row;
   try {
-    MemoryEstimate estimate = runner_.estimates.estimate(trial_, counts);
-    if (runner_.options.trial_process_cost)
-      estimate.parts.push_back(trial_process_part(*runner_.options.trial_process_cost, trial_, counts));
-    for (const EstimatePart& part : estimate.parts) record_estimate_part(row, part.name, part.bytes);
+    const MemoryEstimate& buffers = runner_.estimates.estimate(trial_, counts);
+    for (const EstimatePart& part : buffers.parts) record_estimate_part(row, part.name, part.bytes);
+    std::uint64_t bytes = buffers.total();
+    if (runner_.options.trial_process_cost) {
+      const EstimatePart process = trial_process_part(*runner_.options.trial_process_cost, trial_, counts);
+      record_estimate_part(row, process.name, process.bytes);
+      bytes += process.bytes;
+    }
     const EstimatePart dataset = resident_dataset_part(trial_.dataset, counts);
     record_estimate_part(row, dataset.name, dataset.bytes);
     row.parameters = static_cast<std::int64_t>(parameter_count(model_spec(trial_)));
-    predicted_ = estimate.total();
-    row.predicted_bytes = static_cast<std::int64_t>(*predicted_);
+    predicted_ = bytes;
+    row.predicted_bytes = static_cast<std::int64_t>(bytes);
   } catch (const std::exception& error) {
     attempt_.note(fmt::format("no prediction ({})", one_line(error.what())));
   }
