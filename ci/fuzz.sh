@@ -2,14 +2,21 @@
 # Builds the fuzz targets of tests/fuzz with clang (libFuzzer, ASan, UBSan)
 # and runs each for a bounded time over a scratch copy of its seed corpus
 # (docs/reliability.md, Fuzzing). Usage: ci/fuzz.sh [SECONDS_PER_TARGET]
-# (default 60). Targets run $MEMSWEEP_FUZZ_JOBS at a time (default: the
+# (default 60), or ci/fuzz.sh --build-only (ci/test.sh builds the targets
+# while the normal tests run). Targets run $MEMSWEEP_FUZZ_JOBS at a time (default: the
 # CPUs). Exits non-zero if any target crashed, printing the saved input.
 # Build and scratch folders: $MEMSWEEP_FUZZ_BUILD_DIR (default build-fuzz);
 # an existing one is built incrementally.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-seconds=${1:-60}
+build_only=false
+if [ "${1-}" = --build-only ]; then
+  build_only=true
+  seconds=
+else
+  seconds=${1:-60}
+fi
 # 0 skips fuzzing, as ci/test.sh says: libFuzzer would read
 # -max_total_time=0 as "no limit" and never end.
 if [ "$seconds" = 0 ]; then
@@ -74,6 +81,7 @@ if [ ! -f "$build_dir/CMakeCache.txt" ]; then
 fi
 cmake --build "$build_dir" -j "$(nproc)"
 echo "fuzz: built in $((SECONDS - build_start)) s"
+! $build_only || exit 0
 
 run_dir=$build_dir/fuzz-run
 rm -rf "$run_dir"

@@ -5,13 +5,19 @@
 #            the unit and module tests, the scheduler under mpirun, the corpora;
 #   thread:  ThreadSanitizer, the sampler and scheduler tests (the scheduler
 #            over MPI too).
-# Usage: ci/sanitize.sh [address|thread|address-program]... (default:
-# address thread; address-program below). Any finding stops the process it
-# is in, so its test fails. Build folders: build-asan and build-tsan (an
-# existing one is built incrementally).
+# Usage: ci/sanitize.sh [--build-only] [address|thread|address-program]...
+# (default: address thread; address-program below). Any finding stops the
+# process it is in, so its test fails. Build folders: build-asan and
+# build-tsan (an existing one is built incrementally). --build-only builds
+# and runs nothing (ci/test.sh builds while the normal tests run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+build_only=false
+if [ "${1-}" = --build-only ]; then
+  build_only=true
+  shift
+fi
 kinds=("$@")
 [ ${#kinds[@]} -gt 0 ] || kinds=(address thread)
 generator=()
@@ -43,6 +49,7 @@ build() {
 # ctest over the labels given, but the tests excluded, in the build given.
 run_tests() {
   local dir=$1 labels=$2 excluded=$3 start=$SECONDS
+  ! $build_only || return 0
   ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" -L "$labels" -E "$excluded"
   echo "sanitize: tests ($labels) in $((SECONDS - start)) s"
 }
@@ -67,6 +74,15 @@ run_asan_tests() {
 # instrumented process starts slower), and a program tree's peak against
 # what its (instrumented) processes touched. The normal build runs them.
 measurement_tests='EstimateVsMeasured\.|SamplerMemory\.|Sampler\.PssIsReadOnItsOwnSlowerCadence$|TrainingRunnerTest\.AFootprintDoesNotDependOnTheTrialsBefore$|TrainingRunnerTest\.PerTrialOverheadIsSmall$|ProgramTrialTest\.MeasuresTheWholeTreeWithinTwoPercent$'
+# Nor the tests whose point is scale or learning rather than code of their
+# own: a million grid points, 100,000 explicit trials, 64,000 values on one
+# line, a large sweep's cursor, and real datasets trained to an accuracy.
+# They run the code paths of the small tests beside them (the parsers, the
+# expansion, the cursor, the trainer's loop and every memory plan on
+# synthetic data, all run under both sanitizers) thousands of times over; at
+# -O0 instrumented they were 330 of the ASan pass's 700 test-seconds
+# (2026-12-01). The normal build runs them.
+scale_tests='SweepScale\.(GridOfOneMillion|HundredThousand|SixtyFourThousand)|TrialCursor\.ALargeSweeps|Learning\.(Mnist|FashionMnist|Cifar)|Plans/LearningUnderPlan\.(Mnist|Cifar)'
 # address-program, not run by CI for its time: the memsweep program and
 # the tests that run it (labels cli, e2e) under ASan; in CI's runs they took
 # about 5 of the ASan step's 14 minutes and found nothing (the program's
@@ -84,7 +100,8 @@ for kind in "${kinds[@]}"; do
         memsweep_sweep_mpi_tests memsweep_runner_tests memsweep_runner_parts_tests memsweep_program_trial_tests \
         memsweep_shared_dataset_tests \
         memsweep_cgroup_tests fuzz_sweep_file_replay fuzz_idx_replay fuzz_cifar_replay fuzz_results_file_replay
-      run_asan_tests '^(unit|sampler|trainer|estimate|store|watch|sweep|runner|dataset|fuzz)$' "^($measurement_tests)"
+      run_asan_tests '^(unit|sampler|trainer|estimate|store|watch|sweep|runner|dataset|fuzz)$' \
+        "^($measurement_tests|$scale_tests)"
       ;;
     address-program)
       build build-asan address,undefined memsweep memsweep_cli_tests memsweep_run_tests
@@ -93,7 +110,7 @@ for kind in "${kinds[@]}"; do
     thread)
       build build-tsan thread memsweep_sampler_tests memsweep_sweep_tests memsweep_sweep_mpi_tests
       TSAN_OPTIONS=suppressions=$supp/tsan.supp:halt_on_error=1:second_deadlock_stack=1:print_suppressions=0 \
-        run_tests build-tsan '^(sampler|sweep)$' "^($measurement_tests)"
+        run_tests build-tsan '^(sampler|sweep)$' "^($measurement_tests|$scale_tests)"
       ;;
     *)
       echo "ci/sanitize.sh: unknown sanitizer '$kind'; expected address, thread or address-program" >&2

@@ -894,12 +894,15 @@ TEST(RunCommand, AKilledRankLeavesAKilledTrialThatResumeRecords) {
   // stopping first (a resume then blames the dead rank: `killed`); when
   // mpirun's SIGKILL wins that race on a loaded machine, rank 0 died unaware
   // and the attempt is rightly `interrupted` (the next test's case). That
-  // race is mpirun's, not memsweep's: set the scene again, at most 3 times.
+  // race is mpirun's, not memsweep's: set the scene again, at most 3 times,
+  // with the grace jobs/sweep.sbatch gives (mpirun's default is 1 s).
+  std::map<std::string, std::string> environment = kEnvironment;
+  environment["OMPI_MCA_odls_base_sigkill_timeout"] = "3";
   for (int scene = 0; scene < 3; ++scene) {
     std::filesystem::remove(out);
     trials_before_kill.clear();
     BackgroundProcess run(memsweep_on_ranks_argv(2, {"run", sweep, "-o", out, "--flush-interval", "0.2"}), dir.path(),
-                          kEnvironment);
+                          environment);
     ASSERT_TRUE(run.wait_for([&] { return finished_lines(run) >= 1; }, std::chrono::seconds(120))) << run.err();
     const auto workers = child_processes_with_environment(run.pid(), "OMPI_COMM_WORLD_RANK", "1");
     ASSERT_EQ(workers.size(), 1U);

@@ -22,14 +22,24 @@ BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv, const
                                      const std::map<std::string, std::string>& environment,
                                      const std::filesystem::path& working_dir, int parent_death_signal)
     : out_file_(output_dir / "background.out"), err_file_(output_dir / "background.err") {
+  // Emptied here, before the constructor returns, not by the child: a test
+  // that starts a second program in the same folder would otherwise read the
+  // first one's output until the child got round to truncating it (a killed
+  // rank's test found the old run's finished trial and looked for a worker
+  // of a run that had not started yet).
+  const int out = ::open(out_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const int err = ::open(err_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (out < 0 || err < 0) throw std::runtime_error("cannot create " + out_file_.string() + " or " + err_file_.string());
   pid_ = ::fork();
-  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ < 0) {
+    ::close(out);
+    ::close(err);
+    throw std::runtime_error("fork failed");
+  }
   if (pid_ == 0) {
     if (parent_death_signal != 0 && ::prctl(PR_SET_PDEATHSIG, parent_death_signal) != 0) ::_exit(126);
-    const int out = ::open(out_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int err = ::open(err_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     const int null = ::open("/dev/null", O_RDONLY);
-    if (out < 0 || err < 0 || null < 0) ::_exit(126);
+    if (null < 0) ::_exit(126);
     ::dup2(null, STDIN_FILENO);
     ::dup2(out, STDOUT_FILENO);
     ::dup2(err, STDERR_FILENO);
@@ -41,6 +51,8 @@ BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv, const
     ::execv(args[0], args.data());
     ::_exit(127);
   }
+  ::close(out);
+  ::close(err);
 }
 
 BackgroundProcess::~BackgroundProcess() {
