@@ -10,6 +10,7 @@ set -euo pipefail
 run_packages=(
   # toolchain
   build-essential cmake pkg-config
+  ninja-build                         # the builds' generator where a folder is configured anew (ci/build.sh)
   # C++ libraries the modules link
   libopenmpi-dev openmpi-bin          # MPI: the sweep's ranks
   libhdf5-dev                         # HDF5 1.10 serial: the results file

@@ -15,23 +15,27 @@ step_done() { echo "ci/test.sh: $1 done at $SECONDS s"; }
 bash ci/install-deps.sh
 bash ci/check-format.sh
 step_done "install and format check"
-bash ci/build.sh
+bash ci/build.sh --tests
 step_done build
 
 sanitizers=${MEMSWEEP_SANITIZERS-address thread}
 fuzz_seconds=${MEMSWEEP_FUZZ_SECONDS:-60}
-# The sanitizer and fuzz builds compile while the tests run, in the idle
+# What the tests do not run (the benchmarks, the header check), then the
+# sanitizer and fuzz builds, compile while the tests run, in the idle
 # scheduling class (chrt --idle): they get only the CPU time the tests leave
 # (the tests that wait on a trial, on mpirun or on Slurm leave much of it),
 # and a test's process takes its core back at once when it wakes. Their
 # output goes to a log, shown if they fail.
-builds_log=${MEMSWEEP_BUILD_DIR:-build}/sanitizer-and-fuzz-builds.log
+builds_log=${MEMSWEEP_BUILD_DIR:-build}/background-builds.log
 setsid chrt --idle 0 bash -c '
   set -e
+  start=$SECONDS
+  cmake --build "$3" -j "$(nproc)"
+  echo "benchmarks and header check: built in $((SECONDS - start)) s"
   # shellcheck disable=SC2086 # a list of words
   [ -z "$1" ] || bash ci/sanitize.sh --build-only $1
   [ "$2" = 0 ] || bash ci/fuzz.sh --build-only
-' builds "$sanitizers" "$fuzz_seconds" >"$builds_log" 2>&1 &
+' builds "$sanitizers" "$fuzz_seconds" "${MEMSWEEP_BUILD_DIR:-build}" >"$builds_log" 2>&1 &
 builds=$!
 # Ended with this script, whatever ends it (a failed test).
 trap 'kill -- -$builds 2>/dev/null || true' EXIT
@@ -40,11 +44,11 @@ ctest --test-dir "${MEMSWEEP_BUILD_DIR:-build}" --output-on-failure -j "$(nproc)
 step_done tests
 if ! wait "$builds"; then
   cat "$builds_log" >&2
-  echo "ci/test.sh: the sanitizer or fuzz build failed (its log above: $builds_log)" >&2
+  echo "ci/test.sh: a build begun beside the tests failed (its log above: $builds_log)" >&2
   exit 1
 fi
-grep -E '^(sanitize|fuzz): .*(build|built) in' "$builds_log" || true
-step_done "sanitizer and fuzz builds (begun beside the tests)"
+grep -E '^(benchmarks and header check|sanitize|fuzz): .*(build|built) in' "$builds_log" || true
+step_done "benchmark, sanitizer and fuzz builds (begun beside the tests)"
 # shellcheck disable=SC2086 # a list of words
 [ -z "$sanitizers" ] || bash ci/sanitize.sh $sanitizers
 step_done sanitizers
