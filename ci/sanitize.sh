@@ -88,6 +88,10 @@ scale_patterns=('SweepScale.GridOfOneMillion*' 'SweepScale.HundredThousand*' 'Sw
   'TrialCursor.ALargeSweeps*' 'Learning.Mnist*' 'Learning.FashionMnist*' 'Learning.Cifar*'
   'Plans/LearningUnderPlan.Mnist*' 'Plans/LearningUnderPlan.Cifar*')
 scale_tests=$(printf '%s\n' "${scale_patterns[@]}" | sed 's/\./\\./g; s/\*/.*/g' | paste -sd '|')
+# And the MPI scheduler's tests on one rank (sweep_mpi_np1): one rank runs
+# the one-process sweep, which memsweep_sweep_tests checks under both, and
+# the MPI code around it runs in np2 and np4 (20 s each, instrumented).
+scale_tests+='|sweep_mpi_np1$'
 # Read by the shards; a test run alone is named on its command line, which wins.
 GTEST_FILTER=-$(printf '%s\n' "${scale_patterns[@]}" | paste -sd ':')
 export GTEST_FILTER

@@ -4,7 +4,7 @@
 # module and MPI tests again under ASan+UBSan and the sampler and scheduler
 # tests under TSan (MEMSWEEP_SANITIZERS, default "address thread"; empty
 # skips them), then fuzzes each input parser for a bounded time
-# (MEMSWEEP_FUZZ_SECONDS, 60 s each; 0 skips it) on the corpus kept in
+# (MEMSWEEP_FUZZ_SECONDS, 30 s each; 0 skips it) on the corpus kept in
 # tests/fuzz/corpus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +19,7 @@ bash ci/build.sh --tests
 step_done build
 
 sanitizers=${MEMSWEEP_SANITIZERS-address thread}
-fuzz_seconds=${MEMSWEEP_FUZZ_SECONDS:-60}
+fuzz_seconds=${MEMSWEEP_FUZZ_SECONDS:-30}
 # What the tests do not run (the benchmarks, the header check), then the
 # sanitizer and fuzz builds, compile while the tests run, in the idle
 # scheduling class (chrt --idle): they get only the CPU time the tests leave
