@@ -36,6 +36,8 @@ test_packages=(
   python3-torch                       # jobs/examples/torch_train.py: the PyTorch reference program
   # cluster scheduler for the job-script tests
   slurm-wlm munge
+  # the virtual cluster's nodes: namespaces, links, host names (tests/cluster)
+  iproute2 util-linux hostname
   # a terminal for the full-screen watch test
   tmux
 )

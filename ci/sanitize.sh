@@ -50,7 +50,7 @@ build() {
 run_tests() {
   local dir=$1 labels=$2 excluded=$3 start=$SECONDS
   ! $build_only || return 0
-  ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" -L "$labels" -E "$excluded"
+  ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" --timeout 600 -L "$labels" -E "$excluded"
   echo "sanitize: tests ($labels) in $((SECONDS - start)) s"
 }
 

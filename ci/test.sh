@@ -37,10 +37,34 @@ setsid chrt --idle 0 bash -c '
   [ "$2" = 0 ] || bash ci/fuzz.sh --build-only
 ' builds "$sanitizers" "$fuzz_seconds" "${MEMSWEEP_BUILD_DIR:-build}" >"$builds_log" 2>&1 &
 builds=$!
-# Ended with this script, whatever ends it (a failed test).
-trap 'kill -- -$builds 2>/dev/null || true' EXIT
+watchdog=
+# Ended with this script, whatever ends it (a failed test): the background
+# builds, and the ctest watchdog below (left sleeping after a failed ctest,
+# it once ended another checkout's ctest 45 min later).
+trap 'kill -- -$builds 2>/dev/null || true; [ -z "$watchdog" ] || { pkill -P "$watchdog" 2>/dev/null; kill "$watchdog" 2>/dev/null; } || true' EXIT
 
-ctest --test-dir "${MEMSWEEP_BUILD_DIR:-build}" --output-on-failure -j "$(nproc)"
+# --timeout: the limit of a test that sets none (the sweeps under mpirun,
+# the runner's): a test that hangs fails after 10 min and names itself,
+# instead of holding its lane, and the RUN_SERIAL tests that wait for every
+# other, until CI's own limit ends the run with no word of which test hung.
+# The watchdog: ctest past MEMSWEEP_CTEST_LIMIT seconds (45 min; it takes
+# 12 to 25) is ended, and the tests it was running are named last, where a
+# CI log's tail shows them (a test killed at its timeout whose children hold
+# its output pipe open keeps ctest waiting with no word).
+ctest_limit=${MEMSWEEP_CTEST_LIMIT:-2700}
+(
+  sleep "$ctest_limit"
+  # This script's own ctest ($$ is the script's PID in a subshell too), never another's.
+  ctest_pid=$(pgrep -o -x -P $$ ctest) || exit 0
+  echo "ci/test.sh: ctest still running after $ctest_limit s; the tests it runs:" >&2
+  for test_pid in $(pgrep -P "$ctest_pid"); do
+    echo "  $(ps -o etimes= -p "$test_pid") s: $(tr '\0' ' ' <"/proc/$test_pid/cmdline" 2>/dev/null)" >&2
+  done
+  kill -TERM "$ctest_pid"
+) &
+watchdog=$!
+ctest --test-dir "${MEMSWEEP_BUILD_DIR:-build}" --output-on-failure -j "$(nproc)" --timeout 600
+pkill -P "$watchdog" 2>/dev/null || true; kill "$watchdog" 2>/dev/null || true
 step_done tests
 if ! wait "$builds"; then
   cat "$builds_log" >&2

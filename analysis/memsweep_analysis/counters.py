@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from .load import PUBLISHED_TRAIN_EXAMPLES, synthetic_spec, trainer_name  # noqa: E402
-from .tables import ok_rows, trials_of  # noqa: E402
+from .tables import factor_param_columns, ok_rows, trials_of  # noqa: E402
 
 PER_STEP = " per step"
 PER_SECOND = " per second"
@@ -92,11 +92,15 @@ def counters_per_step(results, train_examples=None):
     """One row per ok trial: its counters' final values and per-step values.
 
     Columns: file, sweep, dataset, trainer, trial_id, attempt, config, batch_size,
-    epochs_done, train_examples, train_examples_source, steps, then for each
-    counter `<counter>` (the count) and `<counter> per step`. A counter the
-    trial's file did not record, or that was never counted (-1), is NaN.
+    epochs_done, train_examples, train_examples_source, steps, seconds, the free
+    parameters that are not numbers (`arch`: tables.factor_param_columns, named
+    in attrs["factors"]), then for each counter `<counter>` (the count),
+    `<counter> per step` and `<counter> per second`. A counter the trial's file
+    did not record, or that was never counted (-1), is NaN.
     """
-    trials = ok_rows(trials_of(results))
+    every = trials_of(results)
+    factors = factor_param_columns(every)
+    trials = ok_rows(every)
     names = counter_columns(results)
     finals = _final_counts(results, trials, names)
     rows = []
@@ -111,6 +115,7 @@ def counters_per_step(results, train_examples=None):
                "trial_id": trial["trial_id"], "attempt": trial["attempt"], "config": trial["config"],
                "batch_size": batch, "epochs_done": trial["epochs_done"], "train_examples": examples,
                "train_examples_source": source, "steps": steps, "seconds": seconds}
+        row.update({column: trial[column] for column in factors})
         counts = finals.get((trial["file"], trial["trial_id"], trial["attempt"]), {})
         for name in names:
             value = counts.get(name, math.nan)
@@ -119,10 +124,12 @@ def counters_per_step(results, train_examples=None):
             row[name + PER_SECOND] = value / seconds if pd.notna(seconds) and seconds > 0 else math.nan
         rows.append(row)
     columns = ["file", "sweep", "dataset", "trainer", "trial_id", "attempt", "config", "batch_size",
-               "epochs_done", "train_examples", "train_examples_source", "steps", "seconds"]
+               "epochs_done", "train_examples", "train_examples_source", "steps", "seconds"] + factors
     for name in names:
         columns += [name, name + PER_STEP, name + PER_SECOND]
-    return pd.DataFrame(rows, columns=columns)
+    table = pd.DataFrame(rows, columns=columns)
+    table.attrs["factors"] = factors
+    return table
 
 
 def _final_counts(results, trials, names):
@@ -142,23 +149,41 @@ def _final_counts(results, trials, names):
     return finals
 
 
+def line_keys(per_step):
+    """The columns that tell the counters' lines apart: dataset; trainer when the trials have more than one
+    (a framework's own faults are not the model's); each categorical free parameter with more than one level
+    (a Transformer's counts are not an LSTM's)."""
+    keys = ["dataset"]
+    if "trainer" in per_step.columns and per_step["trainer"].nunique() > 1:
+        keys.append("trainer")
+    for column in per_step.attrs.get("factors", []):
+        if column in per_step.columns and per_step[column].astype(object).map(str).nunique() > 1:
+            keys.append(column)
+    return keys
+
+
 def counters_vs_batch(per_step, unit=PER_STEP):
-    """Per (dataset, counter, batch size): mean, SD (ddof 1) and n of the counter per step over trials
-    (`per_step_mean`, `per_step_std`; with unit=PER_SECOND per second: `per_second_mean`, `per_second_std`);
-    per trainer as well (a `trainer` column) when the trials have more than one: a framework's own faults
-    are not the model's."""
+    """Per (line, counter, batch size): mean, SD (ddof 1), min, max and n of the counter per step over the
+    trials (`per_step_mean`, `per_step_std`, `per_step_min`, `per_step_max`; with unit=PER_SECOND per second:
+    `per_second_mean`, …). A line is a dataset, and a trainer and a level of each categorical parameter where
+    the trials have several (line_keys: `trainer`, `arch` columns)."""
     names = [c[:-len(unit)] for c in per_step.columns if str(c).endswith(unit)]
     stat = unit.strip().replace(" ", "_")
-    by_trainer = "trainer" in per_step.columns and per_step["trainer"].nunique() > 1
-    keys = ["dataset", "trainer", "batch_size"] if by_trainer else ["dataset", "batch_size"]
+    keys = line_keys(per_step) + ["batch_size"]
+    # a parameter's missing cell (a trial without it) is a level of its own, not a dropped row
+    grouping = per_step.assign(**{k: per_step[k].astype(object).where(per_step[k].notna(), "(none)")
+                                  for k in keys[1:-1]})
     rows = []
-    for key, group in per_step.groupby(keys, sort=True):
+    for key, group in grouping.groupby(keys, sort=True):
         fields = dict(zip(keys, key))
         for name in names:
             values = group[name + unit].dropna()
             rows.append({**fields, "counter": name, "n": len(values),
                          f"{stat}_mean": values.mean() if len(values) else math.nan,
-                         f"{stat}_std": values.std(ddof=1) if len(values) > 1 else math.nan})
-    columns = keys[:-1] + ["counter", "batch_size", "n", f"{stat}_mean", f"{stat}_std"]
+                         f"{stat}_std": values.std(ddof=1) if len(values) > 1 else math.nan,
+                         f"{stat}_min": values.min() if len(values) else math.nan,
+                         f"{stat}_max": values.max() if len(values) else math.nan})
+    columns = keys[:-1] + ["counter", "batch_size", "n", f"{stat}_mean", f"{stat}_std", f"{stat}_min",
+                           f"{stat}_max"]
     table = pd.DataFrame(rows, columns=columns)
     return table.sort_values(keys[:-1] + ["counter", "batch_size"], kind="stable").reset_index(drop=True)

@@ -136,7 +136,7 @@ def fit_scope(scope, target, data, factor_columns, numeric_columns):
         values = pd.to_numeric(data[column], errors="coerce")
         if values.isna().any() or values.nunique() < 2:
             continue
-        choices = NUMERIC.get(column, (column, f"1 of {column}", ("linear",)))[2]
+        choices = NUMERIC.get(column, (column, f"unit of {column}", ("linear",)))[2]
         choices = [c for c in choices if c != "log2" or _is_powers_of_two(values)]
         if choices == ["log10"] and not np.all(values > 0):
             choices = ["linear"]
@@ -374,7 +374,7 @@ def _effect(fit, model, contrast, term, level, unit):
 
 
 def _step_unit(column, scale):
-    label, unit, _ = NUMERIC.get(column, (column, f"1 of {column}", ()))
+    label, unit, _ = NUMERIC.get(column, (column, f"unit of {column}", ()))
     return {"linear": f"per {unit or label}", "log2": f"per doubling of {label}",
             "log10": f"per tenfold {label}"}[scale]
 

@@ -107,6 +107,8 @@ def parse_estimate_output(text):
 # `memsweep estimate`'s option for each of a run's limits on examples (load.RUN_LIMITS).
 ESTIMATE_OPTIONS = {"max_train_examples": "--train-examples", "max_test_examples": "--test-examples"}
 LIMIT_COLUMNS = [f"run_{name}" for name in RUN_LIMITS]
+# The run's threads (load.RUN_THREADS): each run's estimate is asked with its own.
+THREADS_COLUMN = "run_threads"
 
 
 def _split_options(limits):
@@ -234,21 +236,26 @@ def estimate_components(results, trial_ids=None, memsweep=None):
 
 
 def _estimates_for_file(binary, attrs, trials, trial_ids):
-    """[(trials, {trial_id: parts})]: one estimate per distinct limits of the trials' runs (load.run_limits)."""
+    """[(trials, {trial_id: parts})]: one estimate per distinct limits and threads of the trials' runs
+    (load.run_limits)."""
     text = attrs.get("sweep_text") or ""
     if not text:
         raise RuntimeError("the file keeps no sweep_text")
-    threads = option_value(attrs.get("command_line", ""), "--threads")
-    # A frame built without /runs has no limits: its runs trained on whole splits.
+    # A frame built without /runs has no limits (its runs trained on whole splits), and its threads are the first
+    # command line's, all there is to read.
+    first_threads = int(option_value(attrs.get("command_line", ""), "--threads") or 0)
     trials = trials.assign(**{c: trials[c] if c in trials.columns else 0 for c in LIMIT_COLUMNS})
+    if THREADS_COLUMN not in trials.columns:
+        trials = trials.assign(**{THREADS_COLUMN: first_threads})
     estimates = []
     with tempfile.TemporaryDirectory(prefix="memsweep-analysis-") as scratch:
         name = os.path.basename(attrs.get("sweep_file") or "") or "sweep.toml"
         sweep_path = os.path.join(scratch, name)
         with open(sweep_path, "w", encoding="utf-8") as out:
             out.write(text)
-        for values, limited in trials.groupby(LIMIT_COLUMNS, sort=False):
+        for values, limited in trials.groupby(LIMIT_COLUMNS + [THREADS_COLUMN], sort=False):
             options = _split_options(dict(zip(RUN_LIMITS, values)))
+            threads = int(values[-1])
             wanted = sorted(set(limited["trial_id"]))
             if trial_ids is not None and len(wanted) <= PER_TRIAL_CALLS:
                 blocks = {}

@@ -28,8 +28,8 @@ from matplotlib.colors import to_hex  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import ScalarFormatter  # noqa: E402
 
-from . import tables  # noqa: E402
-from .load import BUILTIN_TRAINER  # noqa: E402
+from . import counters, tables  # noqa: E402
+from .load import BUILTIN_TRAINER, NO_DATASET  # noqa: E402
 from .load import trainer_name as load_trainer_name  # noqa: E402
 
 WIDTH_IN, HEIGHT_IN, DPI = 8, 5, 100
@@ -53,8 +53,10 @@ DOUBLING = {"batch_size", "total_units", "max_width"}
 # trainer and free parameters, schema 4, are part of it).
 CONFIG_COLUMNS = ("dataset", "model", "optimizer", "learning_rate", "epochs", "batch_size", "hidden", "channels",
                   "trainer", "params", "memory_plan", "recompute_every")
-# The categorical fields a figure may colour or split its points by, in the order that breaks a tie.
-FACTORS = ("dataset", "model", "optimizer", "trainer", "channels", "params", "memory_plan")
+# The categorical fields a figure may colour or split its points by, in the order that breaks a tie; then each
+# free parameter that is not a number (factor_columns). Never the whole `params` JSON: its text is every
+# parameter at once, numbers too, and a legend of it names each configuration.
+FACTORS = ("dataset", "model", "optimizer", "trainer", "channels", "memory_plan")
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">"]
 MAX_PANELS = 4  # beyond four panels in a row the labels no longer fit 800 x 500
 EVAL_PHASE = 2
@@ -67,7 +69,9 @@ class Drawn:
     colours stand for and their levels, the factor its panels split by, each panel's x scale as (scale, base),
     the data colours found on the canvas before saving, whether an evaluation phase was shaded, the title and
     the texts on it, and notes (warnings) the reader should see beside it. `panels`: what each panel of a
-    search figure holds, read from its artists (search_capacity)."""
+    search figure holds, read from its artists (search_capacity). `lines`: {label: [(x, y)]} of each data line
+    drawn, read from its artists (node_memory_by_host: one per host, y in MiB). `bars`: {(panel title,
+    label): [(x, low, high)]} of each error bar drawn, read from its artists (counters_vs_batch)."""
     path: str
     factor: str = None
     levels: list = field(default_factory=list)
@@ -79,6 +83,8 @@ class Drawn:
     title: str = ""
     texts: list = field(default_factory=list)
     panels: list = field(default_factory=list)
+    lines: dict = field(default_factory=dict)
+    bars: dict = field(default_factory=dict)
 
     def __fspath__(self):
         return self.path
@@ -117,6 +123,19 @@ def data_colours(figure):
     return colours - {"#000000", "#808080", "#7f7f7f"}
 
 
+def _error_bars(figure):
+    """{(panel title, label): [(x, low, high)]}: the error bars of each errorbar() call, from its bar lines."""
+    bars = {}
+    for ax in figure.axes:
+        for container in ax.containers:
+            if type(container).__name__ != "ErrorbarContainer" or not container.lines[2]:
+                continue
+            segments = container.lines[2][0].get_segments()
+            bars[(ax.get_title(), container.get_label())] = sorted(
+                (float(s[0][0]), float(min(s[0][1], s[1][1])), float(max(s[0][1], s[1][1]))) for s in segments)
+    return bars
+
+
 def _save(figure, out, **record):
     out = os.fspath(out)
     directory = os.path.dirname(out)
@@ -131,6 +150,13 @@ def _save(figure, out, **record):
                   shaded=any(ax.patches for ax in figure.axes), **record)
     figure.savefig(out, dpi=DPI, format="png")
     return drawn
+
+
+def factor_columns(trials):
+    """FACTORS that the frame has, then its free parameters' columns that are not numbers (text, booleans,
+    lists): what a figure may colour or split its points by (`arch`, one parameter, never `params`)."""
+    present = [name for name in FACTORS if name in trials.columns]
+    return present + [c for c in tables.factor_param_columns(trials) if c not in present]
 
 
 def ok_trials(trials):
@@ -228,9 +254,10 @@ def shared_node_note(trials):
 
 
 def memory_points(trials, param):
-    """One row per (dataset, configuration): the hyperparameter's value, the categorical fields (FACTORS) the
-    trials have, and the footprint and system-used memory as mean, sample standard deviation (NaN for a
-    single repeat) and number of ok repeats, in bytes.
+    """One row per (dataset, configuration): the hyperparameter's value, the categorical fields the trials
+    have (factor_columns; their names, dataset first, in attrs["factors"]), and the footprint and
+    system-used memory as mean, sample standard deviation (NaN for a single repeat) and number of ok
+    repeats, in bytes.
 
     A configuration is a trial without its repeat, so the spread is what repeating the same training
     gives, which is what an error bar has to show to tell an effect from noise.
@@ -239,8 +266,8 @@ def memory_points(trials, param):
     rows = rows.assign(_config=_config_key(rows),
                        _sys=rows["sys_used_mean"].where(rows["sys_used_mean"] >= 0))
     grouped = rows.groupby(["dataset", "_config"], sort=True, observed=True)
-    factors = {name: grouped[name].first().astype(object)
-               for name in FACTORS if name in rows.columns and name != "dataset" and name != param}
+    names = [name for name in factor_columns(trials) if name != "dataset" and name != param]
+    factors = {name: grouped[name].first().astype(object) for name in names}
     points = pd.DataFrame({
         param: grouped[param].first(),
         **factors,
@@ -251,7 +278,9 @@ def memory_points(trials, param):
         "n": grouped["rss_footprint"].size(),
     }).reset_index().drop(columns="_config")
     points["dataset"] = points["dataset"].astype(object)
-    return points.sort_values(["dataset", param], kind="stable").reset_index(drop=True)
+    points = points.sort_values(["dataset", param], kind="stable").reset_index(drop=True)
+    points.attrs["factors"] = ["dataset"] + names
+    return points
 
 
 def _styles(levels):
@@ -269,11 +298,11 @@ def _panels(frame, facet):
     return [(f"{facet} {name}", frame[levels == name]) for name in names[:MAX_PANELS]], max(0, len(names) - MAX_PANELS)
 
 
-def _colour_and_facet(frame, value):
+def _colour_and_facet(frame, value, candidates=FACTORS):
     """The strongest factor, and the next one that is not fixed by it: panels of channels beside colours of
     model would repeat the colours (an MLP has no channels), so a factor with one level within each colour
     is passed over."""
-    ranked = [name for name, _ in strongest_factors(frame, value)]
+    ranked = [name for name, _ in strongest_factors(frame, value, candidates)]
     if not ranked:
         return None, None
     colour = _levels(frame[ranked[0]])
@@ -296,7 +325,7 @@ def memory_vs_hyperparameter(trials, param, out):
     label = LABELS.get(param, param)
     if points.empty:
         return f"no trial ended ok: nothing to plot against {label}"
-    factor, facet = _colour_and_facet(points, "footprint_mean")
+    factor, facet = _colour_and_facet(points, "footprint_mean", points.attrs["factors"])
     levels = sorted(set(_levels(points[factor]))) if factor else []
     colours, markers = _styles(levels)
     panels, left_out = _panels(points, facet)
@@ -439,7 +468,7 @@ def estimate_vs_measured(trials, fits, out):
     if rows.empty:
         return "no ok trial has an estimate: nothing to compare"
     fits = pd.DataFrame(fits)
-    factor, facet = _colour_and_facet(rows, "rss_footprint")
+    factor, facet = _colour_and_facet(rows, "rss_footprint", factor_columns(trials))
     levels = sorted(set(_levels(rows[factor]))) if factor else []
     colours, markers = _styles(levels)
     panels, left_out = _panels(rows, facet)
@@ -503,13 +532,15 @@ def counter_rate_columns(table):
 
 def counters_vs_batch(table, out):
     """Each counter per training step (or per second, counter_rate_columns) against batch size, one panel
-    per counter, one line per dataset (and per trainer, when the table has more than one); against the
-    trial's row when no trial has a batch size. A reason (no file) when no counter was recorded.
+    per counter, one line per dataset (and per trainer, and per level of each categorical free parameter,
+    when the table has more than one: counters.line_keys); against the trial's row when no trial has a
+    batch size. A reason (no file) when no counter was recorded.
 
     `table` is the counters table: one row per trial with `dataset`, `batch_size` and `<counter> per
     step` and `<counter> per second` columns per recorded counter (see counters.counters_per_step);
-    several rows at one batch size (repeats, other hyperparameters) are drawn as their mean with the
-    standard deviation as error bars.
+    several rows of one line at one batch size (repeats, other hyperparameters) are drawn as their mean
+    with a bar from their smallest to their largest value: a range of counts, which cannot go below zero
+    as mean ± SD of skewed counts does.
     """
     columns, unit = counter_rate_columns(table)
     if table.empty or not columns:
@@ -519,22 +550,27 @@ def counters_vs_batch(table, out):
     x = "batch_size" if by_batch else "trial"
     if not by_batch:
         table["trial"] = np.arange(1, len(table) + 1)
-    table["dataset"] = table["dataset"].map(lambda d: "no dataset" if d is None or pd.isna(d) or d == "" else d)
+    table["dataset"] = table["dataset"].map(lambda d: NO_DATASET if d is None or pd.isna(d) or d == "" else d)
     shown = columns[:6]  # beyond six panels the labels no longer fit 800 x 500
     across = min(3, len(shown))
     down = (len(shown) + across - 1) // across
     figure, axes = _new_figure(down, across)
-    by_trainer = "trainer" in table.columns and table["trainer"].nunique() > 1
-    line_of = table["dataset"].astype(str) + (" " + table["trainer"].astype(str) if by_trainer else "")
+    keys = counters.line_keys(table)
+    line_of = table["dataset"].astype(str)
+    for key in keys[1:]:  # the trainer by its name, a parameter as "arch LSTM"
+        prefix = "" if key == "trainer" else f"{key} "
+        line_of = line_of + " " + prefix + _levels(table[key])
     names = sorted(line_of.unique())
     colours, markers = _styles(names)
     for index, column in enumerate(shown):
         ax = axes[index // across][index % across]
         for line, mine in table.groupby(line_of, sort=True):
             values = mine[mine[column] >= 0].groupby(x)[column]
-            mean, std = values.mean(), values.std(ddof=1).fillna(0)
-            ax.errorbar(mean.index, mean.to_numpy(), yerr=std.to_numpy(), fmt=markers[line] + "-", markersize=3,
-                        capsize=2, linewidth=1, color=colours[line], label=line)
+            mean, low, high = values.mean(), values.min(), values.max()
+            ax.errorbar(mean.index, mean.to_numpy(),
+                        yerr=np.vstack([(mean - low).to_numpy(), (high - mean).to_numpy()]),
+                        fmt=markers[line] + "-", markersize=3, capsize=2, linewidth=1, color=colours[line],
+                        label=line)
         ax.set_title(column, fontsize=8)
         ax.set_xlabel("batch size" if by_batch else "trial (row of the counters table)", fontsize=8)
         if by_batch:
@@ -545,9 +581,9 @@ def counters_vs_batch(table, out):
         axes[index // across][index % across].set_axis_off()
     axes[0][0].legend(fontsize=7)
     against = "batch size" if by_batch else "trial"
-    figure.suptitle(f"Counters per {'training step' if unit == 'step' else 'second'} against {against}",
-                    fontsize=11)
-    return _save(figure, out, factor="dataset" + (" and trainer" if by_trainer else ""), levels=names)
+    figure.suptitle(f"Counters per {'training step' if unit == 'step' else 'second'} against {against} "
+                    "(mean; bars: min–max of the trials)", fontsize=11)
+    return _save(figure, out, factor=" and ".join(keys), levels=names, bars=_error_bars(figure))
 
 
 def peak_vs_batch_by_trainer(peaks, out, reference=None):
@@ -707,3 +743,43 @@ def _search_panel(ax, search):
         elif line.get_gid() == "answer":
             panel["answer"] = float(xs[0])
     return panel
+
+
+# The node-memory figure draws at most this many hosts (one colour each); the table lists them all.
+MAX_HOST_LINES = 10
+
+
+def node_memory_by_host(points, out):
+    """The node's used memory (MiB) against wall-clock seconds since the first sample, one line per host (the
+    first MAX_HOST_LINES hosts by name; the title and a note say how many were left out), from
+    hosts.node_samples: `host`, `seconds`, `used` (bytes), each host's samples already thinned. A reason (no
+    file) when no sample could be placed in time."""
+    if points is None or points.empty:
+        return "no sample of a trial with a known host and start time"
+    names = sorted(set(points["host"]))
+    shown = names[:MAX_HOST_LINES]
+    colours, _ = _styles(shown)
+    figure, axes = _new_figure(1, 1)
+    ax = axes[0][0]
+    for host in shown:
+        mine = points[points["host"] == host].sort_values("seconds", kind="stable")
+        ax.plot(mine["seconds"].to_numpy(), mine["used"].to_numpy() / MIB, color=colours[host], linewidth=1,
+                label=host, gid="host")
+    ax.set_xlabel("wall-clock time since the first sample, s")
+    ax.set_ylabel("node memory used, MiB")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, title="host", title_fontsize=7)
+    notes = []
+    more = ""
+    if len(shown) < len(names):
+        more = f" (first {len(shown)} of {len(names)} hosts)"
+        notes.append(f"The figure shows the first {len(shown)} of {len(names)} hosts by name; the table lists "
+                     "them all.")
+    origin = points.attrs.get("origin")
+    since = ""
+    if origin is not None:
+        since = ", from " + pd.Timestamp(origin, unit="s", tz="UTC").strftime("%Y-%m-%d %H:%M:%S UTC")
+    figure.suptitle(f"Node memory used over time per host{more}{since}", fontsize=11)
+    lines = {line.get_label(): [(float(x), float(y)) for x, y in zip(line.get_xdata(), line.get_ydata())]
+             for line in ax.lines if line.get_gid() == "host"}
+    return _save(figure, out, factor="host", levels=shown, notes=notes, lines=lines)

@@ -1,7 +1,7 @@
-"""Read memsweep results files (docs/results-file.md, schemas 1 to 10) into pandas DataFrames.
+"""Read memsweep results files (docs/results-file.md, schemas 1 to 11) into pandas DataFrames.
 
 `load(*paths)` checks every file at once (an HDF5 file, `format` = "memsweep",
-`schema_version` 1 to 10, the four tables present, and /messages from schema 5) and reads only its root
+`schema_version` 1 to 11, the four tables present, and /messages from schema 5) and reads only its root
 attributes; each table is read from every file the first time its property
 is used, then kept. `load(big).trials` never touches /samples, and
 `samples_for(ids)` reads the samples of a few trials without converting the
@@ -48,8 +48,9 @@ FORMAT = "memsweep"
 # ones of SAMPLE_COLUMNS_OF_SCHEMA_7 (include/memsweep/gpu_columns.hpp declares them); schema 8 the trainer's memory
 # plan: the /trials columns of TRIAL_COLUMNS_OF_SCHEMA_8; schema 9 /runs' trial_process_cost (RUN_COLUMNS_OF_SCHEMA_9);
 # schema 10 what the analysis reads instead of working it out: /trials' parameters (TRIAL_COLUMNS_OF_SCHEMA_10) and
-# estimate parts (ESTIMATE_PREFIX), and the root attribute final_statuses.
-SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+# estimate parts (ESTIMATE_PREFIX), and the root attribute final_statuses; schema 11 the /metrics table (programs'
+# own figures, read by metrics.py).
+SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
 SCHEMA_VERSION = SCHEMA_VERSIONS[-1]
 TABLES = ("trials", "samples", "epochs", "runs")
 MESSAGES_TABLE = "messages"
@@ -74,6 +75,10 @@ PUBLISHED_TRAIN_EXAMPLES = {"mnist": 60000, "fashion-mnist": 60000, "cifar-10": 
 # inherits the run before's limit (src/results/run_record.cpp), so its command line does not show it: only a file
 # older than the columns has nothing but the command line to read them from.
 RUN_LIMITS = {"max_train_examples": "--max-train-examples", "max_test_examples": "--max-test-examples"}
+# /runs' threads (schema 5 on; 0: the CPUs each rank may use), read like the limits: a resume inherits them, and one
+# with --allow-changed-options --threads N trained on N (oneDNN sizes its scratchpad for the threads).
+RUN_THREADS = {"threads": "--threads"}
+RUN_SETTINGS = {**RUN_LIMITS, **RUN_THREADS}
 
 # Result columns that are floats with -1 for "not measured" besides those of unit bytes/events.
 MISSING_AS_MINUS_ONE = ("final_train_loss", "test_accuracy", "start_seconds")
@@ -86,6 +91,8 @@ TRIAL_COLUMNS_OF_SCHEMA_3 = {"pid": -1, "end_signal": 0, "oom_killed": 0, "end_c
 # own trainer, no free parameters, the tree's size not recorded (-1), its peaks not measured (NaN, -1 in a file).
 BUILTIN_TRAINER = "memsweep"
 NO_PARAMS = "{}"
+# The dataset of a program trial whose sweep file names none: a group of its own (blank_program_fields).
+NO_DATASET = "no dataset"
 TRIAL_COLUMNS_OF_SCHEMA_4 = {"trainer": BUILTIN_TRAINER, "params": NO_PARAMS, "processes": -1,
                              "rss_peak_hwm_sum": math.nan, "process_peak_max": math.nan, "bad_event_lines": 0}
 # The search a trial is a probe of (schema 6), as the rows of an older file read, and those of a trial outside
@@ -130,7 +137,7 @@ FILE_TRIAL_COLUMNS = (
     "gpu_peak", "gpu_devices", "gpu_peak_source", "torch_allocated_peak", "torch_reserved_peak",
     "memory_plan", "recompute_every", "parameters")
 DERIVED_TRIAL_COLUMNS = ("total_units", "max_width", "final", "config", "run_command_line",
-                         *(f"run_{name}" for name in RUN_LIMITS),
+                         *(f"run_{name}" for name in RUN_SETTINGS),
                          "channels_text", "shape", "trial_number")
 # The fields a trial's configuration is made of that are names, not numbers: categorical columns, their
 # categories in plan order (categorical_columns). The free parameters' text columns are too.
@@ -401,7 +408,7 @@ class Results:
 
     def _runs_for_trials(self):
         # /runs is a handful of rows; the trials need each run's command line and limits (run_limits).
-        return self.runs[[c for c in ("file", "run", "command_line", *RUN_LIMITS) if c in self.runs.columns]]
+        return self.runs[[c for c in ("file", "run", "command_line", *RUN_SETTINGS) if c in self.runs.columns]]
 
     def _read(self, table, columns=None):
         frames = []
@@ -759,13 +766,14 @@ def option_value(command_line, option):
 
 
 def run_limits(runs):
-    """{(file, run): {"max_train_examples": N, "max_test_examples": N}}: the limits each run of /runs trained and
-    tested with, 0 for all (as /runs writes them). From /runs' columns where the file has them (schema 5 on: a
-    resume's command line lacks the limit it inherited), else from the run's command line."""
+    """{(file, run): {"max_train_examples": N, "max_test_examples": N, "threads": N}}: the limits each run of /runs
+    trained and tested with, 0 for all (as /runs writes them), and its threads, 0 for the CPUs each rank may use.
+    From /runs' columns where the file has them (schema 5 on: a resume's command line lacks the limit it
+    inherited), else from the run's command line."""
     limits = {}
     for row in runs.to_dict("records"):
         run = {}
-        for name, option in RUN_LIMITS.items():
+        for name, option in RUN_SETTINGS.items():
             value = row.get(name)
             if value is None or pd.isna(value):
                 value = option_value(row.get("command_line", ""), option) or 0
@@ -783,7 +791,8 @@ def trial_columns(trials, runs=None, final_statuses=None):
     name), config, run_command_line
     (the command line of the trial's row of /runs, when `runs` is given) and
     run_max_train_examples, run_max_test_examples (that run's limits on
-    examples, 0 for all or without `runs`: run_limits);
+    examples, 0 for all or without `runs`: run_limits), run_threads (its
+    threads, 0 for the CPUs each rank may use or without `runs`);
     `parameters` is NaN where the file has -1 or none (schema 10's column);
     `trainer` becomes categorical (an empty cell: memsweep), `params` compact
     JSON ("{}" when none), and each params key gets a column of its own
@@ -829,7 +838,7 @@ def trial_columns(trials, runs=None, final_statuses=None):
     else:
         trials["run_command_line"] = ""
         limits = {}
-    for name in RUN_LIMITS:
+    for name in RUN_SETTINGS:
         trials[f"run_{name}"] = np.array([limits.get((f, int(r)), {}).get(name, 0)
                                           for f, r in zip(trials["file"], trials["run"])], dtype=np.int64)
     trials["channels_text"] = ["-".join(map(str, c)) for c in trials["channels"]]
@@ -858,10 +867,15 @@ def blank_program_fields(trials):
     """A program's built-in fields that its sweep file neither sets nor names are blank in the file ("" for
     dataset, model and optimizer, NaN learning rate, 0 epochs and batch size, depth -1; docs/sweep-file.md,
     Programs): here missing values (None, NaN), never memsweep's defaults. A column gets NaN only where a
-    program left it blank, so a file without such trials keeps its whole-number columns."""
+    program left it blank, so a file without such trials keeps its whole-number columns. The dataset is the
+    exception: a blank one reads NO_DATASET, one group like any label, since every table, fit and figure
+    groups by dataset and a missing key would drop the trials from each of them."""
     trials = trials.copy()
     programs = pd.Series([trainer_name(t) != BUILTIN_TRAINER for t in trials["trainer"]], index=trials.index)
-    for name in ("dataset", "model", "optimizer", "memory_plan"):
+    blank = programs & (trials["dataset"].astype(object) == "")
+    if blank.any():
+        trials["dataset"] = trials["dataset"].astype(object).where(~blank, NO_DATASET)
+    for name in ("model", "optimizer", "memory_plan"):
         blank = programs & (trials[name].astype(object) == "")
         if blank.any():
             trials[name] = trials[name].astype(object).where(~blank, None)

@@ -14,7 +14,7 @@ require("pandas")
 
 import pandas as pd  # noqa: E402
 
-from . import counters, drivers, estimate, figures, stats, tables, trainers  # noqa: E402
+from . import counters, drivers, estimate, figures, hosts, metrics, stats, tables, trainers  # noqa: E402
 from .document import Document, cell  # noqa: E402
 from .load import BUILTIN_TRAINER, load, param_columns, standing_rows  # noqa: E402
 
@@ -108,7 +108,7 @@ def _paper_layout(table, extra=()):
     shown = pd.DataFrame({"trial": table["trial_numbers"].map(listed), "id": table["trial_ids"].map(listed)})
     if "paper_trial" in table.columns:
         shown["paper row"] = table["paper_trial"].map(cell)
-    shown["lr"] = table["learning_rate"].map(lambda v: f"{v:g}")
+    shown["lr"] = table["learning_rate"].map(lambda v: "" if pd.isna(v) else f"{v:g}")
     shown["epochs"] = table["epochs"]
     shown["batch"] = table["batch_size"]
     shown["hidden"] = table["hidden"]
@@ -192,10 +192,11 @@ def _dropped_notes(terms, notes):
 
 def _varied_parameters(trials):
     """(hyperparameters that vary within some dataset's ok trials, those that do not): a figure of memory
-    against a value that never changes shows nothing, and each one costs a large part of a report's time."""
+    against a value that never changes shows nothing, and each one costs a large part of a report's time.
+    The built-in fields (figures.LABELS), then the free parameters that are numbers (`bptt`, `emsize`)."""
     ok = tables.ok_rows(trials)
     varied, constant = [], []
-    for parameter in figures.LABELS:
+    for parameter in list(figures.LABELS) + tables.numeric_param_columns(trials):
         values = ok[["dataset", parameter]].dropna()
         if values.empty:  # blank for every trial (a program's file leaves it unset): nothing to plot against
             constant.append(parameter)
@@ -246,9 +247,7 @@ def _estimate_section(doc, results, trials, out_dir, chosen, figure_paths):
     doc.paragraph("ratio = measured footprint (peak − baseline) / estimate; error = estimate − footprint. "
                   "The estimate is memsweep's own (docs/estimate.md): the trial's oneDNN plans, dry.")
     if not programs.empty:
-        doc.paragraph(f"{len(programs)} trial(s) of programs ({', '.join(trainers.trainers(programs))}) are left "
-                      "out here and of `calibration.json`: their `predicted_bytes` is the Q&A rule on the model "
-                      "size they reported, and their footprint is their whole process tree's peak.", note=True)
+        doc.paragraph(_programs_left_out(programs), note=True)
     if not errors.empty:
         summary = errors.groupby("dataset").agg(
             trials=("ratio", "size"), ratio_median=("ratio", "median"),
@@ -276,6 +275,21 @@ def _estimate_section(doc, results, trials, out_dir, chosen, figure_paths):
     for note in parts.attrs.get("notes", []):
         doc.paragraph(note, note=True)
     return calibration_path
+
+
+def _programs_left_out(programs):
+    """Why the program trials are not in the estimate's tables, as their rows say: a `predicted_bytes` exists
+    only for those that reported their model's size (an events line `{"parameters": N, ...}`)."""
+    reported = programs[(programs["predicted_bytes"] > 0) | programs.get(
+        "parameters", pd.Series(float("nan"), index=programs.index)).notna()]
+    names = ", ".join(trainers.trainers(programs))
+    said = (f"{len(programs)} trial(s) of programs ({names}) are left out here and of `calibration.json`: "
+            "memsweep's estimate is of its own trainer, and a program's footprint is its whole process tree's "
+            "peak")
+    if reported.empty:
+        return said + "; none of them reported its model's size, so none has an estimate."
+    return (said + f"; {len(reported)} of them reported its model's size, and their `predicted_bytes` is the Q&A "
+            "rule on it, not memsweep's estimate of the program.")
 
 
 def _program_notes(doc, trials):
@@ -368,7 +382,7 @@ def _pairs_layout(pairs):
     for column in ("model", "optimizer", "memory_plan"):
         if column in pairs.columns and pairs[column].nunique() > 1:
             shown[column] = pairs[column]
-    shown["lr"] = pairs["learning_rate"].map(lambda v: f"{v:g}")
+    shown["lr"] = pairs["learning_rate"].map(lambda v: "" if pd.isna(v) else f"{v:g}")
     shown["epochs"] = pairs["epochs"]
     shown["batch"] = pairs["batch_size"]
     shown["hidden"] = pairs["hidden"]
@@ -437,6 +451,41 @@ def _capacity_section(doc, results, trials, out_dir, written):
     _show_figure(doc, drawn, "peak RSS against the searched value", written)
 
 
+def _hosts_layout(table):
+    """The hosts table as a reader reads it: ok/trials, the ranks as "0, 2", MiB to one decimal."""
+    def mib(values):
+        return ["" if pd.isna(v) else f"{v:.1f}" for v in values]
+
+    return pd.DataFrame({
+        "host": table["host"],
+        "ok/trials": [f"{ok}/{n}" for ok, n in zip(table["ok"], table["trials"])],
+        "ranks": [", ".join(str(r) for r in ranks) for ranks in table["ranks"]],
+        "used MiB (mean)": mib(table["sys_used_mean_mib"]),
+        "largest peak MiB": mib(table["rss_peak_max_mib"]),
+        "node total MiB": mib(table["node_total_mib"]),
+    })
+
+
+def _hosts_section(doc, results, out_dir, written):
+    """Trials on more than one host: per host the trials, ranks and memory, and the node's used memory over
+    time, one line per host."""
+    points = hosts.node_samples(results)
+    table = hosts.hosts_table(results.trials, points, results.runs)
+    doc.heading("Hosts")
+    doc.paragraph("Per host: trial attempts (rows) that ran there and how many ended ok, the ranks that ran them, "
+                  "the mean of their `used MB` (the node's used memory averaged over each trial's samples), the "
+                  "largest peak RSS, and the node's total memory (MemTotal, from its samples; empty where none "
+                  "says). A row without a host (a resume's row for an attempt cut short) is counted on the host "
+                  "that `/runs` names for its rank in its run.")
+    doc.table(_hosts_layout(table))
+    unplaced = points.attrs.get("unplaced_attempts", 0)
+    if unplaced:
+        doc.paragraph(f"{unplaced} trial attempt(s) have samples but no known start time or host (no trial row, "
+                      "or a resume's row with start time 0): they are not in the figure.", note=True)
+    drawn = figures.node_memory_by_host(points, os.path.join(out_dir, "node-memory-by-host.png"))
+    _show_figure(doc, drawn, "node memory used over time per host", written)
+
+
 def _counters_section(doc, results, out_dir, train_examples, written):
     doc.heading("Counters against batch size")
     per_step = counters.counters_per_step(results, train_examples=train_examples)
@@ -453,19 +502,29 @@ def _counters_section(doc, results, out_dir, train_examples, written):
     if provenance:
         served = "; ".join(f"{name}: {' and '.join(answers)}" for name, answers in provenance.items())
         doc.paragraph(f"Counted by (source and perf_event encoding; docs/sampler.md, Counter sources): {served}.")
-    sources = sorted(set(per_step.get("train_examples_source", pd.Series(dtype=str)).dropna()))
-    for source in sources:
+    for source in _examples_sources(per_step):
         doc.paragraph(f"training examples: {source}", note=True)
     summary = counters.counters_vs_batch(per_step, unit=counters.PER_STEP if unit == "step" else counters.PER_SECOND)
     if not summary.empty:
         # One column per counter: the table stays as long as the batch sizes, not batch sizes x counters.
-        keys = [k for k in ("dataset", "trainer") if k in summary.columns] + ["batch_size", "n"]
+        keys = counters.line_keys(per_step) + ["batch_size", "n"]
         wide = summary.pivot_table(index=keys, columns="counter",
                                    values=f"per_{unit}_mean").reset_index()
         wide.columns = [str(c) for c in wide.columns]
         doc.table(wide)
     drawn = figures.counters_vs_batch(per_step, os.path.join(out_dir, "counters-vs-batch.png"))
     _show_figure(doc, drawn, f"counters per {unit} against batch size", written)
+
+
+def _examples_sources(per_step):
+    """Where the training examples came from, for the trials whose steps they count: those with epochs done
+    and a batch size. A trial without them (a program that reports no epochs) is counted per second
+    whatever the examples, so a note to pass train_examples would say nothing about it."""
+    if per_step.empty:
+        return []
+    batch = pd.to_numeric(per_step["batch_size"], errors="coerce")
+    counted = per_step[(per_step["epochs_done"] > 0) & (batch > 0)]
+    return sorted(set(counted["train_examples_source"].dropna()))
 
 
 def build_report(paths, out_dir, trials=None, paper_csv=None, train_examples=None):
@@ -494,12 +553,16 @@ def build_report(paths, out_dir, trials=None, paper_csv=None, train_examples=Non
         doc.heading(f"{dataset}: trials", level=2)
         doc.table(_paper_layout(table.reset_index(drop=True), extra))
     _program_notes(doc, all_trials)
+    metrics.report_metrics(doc, results)
     _gpu_section(doc, all_trials)
 
     failed = not_ok_table(all_trials)
     if not failed.empty:
         doc.heading("Trials that did not end ok")
         doc.table(failed)
+
+    if hosts.host_count(all_trials, results.runs) > 1:
+        _hosts_section(doc, results, out_dir, written)
 
     if not results.searches.empty:
         _capacity_section(doc, results, all_trials, out_dir, written)
@@ -536,12 +599,12 @@ def build_report(paths, out_dir, trials=None, paper_csv=None, train_examples=Non
     if tables.ok_rows(all_trials).empty:
         doc.paragraph("No trial ended ok: there is no measured memory to plot.", note=True)
     elif constant:
-        doc.paragraph("No figure for " + ", ".join(figures.LABELS[p] for p in constant) +
+        doc.paragraph("No figure for " + ", ".join(figures.LABELS.get(p, p) for p in constant) +
                       ": the same in every ok trial of each dataset.", note=True)
     for parameter in varied:
         drawn = figures.memory_vs_hyperparameter(
             all_trials, parameter, os.path.join(out_dir, f"memory-vs-{parameter.replace('_', '-')}.png"))
-        _show_figure(doc, drawn, f"memory against {figures.LABELS[parameter]}", written)
+        _show_figure(doc, drawn, f"memory against {figures.LABELS.get(parameter, parameter)}", written)
 
     doc.heading("RSS over time")
     if not chosen:
@@ -579,6 +642,8 @@ def tables_text(paths):
     parts = []
     for dataset, table in paper.groupby("dataset", sort=True):
         parts.append(f"{dataset}\n" + _paper_layout(table.reset_index(drop=True), extra).to_string(index=False))
+    if hosts.host_count(results.trials, results.runs) > 1:
+        parts.append("hosts\n" + _hosts_layout(hosts.hosts_table(results)).to_string(index=False))
     _, findings, _ = drivers.drivers(results.trials)
     if not findings.empty:
         parts.append("what drives memory (ranked)\n" + "\n".join(_driver_lines(findings)))

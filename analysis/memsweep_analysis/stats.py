@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from scipy import stats as sps  # noqa: E402
 
-from .tables import ok_rows, trials_of  # noqa: E402
+from .tables import numeric_param_columns, ok_rows, trials_of  # noqa: E402
 
 TARGETS = ("rss_footprint", "sys_used_mean")
 CORRELATED = ("learning_rate", "epochs", "batch_size", "depth", "total_units", "max_width", "parameters")
@@ -69,7 +69,9 @@ def direction(value, parameter, tolerance=0.0):
 
 
 def rank_correlations(trials, target=None, per_config=True):
-    """Spearman's rho of each hyperparameter with each target, per dataset and pooled.
+    """Spearman's rho of each hyperparameter (CORRELATED, then the free parameters that are numbers: `bptt`)
+    with each target, per dataset and pooled. A parameter no point of a scope has (a program's blank field:
+    its file sets no epochs, no hidden widths) gives no row there rather than "n = 0".
 
     Columns: scope, target, parameter, n, rho, p (two-sided: exact over every
     ordering up to EXACT_MAX_POINTS points, scipy's beyond), ci_low,
@@ -77,10 +79,13 @@ def rank_correlations(trials, target=None, per_config=True):
     Hartley and Pearson for Spearman's rho), verdict.
     """
     rows = []
+    parameters = list(CORRELATED) + [c for c in numeric_param_columns(trials_of(trials)) if c not in CORRELATED]
     for name in _targets(target):
-        data = points(trials, name, CORRELATED, per_config)
+        data = points(trials, name, parameters, per_config)
         for scope, subset in _scopes(data):
-            for parameter in CORRELATED:
+            for parameter in parameters:
+                if subset[parameter].isna().all() and len(subset):
+                    continue
                 pair = subset[[parameter, name]].dropna()
                 rows.append(_correlation(scope, name, parameter, pair[parameter].to_numpy(float),
                                          pair[name].to_numpy(float)))

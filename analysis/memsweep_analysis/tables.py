@@ -51,6 +51,20 @@ FIGURES = [
 ]
 
 
+def numeric_param_columns(trials):
+    """The free parameters' columns that hold numbers (not booleans): hyperparameters a figure can be drawn
+    against (`memory-vs-<param>.png`), as the model of drivers.py takes them."""
+    return [column for column in param_columns(trials).values()
+            if pd.api.types.is_numeric_dtype(trials[column]) and not pd.api.types.is_bool_dtype(trials[column])]
+
+
+def factor_param_columns(trials):
+    """The free parameters' columns that are not numbers (text, booleans, lists): categorical parameters a
+    figure may colour, split or draw a line per level of (`arch`), one parameter each, never `params`."""
+    numeric = set(numeric_param_columns(trials))
+    return [column for column in param_columns(trials).values() if column not in numeric]
+
+
 def trials_of(source):
     """The trials DataFrame of a Results, or the DataFrame itself."""
     return source.trials if hasattr(source, "trials") else source

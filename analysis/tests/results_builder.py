@@ -68,7 +68,7 @@ EVENTS = "events"
 MAX_HIDDEN = 16
 MAX_CHANNELS = 8
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 MAX_AXIS = 64
 MESSAGE_PIECE_BYTES = 256
 
@@ -226,6 +226,18 @@ EPOCH_COLUMNS = [
     ("sys_used", "<i8", BYTES),
 ]
 
+# /metrics (schema 11): a program's own figures per epoch (MetricRow, include/memsweep/results.hpp).
+METRIC_COLUMNS = [
+    ("trial_id", _text(12), TEXT),
+    ("attempt", "<i4", ONE),
+    ("epoch", "<i4", ONE),
+    ("name", _text(32), TEXT),
+    ("value", "<f8", ONE),
+    ("seconds", "<f8", SECONDS),
+    ("matches", "<i4", ONE),
+]
+METRIC_DEFAULTS = {"attempt": 0, "epoch": 0, "name": "loss", "value": 1.0, "seconds": 0.5, "matches": 1}
+
 MESSAGE_COLUMNS = [
     ("trial_id", _text(12), TEXT),
     ("attempt", "<i4", ONE),
@@ -318,6 +330,9 @@ DESCRIPTIONS = {
     "messages": "Trial messages whole: the pieces of each trial attempt's message, in order, of at most 256 bytes "
                 "each, cut on UTF-8 character boundaries; /trials' message column holds only a message's first "
                 "256 bytes.",
+    "metrics": "A program's own figures, matched by its [programs] metrics patterns in its standard output: per "
+               "trial attempt, metric and epoch the last value matched (epoch 0: before any epoch); an attempt's "
+               "last row of a metric holds its final value.",
     "searches": "One row per search: a configuration's largest axis value that trains within one memory limit "
                 "([search], docs/search.md).",
 }
@@ -331,6 +346,7 @@ STORAGE = {
     "runs": (1, 1, False),
     "messages": (1, 1, False),
     "searches": (1, 1, False),
+    "metrics": (1024, None, False),
 }
 
 
@@ -565,15 +581,18 @@ def _write_attribute(file, name, value):
 
 
 def write_results_file(path, trials, samples=(), epochs=(), attrs=None, counter_columns=("perf::PAGE-FAULTS",),
-                       runs=None, schema_version=SCHEMA_VERSION, messages=None, searches=()):
+                       runs=None, schema_version=SCHEMA_VERSION, messages=None, searches=(), metrics=()):
     """Write a results file; return the completed trial rows (dicts) so tests can use the ids.
 
     `attrs` overrides or adds root attributes (a value of None leaves one out);
     `counter_columns` names /samples' counter columns (int64, unit `events`);
     `schema_version` 1 to 4 writes the tables as those versions had them;
     `messages`: {trial index: whole message} (schema 5);
-    `searches`: /searches rows (schema 6; complete_search completes them).
+    `searches`: /searches rows (schema 6; complete_search completes them);
+    `metrics`: /metrics rows (schema 11; METRIC_DEFAULTS and the first trial's id fill them).
     """
+    if metrics and schema_version < 11:
+        raise KeyError(f"schema {schema_version} has no /metrics")
     if searches and schema_version < 6:
         raise KeyError(f"schema {schema_version} has no /searches")
     trial_columns = columns_of("trials", TRIAL_COLUMNS, schema_version)
@@ -624,4 +643,7 @@ def write_results_file(path, trials, samples=(), epochs=(), attrs=None, counter_
             search_columns = columns_of("searches", SEARCH_COLUMNS, schema_version)
             search_rows = [{k: v for k, v in row.items() if k in {c[0] for c in search_columns}} for row in search_rows]
             _write_table(file, "searches", search_columns, _records(search_rows, search_columns, {}))
+        if schema_version >= 11:
+            _write_table(file, "metrics", METRIC_COLUMNS,
+                         _records(list(metrics), METRIC_COLUMNS, dict(METRIC_DEFAULTS, trial_id=first_id)))
     return trial_rows

@@ -148,6 +148,40 @@ def test_components_of_a_run_resumed_with_other_limits_use_its_limits(tmp_path):
     assert sorted(set(table["trial_id"])) == sorted([first["trial_id"], second["trial_id"]])
 
 
+def test_components_of_a_run_resumed_with_other_threads_use_its_threads(tmp_path):
+    # issue 44: oneDNN sizes its scratchpad for the threads, and a resume with --allow-changed-options --threads 4
+    # trained on 4: each run's estimate is asked with /runs' threads of that run, not the first command line's
+    path = str(tmp_path / "r.h5")
+    command = "memsweep run s.toml --threads 2"
+    first, second = write_results_file(path, [measured(205120, 410240, batch_size=1),
+                                              measured(205120, 410240, batch_size=2, run=1)],
+                                       attrs={"sweep_text": "[sweep]\n", "command_line": command},
+                                       runs=[run_row(0, command, threads=2),
+                                             run_row(1, "memsweep run s.toml --resume --threads 4 "
+                                                        "--allow-changed-options", threads=4)],
+                                       schema_version=9)
+    log = tmp_path / "args"
+    body = (f'echo "$OMP_NUM_THREADS" >> {log}\n'
+            f'case "$OMP_NUM_THREADS" in 2) id={first["trial_id"]};; *) id={second["trial_id"]};; esac\n'
+            f'cat <<EOF\n{ESTIMATE_TEXT.format(id="$id")}EOF\n')
+    table = estimate_components(load(path), memsweep=fake_memsweep(tmp_path, body))
+    assert sorted(log.read_text().split()) == ["2", "4"]
+    assert sorted(set(table["trial_id"])) == sorted([first["trial_id"], second["trial_id"]])
+
+
+def test_components_of_a_resume_that_inherits_its_threads_use_the_stored_ones(tmp_path):
+    # the resume's command line names no --threads: it ran with the 3 it inherited, which /runs keeps
+    path = str(tmp_path / "r.h5")
+    write_results_file(path, [measured(205120, 410240, batch_size=1), measured(205120, 410240, batch_size=2, run=1)],
+                       attrs={"sweep_text": "[sweep]\n", "command_line": "memsweep run s.toml --threads 3"},
+                       runs=[run_row(0, "memsweep run s.toml --threads 3", threads=3),
+                             run_row(1, "memsweep run s.toml --resume", threads=3)],
+                       schema_version=9)
+    log = tmp_path / "args"
+    estimate_components(load(path), memsweep=fake_memsweep(tmp_path, f'echo "$OMP_NUM_THREADS" >> {log}\n'))
+    assert log.read_text().split() == ["3"]
+
+
 def test_components_of_a_file_before_run_limits_read_the_command_line(tmp_path):
     # schema 4's /runs has no max_train_examples: the command line is all there is
     path = str(tmp_path / "r.h5")

@@ -416,10 +416,10 @@ def test_a_file_a_swmr_writer_left_open_is_read(tmp_path):
     (lambda p: write_results_file(p, [{}], attrs={"format": "other"}), "format attribute is 'other'"),
     (lambda p: write_results_file(p, [{}], attrs={"schema_version": None}),
      "a memsweep file without a schema_version attribute"),
-    (lambda p: write_results_file(p, [{}], attrs={"schema_version": 11}),
-     "schema version 11, written by a newer memsweep? this package reads schemas 1, 2, 3, 4, 5, 6, 7, 8, 9, 10"),
+    (lambda p: write_results_file(p, [{}], attrs={"schema_version": 12}),
+     "schema version 12, written by a newer memsweep? this package reads schemas 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11"),
     (lambda p: write_results_file(p, [{}], attrs={"schema_version": 0}),
-     "schema version 0, unknown: this package reads schemas 1, 2, 3, 4, 5, 6, 7, 8, 9, 10"),
+     "schema version 0, unknown: this package reads schemas 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11"),
 ])
 def test_refusals_name_the_file_and_what_was_expected(tmp_path, make, expected):
     path = str(tmp_path / "bad.h5")
@@ -442,8 +442,8 @@ def test_refuses_a_memsweep_file_without_a_table(tmp_path):
 def test_one_bad_file_among_good_ones_is_named(tmp_path):
     good, bad = str(tmp_path / "good.h5"), str(tmp_path / "bad.h5")
     write_results_file(good, [{}])
-    write_results_file(bad, [{}], attrs={"schema_version": 11})
-    with pytest.raises(MemsweepFileError, match="bad.h5: schema version 11"):
+    write_results_file(bad, [{}], attrs={"schema_version": 12})
+    with pytest.raises(MemsweepFileError, match="bad.h5: schema version 12"):
         load(good, bad)
 
 

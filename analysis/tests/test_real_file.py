@@ -90,7 +90,7 @@ def test_the_builder_writes_the_real_schema(real, tmp_path):
                 assert attribute_kind(mine, name) == attribute_kind(source, name), name
             version = source.attrs["schema_version"]
             tables = ["epochs", "runs", "samples", "trials"] + (["messages"] if version >= 5 else []) + \
-                (["searches"] if version >= 6 else [])
+                (["searches"] if version >= 6 else []) + (["metrics"] if version >= 11 else [])
             assert sorted(mine) == sorted(source) == sorted(tables)
             for table in source:
                 theirs, ours = source[table], mine[table]

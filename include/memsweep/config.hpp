@@ -51,9 +51,31 @@ struct ParamValue {
   std::string json;  // the value as JSON, for the results file: 0.1, "adam", true, [16,32]
 };
 
+// When a program trial's {trial_dir} is kept ([programs.NAME]
+// keep_trial_dir): after an attempt that did not end ok (the default),
+// always (true) or never (false).
+enum class KeepTrialDir : std::uint8_t { failed, always, never };
+
+// A program's stdout and stderr logs keep at most this much each per
+// attempt by default ([programs.NAME] log_limit): the first half and the
+// last half, with a line saying what was dropped between.
+inline constexpr std::uint64_t kDefaultLogLimitBytes = std::uint64_t{64} << 20;
+
 // A program that trains instead of memsweep's own trainer (docs/sweep-file.md,
 // "Programs"). The texts are templates: {field} placeholders are filled per
 // trial when it starts (program.hpp).
+// A program's metric: `pattern` (an ECMAScript regular expression with one
+// capture group) over each line of its standard output; the group's text is
+// the value. The metric named kEpochMetric gives the epoch the lines after it
+// belong to.
+struct ProgramMetric {
+  std::string name;     // an identifier of at most kMaxMetricName characters
+  std::string pattern;  // as written in the sweep file
+  std::string place;    // "sweep.toml:4: programs.wlm.metrics.valid_ppl", for messages
+};
+inline constexpr std::string_view kEpochMetric = "epoch";
+inline constexpr std::size_t kMaxMetricName = 32;  // the results file's metric name column
+
 struct ProgramSpec {
   std::string name;                                      // the `trainer` column
   std::vector<std::string> command;                      // argv, argv[0] first; never empty
@@ -68,6 +90,14 @@ struct ProgramSpec {
   // A text names {data_dir}: only then is the trial's dataset more than a
   // label, and its files are looked for (dataset_preflight.hpp).
   bool uses_data_dir = false;
+  // Its [programs.NAME] metrics: figures matched in its standard output
+  // (docs/sweep-file.md, "Metrics"), sorted by name; checked when the file
+  // is read (one capture group, ECMAScript syntax).
+  std::vector<ProgramMetric> metrics;
+  // A text names {trial_dir}: a folder of the attempt's own is made for it.
+  bool uses_trial_dir = false;
+  KeepTrialDir keep_trial_dir = KeepTrialDir::failed;
+  std::uint64_t log_limit_bytes = kDefaultLogLimitBytes;  // per stream and attempt; 0: no limit
 };
 
 // A trial's [params] as JSON (TrialSpec::params_json()) fit the results
@@ -253,8 +283,10 @@ class SweepTrials {
   // Trials that between them give each field every value it takes here,
   // for checks that need each value once (datasets' files, programs): every
   // trial of a sweep of at most 10^4 trials (repeats left out); of a larger
-  // one, each section's values with the first trial's others, and the first
-  // and last trials; of a part of more than 10^4, an even sample of 10^4.
+  // one, each section's values with the first trial's others (of a field
+  // whose values are numbers, kCoveredNumbers from first to last: the parser
+  // checked each), and the first and last trials; of a part of more than
+  // 10^4, an even sample of 10^4.
   std::vector<TrialSpec> every_value() const;
   // Every trial, made: for tests and for sweeps known to be small.
   std::vector<TrialSpec> list() const { return {begin(), end()}; }
@@ -282,6 +314,9 @@ class SweepTrials::Source {
 
 // Sweeps with at most this many trials per repeat are walked when parsed.
 inline constexpr std::uint64_t kWalkedTrials = 100'000;
+// Of a larger one, every_value() gives at most this many of a field's
+// values when they are numbers (the parser checked each).
+inline constexpr std::size_t kCoveredNumbers = 16;
 
 // One section of the sweep file as `memsweep plan` summarises it: its
 // fields and the values each takes ("batch_size", "3 values: 16, 32, 64").

@@ -43,6 +43,16 @@ struct TrialCost {
   // The trainer and everything that defines the trial but its repeat (of a
   // search's probe: the search): trials alike enough to take the same time.
   std::string configuration;
+  // Whether `work` counts the network the trial trains. Not for a program
+  // that is passed no `model` (word_language_model's Transformer and LSTM):
+  // its FLOPs would be of memsweep's default MLP, the same for every trial,
+  // and one trial's time would be taken for all (a sweep of long and short
+  // ones said 26 min at its start for a 7 min 44 s run). Such a trial's work
+  // is its epochs (where the program is passed them), its kind its trainer
+  // and its text-valued params ("wlm arch=LSTM"), and its rate comes only from
+  // its configuration or its kind: until a trial of each such kind has
+  // ended, the ETA is unknown rather than borrowed from another kind.
+  bool network_known = true;
 };
 
 // The trial's predicted work on its dataset's published split sizes (a
@@ -136,6 +146,21 @@ std::optional<double> remaining_seconds(const EtaInputs& inputs);
 // lines: copying 10^6 waiting trials for every line cost more than the ETA).
 std::optional<double> remaining_seconds(std::span<const FinishedTrial> finished, std::span<const RunningTrial> running,
                                         std::span<const TrialCost> waiting, int workers, WaitingTail tail = {});
+
+// A trial's time limit, for the ETA's cap: a trial is killed at its limit
+// (docs/runner.md), so no trial takes longer than it.
+struct TimeLimited {
+  std::optional<double> limit_seconds;  // nullopt: none
+  double elapsed_seconds = 0.0;         // a running trial's time so far
+};
+
+// `seconds` (an ETA), never past the latest end if every trial took its
+// whole time limit (the running ones their limit less their elapsed time,
+// the waiting ones in order to the first free worker): a cost model that
+// goes wrong (a unit mistaken for FLOPs once said 18 million hours) is then
+// still bounded. Unchanged when some trial has no limit.
+std::optional<double> capped_by_time_limits(std::optional<double> seconds, std::span<const TimeLimited> running,
+                                            std::span<const TimeLimited> waiting, int workers);
 
 // The ETA that the progress lines and `memsweep watch` show: remaining_seconds()
 // of the sweep as they see it, worked out at most once a second while more

@@ -22,6 +22,9 @@ struct ProgramRunValues {
   std::size_t max_train_examples = 0;  // 0: all
   std::size_t max_test_examples = 0;   // 0: all
   int attempt = 0;
+  // The attempt's own folder ({trial_dir}, absolute), made before it starts;
+  // empty where the program names none.
+  std::string trial_dir;
 };
 
 struct ProgramInvocation {
@@ -35,7 +38,7 @@ struct ProgramInvocation {
 // learning_rate, epochs, batch_size, hidden, memory_plan, recompute_every,
 // seed, synthetic.shape,
 // synthetic.classes, synthetic.train_size, synthetic.test_size,
-// synthetic.noise), trial_id, repeat, attempt, data_dir, threads,
+// synthetic.noise), trial_id, repeat, attempt, data_dir, trial_dir, threads,
 // max_train_examples, max_test_examples, and the trial's [params] names.
 // {seed} is the seed memsweep's trainer would train this repeat with.
 std::vector<std::string> builtin_placeholder_names();

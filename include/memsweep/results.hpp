@@ -30,7 +30,7 @@
 
 namespace memsweep {
 
-inline constexpr int kSchemaVersion = 10;
+inline constexpr int kSchemaVersion = 11;
 // The oldest version readers still read (columns added later read as their
 // "not measured" value); only the current one is written or resumed.
 inline constexpr int kOldestReadableSchemaVersion = 1;
@@ -46,6 +46,7 @@ inline constexpr std::size_t kMessagePieceChars = 256;            // MessageRow:
 inline constexpr std::size_t kDefinitionChars = 512;              // TrialSpec::canonical_text()
 inline constexpr std::size_t kParamsChars = kMaxParamsJsonBytes;  // TrialSpec::params_json()
 inline constexpr std::size_t kGpuDevicesChars = 40;               // "0,1,...,15"
+inline constexpr std::size_t kMetricNameChars = kMaxMetricName;   // MetricRow::name: a [programs] metric's name
 
 template <std::size_t N>
 using FixedString = std::array<char, N>;
@@ -249,7 +250,11 @@ inline constexpr std::string_view kOom = "oom";             // the kernel's OOM 
 inline constexpr std::string_view kSignal = "signal";       // killed by a signal the rank did not send
 inline constexpr std::string_view kCrash = "crash";         // a fault signal (SIGSEGV, SIGBUS, SIGABRT, ...)
 inline constexpr std::string_view kNoResult = "no_result";  // exited without reporting a result
-inline constexpr std::string_view kRankLost = "rank_lost";  // its rank or rank 0 died, or its rank went silent
+// The three below: no result came, and the trial runs again (interrupted),
+// unless its rank was lost both of the last two times it ran it.
+inline constexpr std::string_view kRankLost = "rank_lost";  // its rank died (or rank 0, or the launcher ended it)
+inline constexpr std::string_view kNodeLost = "node_lost";  // the job script says a node of the run was lost
+inline constexpr std::string_view kSilent = "silent";  // rank 0 gave its rank up as silent (stopped, hung, cut off)
 }  // namespace end_cause
 
 // One row of /samples. `counters` follow the file's counter columns
@@ -303,10 +308,28 @@ struct MessageRow {
   FixedString<kMessagePieceChars> text{};
 };
 
+// One row of /metrics (schema 11): a program's own figure, matched by a
+// [programs.NAME] metrics pattern in its standard output
+// (docs/sweep-file.md, "Metrics"): per trial attempt, metric and epoch, the
+// last value matched in that epoch. Epoch 0 holds what came before any
+// epoch was known (all of it when the program gives no epochs). An
+// attempt's rows of one metric come in the order matched, so its last row
+// holds the last value the program printed: the trial's final value.
+struct MetricRow {
+  FixedString<kTrialIdChars> trial_id{};
+  std::int32_t attempt = 0;
+  std::int32_t epoch = 0;
+  FixedString<kMetricNameChars> name{};
+  double value = 0.0;
+  double seconds = 0.0;      // since the program's start, when the last match was read
+  std::int32_t matches = 0;  // the lines of this epoch that matched
+};
+
 static_assert(std::is_trivially_copyable_v<TrialRow>);
 static_assert(std::is_trivially_copyable_v<SampleRow>);
 static_assert(std::is_trivially_copyable_v<EpochRow>);
 static_assert(std::is_trivially_copyable_v<MessageRow>);
+static_assert(std::is_trivially_copyable_v<MetricRow>);
 
 // ---- messages -------------------------------------------------------------
 
@@ -467,9 +490,9 @@ std::string series_text(const SeriesSummary& series);
 
 // The row of an attempt whose result never came, from its samples alone
 // (the first follows the baseline closely; the trial ran at least until the
-// last): `status`, end cause rank_lost, `message`.
+// last): `status`, `cause` (end_cause::kRankLost, kNodeLost or kSilent), `message`.
 TrialRecord row_from_series(const TrialSpec& trial, const SeriesSummary& series, int run, TrialStatus status,
-                            std::string_view message);
+                            std::string_view cause, std::string_view message);
 
 // One attempt to run: trials[index], as attempt number `attempt`.
 struct PendingTrial {
@@ -550,8 +573,20 @@ enum class LostAttempts { rank_died, writer_died };
 // its latest attempt's status is one `retry` runs again; its next attempt
 // number is one past the largest attempt seen in rows or series. `run` is
 // written into the lost attempts' rows.
+//
+// An attempt lost with its rank (samples, no row) is `interrupted` with
+// `lost_cause` (end_cause::kRankLost or kNodeLost) and runs again: a lost
+// rank, node or link is no result. The one bound: when the attempt before
+// it was lost with its rank too, the trial itself is the likely cause (it
+// kills its rank, e.g. through the node's own OOM killer), and it is
+// `killed`, which runs again only under --retry-killed.
 ResumePlan plan_resume(const SweepTrials& trials, const std::vector<TrialRow>& rows,
-                       const std::vector<SeriesSummary>& series, const RetryPolicy& retry, int run, LostAttempts lost);
+                       const std::vector<SeriesSummary>& series, const RetryPolicy& retry, int run, LostAttempts lost,
+                       std::string_view lost_cause = end_cause::kRankLost);
+
+// Whether a row records an attempt lost with its rank, node or link
+// (interrupted, end cause rank_lost, node_lost or silent).
+bool lost_with_its_rank(std::string_view status, std::string_view cause);
 
 // ---- template definitions ---------------------------------------------------
 

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,8 +67,13 @@ class SessionSteps {
   virtual std::chrono::milliseconds worker_silence() const { return kDefaultWorkerSilence; }
   // Rank 0, as the session ends with `exit_status` (before the job is
   // aborted, too): a launcher may report another status than memsweep's own
-  // (mpirun's is 1 after a Ctrl-C, README "Exit statuses").
-  virtual void ending(int exit_status) { (void)exit_status; }
+  // (mpirun's is 1 after a Ctrl-C, README "Exit statuses"). `trials_left`:
+  // the trials without a final status once the sweep ran (unknown after an
+  // error), for a job script that decides whether to requeue.
+  virtual void ending(int exit_status, std::optional<std::size_t> trials_left) {
+    (void)exit_status;
+    (void)trials_left;
+  }
 };
 
 // Collective: runs the session on every rank of `comm` and returns the exit

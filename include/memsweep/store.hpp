@@ -181,6 +181,8 @@ class ResultStore {
   // has nothing else to do, so that its rows do not wait for the next call.
   void write_waiting_samples();
   void append_epoch(const EpochRow& row);
+  // A program's metric row of /metrics (schema 11), as durable as an epoch's.
+  void append_metric(const MetricRow& row);
   // A search's row of /searches (schema 6), flushed: durable when it returns.
   void append_search(const SearchRow& row);
   void flush();
@@ -219,6 +221,8 @@ class ResultReader {
   // Rows [first, first + count) of /trials (clamped to the end).
   std::vector<TrialRow> trials(std::uint64_t first, std::uint64_t count) const;
   std::vector<EpochRow> epochs() const;
+  // /metrics (programs' own figures); empty for a file before schema 11.
+  std::vector<MetricRow> metrics() const;
   // /searches; empty for a file before schema 6.
   std::vector<SearchRow> searches() const;
   // The whole messages of /messages; empty for a file before schema 5.

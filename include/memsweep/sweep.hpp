@@ -79,6 +79,9 @@ class TrialSink {
   virtual ~TrialSink() = default;
   virtual void samples(std::span<const SampleRow> rows) = 0;
   virtual void epoch(const EpochRow& row) = 0;
+  // A program's metric row (/metrics), when its epoch ends and at the
+  // trial's end; a sink that keeps none ignores it.
+  virtual void metric(const MetricRow& row) { (void)row; }
 };
 
 struct TrialContext {
@@ -114,6 +117,8 @@ class ResultSink {
   // any other sink takes its rows.
   virtual void compressed_samples(const CompressedSampleChunk& chunk) { samples(inflate_sample_chunk(chunk)); }
   virtual void epoch(const EpochRow& row) = 0;
+  // A program's metric row (/metrics, schema 11); ignored unless kept.
+  virtual void metric(const MetricRow& row) { (void)row; }
   // The trial's row and its whole message (the row's message column holds
   // its first bytes). Durable (flushed) when it returns, together with
   // every sample row given before it: a row never stands in the file

@@ -11,17 +11,21 @@
 
 namespace memsweep {
 
-// The fields a sweep can be split by, with the sweep file's key names.
+// The fields a sweep can be split by, with the sweep file's key names;
+// params.NAME is a program trial's parameter NAME (trials without it are
+// one part, of value "(none)").
 inline constexpr std::string_view kSplitFields =
-    "dataset, model, optimizer, learning_rate, epochs, batch_size, hidden, channels, memory_plan, repeat";
+    "dataset, model, optimizer, learning_rate, epochs, batch_size, hidden, channels, memory_plan, repeat, "
+    "params.NAME";
 
 // The trials that share one value of the field.
 struct SweepPart {
   std::string field;  // the sweep file's key, e.g. "dataset"
   // The value as text, as `memsweep plan` prints it: "mnist", "synthetic:1x28x28",
   // "128-64" (hidden, channels; "none" when empty or not a CNN), "0.01"
-  // (learning_rate, 6 significant digits), "32". Trials whose value prints
-  // the same are one part.
+  // (learning_rate, 6 significant digits), "32", a parameter's text as its
+  // {NAME} placeholder gives it ("16,32" for a list). Trials whose value
+  // prints the same are one part.
   std::string value;
   std::string label;   // "<field>-<value>" with only [A-Za-z0-9._-] (others become _): "dataset-mnist"
   SweepTrials trials;  // in the sweep's order

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstdint>
 #include <filesystem>
 #include <string_view>
@@ -40,7 +41,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kOptionOf
      {"recompute_every", "--recompute-every"}}};
 
 bool describes_a_trial(const EstimateOptions& o) {
-  return o.dataset || o.model || o.optimizer || !o.hidden.empty() || !o.channels.empty() || o.batch || o.epochs;
+  return o.dataset || o.model || o.optimizer || o.hidden || o.channels || o.batch || o.epochs;
 }
 
 // "trial[0].hidden[2]: expected ..." -> "--hidden: expected ...".
@@ -52,7 +53,29 @@ InputError option_error(const ConfigError& error) {
   return InputError(error.detail());
 }
 
-std::vector<std::int64_t> whole_numbers(const std::vector<int>& values) { return {values.begin(), values.end()}; }
+// "--hidden 128,64" as the sweep file's list: every item a whole number
+// (the sweep file's parser checks the range and names the option). CLI11's
+// own splitting dropped an empty item: "8,,8" was the trial [8, 8].
+std::vector<std::int64_t> whole_numbers(std::string_view option, const std::string& text) {
+  const auto refuse = [&](std::size_t item, const std::string& why) {
+    return InputError(fmt::format("{} {}: item {} {}; expected whole numbers separated by commas, e.g. 128,64", option,
+                                  text, item, why));
+  };
+  std::vector<std::int64_t> numbers;
+  std::string_view rest = text;
+  for (std::size_t item = 1;; ++item) {
+    const std::string_view piece = rest.substr(0, rest.find(','));
+    if (piece.empty()) throw refuse(item, "is empty");
+    std::int64_t number = 0;
+    const auto [end, error] = std::from_chars(piece.data(), piece.data() + piece.size(), number);
+    if (error == std::errc::result_out_of_range) throw refuse(item, fmt::format("({}) is out of range", piece));
+    if (error != std::errc() || end != piece.data() + piece.size())
+      throw refuse(item, fmt::format("(\"{}\") is not a whole number", piece));
+    numbers.push_back(number);
+    if (piece.size() == rest.size()) return numbers;
+    rest.remove_prefix(piece.size() + 1);
+  }
+}
 
 // ", memory plan recompute every 4 layers": the plan, where it is not keep.
 std::string plan_words(const TrialSpec& trial) {
@@ -93,9 +116,8 @@ void add_estimate_command(CLI::App& app, EstimateOptions& options) {
   estimate->add_option("--trial", options.trial_id, "With a sweep file: only the trial with this id");
   estimate->add_option("--dataset", options.dataset, "mnist, fashion-mnist, cifar-10 or synthetic");
   estimate->add_option("--model", options.model, "mlp, cnn or alexnet");
-  estimate->add_option("--hidden", options.hidden, "Hidden widths, input side first: 128,64")->delimiter(',');
-  estimate->add_option("--channels", options.channels, "CNN: channels of each convolution block: 16,32")
-      ->delimiter(',');
+  estimate->add_option("--hidden", options.hidden, "Hidden widths, input side first: 128,64");
+  estimate->add_option("--channels", options.channels, "CNN: channels of each convolution block: 16,32");
   estimate->add_option("--batch", options.batch, "Batch size");
   estimate->add_option("--optimizer", options.optimizer, "sgd, momentum or adam");
   estimate->add_option("--epochs", options.epochs, "Epochs (the estimate does not depend on them)");
@@ -127,8 +149,8 @@ TrialSpec trial_from_options(const EstimateOptions& o) {
   if (o.dataset) fields.push_back({"dataset", *o.dataset});
   if (o.model) fields.push_back({"model", *o.model});
   if (o.optimizer) fields.push_back({"optimizer", *o.optimizer});
-  if (!o.hidden.empty()) fields.push_back({"hidden", whole_numbers(o.hidden)});
-  if (!o.channels.empty()) fields.push_back({"channels", whole_numbers(o.channels)});
+  if (o.hidden) fields.push_back({"hidden", whole_numbers("--hidden", *o.hidden)});
+  if (o.channels) fields.push_back({"channels", whole_numbers("--channels", *o.channels)});
   if (o.batch) fields.push_back({"batch_size", std::int64_t{*o.batch}});
   if (o.epochs) fields.push_back({"epochs", std::int64_t{*o.epochs}});
   if (o.memory_plan) fields.push_back({"memory_plan", *o.memory_plan});

@@ -21,7 +21,9 @@ struct EstimateOptions {
   std::string trial_id;    // with a sweep file: only this trial
   // A trial on the command line; what is not given keeps the sweep file's default.
   std::optional<std::string> dataset, model, optimizer;
-  std::vector<int> hidden, channels;
+  // --hidden, --channels as given ("128,64"): split here, so that an empty
+  // item ("8,,8") is refused rather than dropped.
+  std::optional<std::string> hidden, channels;
   std::optional<int> batch, epochs;
   // The memory plan to predict: a field of the trial described, or, with a
   // sweep file, every trial's plan replaced (the ids are made again).

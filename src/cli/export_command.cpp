@@ -20,6 +20,8 @@ namespace {
 // few counters): the samples table of a long sweep need never be in memory.
 constexpr std::uint64_t kSampleRowsPerRead = 16384;
 
+constexpr char kStandardOutput[] = "-";
+
 // One results file to export, opened before anything is written, so that a
 // bad file among several leaves no output at all.
 struct InputFile {
@@ -99,6 +101,16 @@ void export_table(ExportTable table, const std::vector<InputFile>& inputs, Delim
         }
       break;
     }
+    case ExportTable::metrics: {
+      write_header(metric_columns(), with_file, out);
+      for (const InputFile& input : inputs)
+        for (const MetricRow& row : input.reader.metrics()) {
+          if (with_file) out.text(input.path);
+          write_metric(row, out);
+          out.end_row();
+        }
+      break;
+    }
     case ExportTable::samples: {
       const std::vector<std::string> events = counter_union(inputs);
       write_header(sample_columns(events), with_file, out);
@@ -136,9 +148,10 @@ void add_export_command(CLI::App& app, ExportOptions& options) {
       "Write a table of results files as CSV or TSV, units in the column names, for spreadsheets, R and pandas "
       "(docs/results-file.md, Export)",
       options.results_files, kResultsFilesHelp);
-  command->add_option("--table", options.table, "trials (the default), epochs, samples or searches");
+  command->add_option("--table", options.table, "trials (the default), epochs, samples, searches or metrics");
   command->add_option("--format", options.format, "csv (the default) or tsv");
-  command->add_option("-o,--output", options.output, "Write to this file rather than to stdout");
+  command->add_option("-o,--output", options.output,
+                      "Write to this file rather than to stdout (-: stdout, as without -o; ./- names a file \"-\")");
   command->add_flag("--force", options.force, "Replace the -o file when it exists");
 }
 
@@ -146,15 +159,21 @@ int run_export_command(const ExportOptions& options) {
   // Checked here rather than by CLI11, whose message for a bad choice takes
   // two lines: one line, exit status 2, like every other bad input.
   const std::optional<ExportTable> table = parse_export_table(options.table);
-  if (!table) throw InputError(fmt::format("--table {}: expected trials, epochs, samples or searches", options.table));
+  if (!table)
+    throw InputError(fmt::format("--table {}: expected trials, epochs, samples, searches or metrics", options.table));
   const std::optional<TextFormat> format = parse_text_format(options.format);
   if (!format) throw InputError(fmt::format("--format {}: expected csv or tsv", options.format));
-  if (options.force && options.output.empty()) throw InputError("--force: replaces the -o file; there is none");
+  // "-" is standard output, as for most tools that write a file (a file
+  // of that name is ./-).
+  const bool to_stdout = options.output.empty() || options.output == kStandardOutput;
+  if (options.force && to_stdout)
+    throw InputError(options.output.empty() ? "--force: replaces the -o file; there is none"
+                                            : "--force: replaces the -o file; -o - is standard output");
 
   std::vector<InputFile> inputs;
   for (const std::string& path : options.results_files) inputs.push_back({path, ResultReader(path)});
 
-  if (options.output.empty()) {
+  if (to_stdout) {
     DelimitedWriter out(stdout, "stdout", *format);
     export_table(*table, inputs, out);
     return exit_status::kOk;

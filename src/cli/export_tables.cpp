@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <map>
@@ -81,6 +82,95 @@ std::string trainer_of(const Row& row) {
   return trainer.empty() ? std::string(kBuiltinTrainer) : trainer;
 }
 
+// ---- the definition column -------------------------------------------------
+//
+// /trials' definition is TrialSpec::canonical_text(), the text the trial id
+// hashes: every built-in field, defaults included, then a program's command,
+// env and workdir, then its params, cut at kDefinitionChars bytes. For a
+// program trial that text named a dataset, model and optimizer the program
+// never saw, and lost the end of its params (issue 43). The export gives a
+// program trial's definition from the trial's own fields instead: its
+// program, the built-in fields it shows (those its sweep file sets or names;
+// the others are blank in the row), its seed and repeat, and its params
+// whole (their own column, which the sweep file bounds to fit). The command
+// is left out: it is the sweep file's [programs.NAME] with those fields
+// filled in. A text that may still be cut ends with kCutMark.
+
+constexpr std::string_view kProgramKey = ";program=";
+constexpr std::string_view kCommandKey = ";command=";
+constexpr std::string_view kCutMark = "\xe2\x80\xa6(cut)";  // "…(cut)"
+
+// Whether set_fixed() may have cut the text: it fills the column, or stops
+// up to 3 bytes short of it before a UTF-8 character that did not fit.
+bool may_be_cut(std::string_view text, std::size_t columns) {
+  if (text.size() >= columns) return true;
+  const bool ascii = std::all_of(text.begin(), text.end(), [](char c) { return (c & 0x80) == 0; });
+  return !ascii && text.size() + 3 >= columns;
+}
+
+// Whether the row's trial shows the built-in key of its definition
+// (rows.cpp's trial_row_for: a field the program's file neither sets nor
+// names is blank). A key's own settings go with it: `synthetic` with the
+// dataset, `channels` with the model, `momentum`, `beta1`, ... with the
+// optimizer, `recompute_every` with the memory plan. Seed and repeat are
+// every trial's.
+template <typename Row>
+bool shows_key(const Row& row, std::string_view key) {
+  if (key == "dataset" || key == "synthetic") return !get_fixed(row.dataset).empty();
+  if (key == "model" || key == "channels") return !get_fixed(row.model).empty();
+  if (key == "optimizer" || key == "momentum" || key == "beta1" || key == "beta2" || key == "epsilon")
+    return !get_fixed(row.optimizer).empty();
+  if (key == "learning_rate") return !std::isnan(row.learning_rate);
+  if (key == "epochs") return row.epochs > 0;
+  if (key == "batch_size") return row.batch_size > 0;
+  if (key == "hidden") return row.depth != kBlankDepth;
+  if (key == "memory_plan" || key == "recompute_every") return !get_fixed(row.memory_plan).empty();
+  return true;
+}
+
+// A probe's limit, as its definition ends with it; a configuration's has none.
+std::string search_limit_text(const TrialRow& row) {
+  return row.search >= 0 && row.search_limit >= 0 ? fmt::format(";search_limit={}", row.search_limit) : "";
+}
+std::string search_limit_text(const SearchRow&) { return ""; }
+
+template <typename Row>
+std::string program_definition(const Row& row, const std::string& stored) {
+  const std::size_t program_at = stored.find(kProgramKey);
+  std::string_view fields = std::string_view(stored).substr(0, program_at);
+  // Cut before the program's part (a synthetic dataset and an optimizer's
+  // settings of extreme lengths): the last field may be partial.
+  const bool cut = program_at == std::string::npos && may_be_cut(stored, kDefinitionChars);
+  if (cut) fields = fields.substr(0, fields.rfind(';'));
+  // The name as the stored text has it (the trainer column holds 16 bytes).
+  std::string name = trainer_of(row);
+  if (program_at != std::string::npos) {
+    const std::size_t from = program_at + kProgramKey.size();
+    const std::size_t end = stored.find(kCommandKey, from);
+    if (end != std::string::npos) name = stored.substr(from, end - from);
+  }
+  std::string text = "program=" + name;
+  while (!fields.empty()) {
+    const std::string_view field = fields.substr(0, fields.find(';'));
+    if (shows_key(row, field.substr(0, field.find('=')))) text += fmt::format(";{}", field);
+    fields.remove_prefix(std::min(fields.size(), field.size() + 1));
+  }
+  const std::string params = get_fixed(row.params);
+  if (!params.empty() && params != "{}") text += ";params=" + params;
+  text += search_limit_text(row);
+  if (cut) text += kCutMark;
+  return text;
+}
+
+// The definition as the export gives it (above); a built-in trial's is the
+// stored text, whole but for a mark where it may have been cut.
+template <typename Row>
+std::string exported_definition(const Row& row) {
+  const std::string stored = get_fixed(row.definition);
+  if (trainer_of(row) != kBuiltinTrainer) return program_definition(row, stored);
+  return may_be_cut(stored, kDefinitionChars) ? stored + std::string(kCutMark) : stored;
+}
+
 // The trial's columns, except its message (a parameter of write_trial,
 // after "status").
 const Column<TrialRow> kTrialIdentity[] = {
@@ -151,7 +241,7 @@ const Column<TrialRow> kTrialFigures[] = {
      [](const TrialRow& r, DelimitedWriter& o) { measured(r.torch_allocated_peak, o); }},
     {gpu::kTrialTorchReservedPeak.export_name.data(),
      [](const TrialRow& r, DelimitedWriter& o) { measured(r.torch_reserved_peak, o); }},
-    {"definition", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.definition)); }},
+    {"definition", [](const TrialRow& r, DelimitedWriter& o) { o.text(exported_definition(r)); }},
 };
 
 constexpr char kMessageColumn[] = "message";
@@ -194,7 +284,7 @@ const Column<SearchRow> kSearchColumns[] = {
     {"trials", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.trials); }},
     {"seconds", [](const SearchRow& r, DelimitedWriter& o) { o.real(r.seconds); }},
     {"message", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.message)); }},
-    {"definition", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.definition)); }},
+    {"definition", [](const SearchRow& r, DelimitedWriter& o) { o.text(exported_definition(r)); }},
 };
 
 const Column<EpochRow> kEpochColumns[] = {
@@ -238,6 +328,7 @@ std::optional<ExportTable> parse_export_table(std::string_view name) {
   if (name == "epochs") return ExportTable::epochs;
   if (name == "samples") return ExportTable::samples;
   if (name == "searches") return ExportTable::searches;
+  if (name == "metrics") return ExportTable::metrics;
   return std::nullopt;
 }
 
@@ -264,6 +355,23 @@ std::vector<std::string> epoch_columns() { return names_of(kEpochColumns); }
 
 void write_epoch(const EpochRow& row, DelimitedWriter& out) {
   for (const Column<EpochRow>& column : kEpochColumns) column.write(row, out);
+}
+
+// Values as the program printed them, parsed: no unit memsweep could know.
+const Column<MetricRow> kMetricColumns[] = {
+    {"trial_id", [](const MetricRow& r, DelimitedWriter& o) { o.text(get_fixed(r.trial_id)); }},
+    {"attempt", [](const MetricRow& r, DelimitedWriter& o) { o.integer(r.attempt); }},
+    {"epoch", [](const MetricRow& r, DelimitedWriter& o) { o.integer(r.epoch); }},
+    {"name", [](const MetricRow& r, DelimitedWriter& o) { o.text(get_fixed(r.name)); }},
+    {"value", [](const MetricRow& r, DelimitedWriter& o) { o.real(r.value); }},
+    {"seconds", [](const MetricRow& r, DelimitedWriter& o) { o.real(r.seconds); }},
+    {"matches", [](const MetricRow& r, DelimitedWriter& o) { o.integer(r.matches); }},
+};
+
+std::vector<std::string> metric_columns() { return names_of(kMetricColumns); }
+
+void write_metric(const MetricRow& row, DelimitedWriter& out) {
+  for (const Column<MetricRow>& column : kMetricColumns) column.write(row, out);
 }
 
 std::vector<std::string> sample_columns(std::span<const std::string> counters) {

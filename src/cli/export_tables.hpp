@@ -20,7 +20,7 @@
 
 namespace memsweep::cli {
 
-enum class ExportTable { trials, epochs, samples, searches };
+enum class ExportTable { trials, epochs, samples, searches, metrics };
 std::optional<ExportTable> parse_export_table(std::string_view name);
 
 std::vector<std::string> trial_columns();
@@ -33,6 +33,10 @@ void write_search(const SearchRow& row, DelimitedWriter& out);
 
 std::vector<std::string> epoch_columns();
 void write_epoch(const EpochRow& row, DelimitedWriter& out);
+
+// /metrics (schema 11; none in older files): a program's own figures per epoch.
+std::vector<std::string> metric_columns();
+void write_metric(const MetricRow& row, DelimitedWriter& out);
 
 // The samples' fixed columns, then one per counter event (`counters`, the
 // events' names as the file has them) named by counter_column_name().

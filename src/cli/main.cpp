@@ -15,8 +15,24 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
 #include <exception>
 #include <string_view>
+
+namespace {
+
+// Under mpirun or srun every rank parses the same words before MPI starts:
+// a usage error is said once, by the first rank, as every later error is
+// (the others exit with the same status, in silence).
+bool is_a_later_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && *value != '\0') return std::string_view(value) != "0";
+  }
+  return false;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace memsweep;
@@ -31,6 +47,16 @@ int main(int argc, char** argv) {
   // command ("A subcommand is required") does not name it.
   app.require_subcommand(0, 1);
   app.allow_extras();
+  // CLI11's own usage errors ("Could not convert: --part = 2147483648",
+  // "sweep is required") in memsweep's form: one line, the prefix every
+  // other error has, and where the options are listed.
+  app.failure_message([](const CLI::App* parsed, const CLI::Error& error) -> std::string {
+    if (is_a_later_rank()) return "";
+    const std::vector<CLI::App*> commands = parsed->get_subcommands();
+    const std::string help =
+        commands.empty() ? "memsweep --help" : "memsweep " + commands.front()->get_name() + " --help";
+    return fmt::format("memsweep: error: {} (see {})\n", error.what(), help);
+  });
 
   cli::RunOptions run;
   cli::add_run_command(app, run);
@@ -47,6 +73,10 @@ int main(int argc, char** argv) {
   cli::add_watch_command(app, watch);
   cli::ExportOptions export_options;
   cli::add_export_command(app, export_options);
+  // The commands inherit allow_extras() from the app, which needs it only
+  // to name a mistyped command: `plan --colour` ran as if the option were
+  // not there. Within a command, an unknown word is an error.
+  for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) command->allow_extras(false);
 
   try {
     app.parse(argc, argv);

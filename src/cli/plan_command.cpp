@@ -144,17 +144,50 @@ std::string format_parts(const std::vector<PlannedPart>& parts) {
          render_table(rows);
 }
 
+// What the trials' data are when none has files to read: which kinds of
+// trial the sweep has.
+struct DataKinds {
+  bool synthetic = false;  // memsweep's synthetic data (a program's too, through {synthetic.*} or the label)
+  bool labels = false;     // a program trial names a real dataset it does not read through {data_dir}
+  bool unnamed = false;    // a program trial names no dataset at all: it reads its own, or none
+};
+
+DataKinds data_kinds(const std::vector<TrialSpec>& trials) {
+  DataKinds kinds;
+  for (const TrialSpec& trial : trials) {
+    if (!trial.shows_field("dataset"))
+      kinds.unnamed = true;
+    else if (trial.dataset.kind == DatasetKind::synthetic)
+      kinds.synthetic = true;
+    else if (trial.program && !reads_dataset_files(trial))
+      kinds.labels = true;
+  }
+  return kinds;
+}
+
+// "none to read (...)": each kind the sweep has, in words. A program trial
+// without a dataset is not said to be synthetic (issue 43): memsweep
+// gives it no data at all.
+std::string nothing_to_read(const DataKinds& kinds) {
+  if (!kinds.labels && !kinds.unnamed) return "datasets: none to read (every trial's data are synthetic)\n";
+  std::vector<std::string> said;
+  if (kinds.labels) said.emplace_back("the programs' datasets are labels: no command, env or workdir uses {data_dir}");
+  if (kinds.unnamed)
+    said.emplace_back(kinds.labels || kinds.synthetic ? "some program trials name no dataset: they read none that "
+                                                        "memsweep knows"
+                                                      : "no trial names a dataset: the programs read none that "
+                                                        "memsweep knows");
+  if (kinds.synthetic) said.emplace_back("the rest are synthetic");
+  return fmt::format("datasets: none to read ({})\n", fmt::join(said, "; "));
+}
+
 // The "datasets" section: where `memsweep run` would look, and what it
-// would find there for each real dataset the trials read. `labels`: some
-// program trial names a real dataset it does not read through {data_dir}.
+// would find there for each real dataset the trials read.
 std::string format_datasets(const std::vector<std::filesystem::path>& search_dirs,
-                            const std::vector<DatasetReport>& reports, bool labels) {
+                            const std::vector<DatasetReport>& reports, const DataKinds& kinds) {
   std::vector<std::string> dirs;
   for (const std::filesystem::path& dir : search_dirs) dirs.push_back(dir.string());
-  if (reports.empty() && labels)
-    return "datasets: none to read (the programs' datasets are labels: no command, env or workdir uses "
-           "{data_dir}; the rest are synthetic)\n";
-  if (reports.empty()) return "datasets: none to read (every trial's data are synthetic)\n";
+  if (reports.empty()) return nothing_to_read(kinds);
   std::string out = fmt::format("datasets (looked for in {}):\n", fmt::join(dirs, ", "));
   for (const DatasetReport& report : reports) out += "  " + report_line(report) + "\n";
   return out;
@@ -354,10 +387,7 @@ int run_plan_command(const PlanOptions& options) {
   const std::vector<std::filesystem::path> search_dirs = dataset_search_dirs_from_environment(options.data_dir);
   const std::vector<TrialSpec> every_value = sweep.trials.every_value();
   const std::vector<DatasetReport> reports = check_datasets(every_value, search_dirs);
-  const bool labels = std::any_of(every_value.begin(), every_value.end(), [](const TrialSpec& t) {
-    return t.program && t.dataset.kind != DatasetKind::synthetic && !reads_dataset_files(t);
-  });
-  fmt::print("\n{}", format_datasets(search_dirs, reports, labels));
+  fmt::print("\n{}", format_datasets(search_dirs, reports, data_kinds(every_value)));
   std::fflush(stdout);
   require_datasets(reports);
   return exit_status::kOk;

@@ -7,6 +7,7 @@
 #include "cli/events_command.hpp"
 #include "cli/results_path.hpp"
 #include "cli/run_results_file.hpp"
+#include "cli/status_file.hpp"
 #include "cli/whole_number_option.hpp"
 #include "common/duration_text.hpp"
 #include "memsweep/byte_size.hpp"
@@ -32,7 +33,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <set>
 #include <utility>
@@ -183,13 +183,15 @@ void add_run_command(CLI::App& app, RunOptions& options) {
                               "memsweep plan --split-by lists the parts); one of: {}",
                               kSplitFields));
   run->add_option("--part", options.part,
-                  "Which part to run, from 0 in memsweep plan --split-by's order (e.g. $SLURM_ARRAY_TASK_ID)");
+                  "Which part to run, from 0 in memsweep plan --split-by's order (e.g. $SLURM_ARRAY_TASK_ID)")
+      ->check(whole_number_from(0, INT32_MAX));
   run->add_flag("--resume", options.resume,
                 "Continue an existing results file: run only the trials without a final status (starts the file if "
                 "it does not exist)");
   run->add_flag("--force", options.force, "Replace an existing results file");
   run->add_option("--retry-killed", options.retry_killed,
-                  "Run a trial again after it was killed (the OOM killer, a signal, its rank dying) at most N times")
+                  "Run a trial again after it was killed (the OOM killer, a signal, its rank lost both of the last two "
+                  "times it ran it) at most N times")
       ->check(CLI::NonNegativeNumber);
   run->add_flag("--retry-failed", options.retry_failed,
                 "With --resume: run once more each trial whose latest attempt failed (e.g. after fixing a dataset "
@@ -211,8 +213,10 @@ void add_run_command(CLI::App& app, RunOptions& options) {
   run->add_option("--data-dir", options.data_dir,
                   "Where the real datasets are (default: $MEMSWEEP_DATA, else ./data; a resume: the last run's)");
   run->add_option("--threads", options.threads,
-                  "Training threads per rank (default: the CPUs the rank may use; a resume: the last run's)")
-      ->check(CLI::NonNegativeNumber);
+                  fmt::format("Training threads per rank, at most {} (default: the CPUs the rank may use; a resume: "
+                              "the last run's)",
+                              kMaxThreads))
+      ->check(whole_number_from(0, kMaxThreads));
   run->add_option(
       "--flush-interval", options.flush_seconds,
       fmt::format("Seconds between a worker's sends of a running trial's samples (default {})", kDefaultFlushSeconds));
@@ -220,6 +224,11 @@ void add_run_command(CLI::App& app, RunOptions& options) {
                   "Under MPI: give up a worker rank that sent nothing for this long (stopped or hung) once its trial "
                   "is also past its time limit by as much; its trial runs again on another rank and the job ends "
                   "with exit status 4 when the sweep is done (default 30s)");
+  run->add_option("--lost-cause", options.lost_cause,
+                  "With --resume: why the last start lost the attempts that have samples but no result, as the job "
+                  "script knows it (jobs/sweep.sbatch: node_lost after a node failure); recorded as their end cause; "
+                  "they are interrupted and run again either way (default rank_lost)")
+      ->check(CLI::IsMember({std::string(end_cause::kRankLost), std::string(end_cause::kNodeLost)}));
   run->add_flag("--no-swmr", options.no_swmr,
                 "Write without HDF5's single-writer/multiple-reader mode (for filesystems such as NFS that do not "
                 "keep write order; no live reader then)");
@@ -237,11 +246,20 @@ void add_run_command(CLI::App& app, RunOptions& options) {
 namespace {
 
 // Each distinct program once: a sweep of 10^4 trials names a few.
-void check_programs(const SweepSpec& sweep) {
+void check_programs(const std::vector<TrialSpec>& every_value) {
   std::set<std::string> checked;
-  for (const TrialSpec& trial : sweep.trials.every_value())
+  for (const TrialSpec& trial : every_value)
     if (trial.program && checked.insert(trial.program->place + '\n' + trial.program->command.front()).second)
       check_program(trial);
+}
+
+// Whether a trial reads a dataset's files or is given the data folder
+// ({data_dir}, which a program with synthetic data gets too): only then do
+// the data folders matter to the run.
+bool uses_data_folders(const std::vector<TrialSpec>& every_value) {
+  return std::any_of(every_value.begin(), every_value.end(), [](const TrialSpec& trial) {
+    return reads_dataset_files(trial) || (trial.program && trial.program->uses_data_dir);
+  });
 }
 
 // Beside the results file: results.h5 → results.logs/.
@@ -253,9 +271,12 @@ fs::path program_log_dir(const fs::path& results) {
 // and the sweep file, the results file (rank 0) and the trial runner.
 class RunSteps final : public SessionSteps {
  public:
-  explicit RunSteps(const RunOptions& options) : options_(options) {}
+  // `root`: rank 0, the one that writes $MEMSWEEP_STATUS_FILE.
+  RunSteps(const RunOptions& options, bool root) : options_(options), root_(root) {}
 
   std::string load() override {
+    // First: an error in what follows still gets its status written.
+    if (root_) status_file_ = StatusFile::from_environment(options_.sweep_file);
     settings_ = check_options(options_);
     sweep_ = load_sweep_file(options_.sweep_file);
     if (settings_.counter_source) sweep_.sampler.counter_source = *settings_.counter_source;
@@ -268,8 +289,11 @@ class RunSteps final : public SessionSteps {
                                    whole_sweep_trials));
     settings_.output = cli::results_path(options_.sweep_file, options_.output,
                                          part_ ? std::optional<std::string>(part_->part.label) : std::nullopt);
+    refuse_status_file_as_results();
     // On every rank: a program may be installed on one node and not another.
-    check_programs(sweep_);
+    const std::vector<TrialSpec> every_value = sweep_.trials.every_value();
+    check_programs(every_value);
+    if (!uses_data_folders(every_value)) forget_data_dirs();
     // On every rank too: each node's own calibration (or the built-in cost).
     trial_process_cost_ = machine_trial_process_cost();
     hash_ = sweep_hash(sweep_);
@@ -320,13 +344,13 @@ class RunSteps final : public SessionSteps {
 
   std::chrono::milliseconds worker_silence() const override { return settings_.worker_silence; }
 
-  // $MEMSWEEP_STATUS_FILE: rank 0's exit status, for a job script whose
-  // launcher may report another (jobs/sweep.sbatch). Best effort: the
-  // status itself is what the process returns.
-  void ending(int exit_status) override {
-    const char* file = std::getenv("MEMSWEEP_STATUS_FILE");
-    if (file == nullptr || *file == '\0') return;
-    std::ofstream(file, std::ios::trunc) << exit_status << '\n';
+  // $MEMSWEEP_STATUS_FILE: rank 0's exit status on its first line, for a
+  // job script whose launcher may report another (jobs/sweep.sbatch), then
+  // "left N" when the sweep ran: whether a requeue has anything to do. Best
+  // effort: the status itself is what the process returns. Only a path
+  // that load() accepted is written: one it refused ends the run unwritten.
+  void ending(int exit_status, std::optional<std::size_t> trials_left) override {
+    if (status_file_) status_file_->write(exit_status, trials_left);
   }
 
   void close_results(bool complete) override {
@@ -358,9 +382,32 @@ class RunSteps final : public SessionSteps {
     return runner_options;
   }
 
+  // A sweep that reads no dataset records no data folders: its resume
+  // line (the stop's, summary's) then has no --data-dir (issue 43), and a
+  // resume neither reuses nor mentions the last run's.
+  void forget_data_dirs() {
+    set_fixed(settings_.given.data_dirs, "");
+    settings_.which.data_dir = true;
+  }
+
+  // The status file is not the results file (created, then overwritten
+  // with "0\n" as the run ends), nor another file. Refused, it is not
+  // written either.
+  void refuse_status_file_as_results() {
+    if (!status_file_) return;
+    try {
+      status_file_->refuse_results_file_or_contents(settings_.output);
+    } catch (const InputError&) {
+      status_file_.reset();
+      throw;
+    }
+  }
+
   RunInput input() const { return {options_, settings_, sweep_, part_name_, hash_, trial_process_cost_}; }
 
   const RunOptions& options_;
+  const bool root_;
+  std::optional<StatusFile> status_file_;  // rank 0's, once checked
   RunSettings settings_;
   SweepSpec sweep_;
   std::optional<SelectedPart> part_;  // with --split-by: which part (its `sweep` moved into sweep_)
@@ -382,7 +429,7 @@ int run_run_command(const RunOptions& options) {
   install_stop_signals();
   MpiSession mpi(nullptr, nullptr);
   std::unique_ptr<Communicator> comm = make_mpi_communicator(MPI_COMM_WORLD);
-  RunSteps steps(options);
+  RunSteps steps(options, comm->rank() == 0);
   return run_session(*comm, steps);
 }
 

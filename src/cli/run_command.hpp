@@ -15,6 +15,12 @@
 
 namespace memsweep::cli {
 
+// --threads: at most this many per rank. More than any node memsweep runs
+// on has CPUs (the largest have a few hundred hardware threads); a number
+// past it is a typo (--threads 99999999 used to start as asked, each rank's
+// OpenMP pool and a program's {threads} then taking it as given).
+inline constexpr int kMaxThreads = 4096;
+
 struct RunOptions {
   std::string sweep_file;
   std::string output;  // default: the sweep file's stem + ".h5" (+ ".LABEL.h5" for a part), in the working directory
@@ -26,6 +32,9 @@ struct RunOptions {
   std::optional<std::string> retry;  // --retry STATUS[,STATUS...]
   bool retry_failed = false;         // --retry-failed: --retry failed
   bool allow_changed_options = false;
+  // --lost-cause: what ended the previous start, as the job script knows it
+  // (rank_lost or node_lost), recorded for the attempts it lost.
+  std::string lost_cause = "rank_lost";
   // Unset: a resume takes the value the file's last run measured with, a
   // new file the default (run_record.hpp).
   std::optional<std::string> mem_budget;      // as written; parsed with parse_byte_size, or "none"

@@ -114,7 +114,7 @@ OpenedStore resume_results_file(const RunInput& input, const RunRow& run, Progre
   const std::vector<TrialRow> rows = store.read_trials();
   const std::vector<SeriesSummary> series = store.scan_series();
   const ResumePlan plan = plan_resume(input.sweep.trials, rows, series, input.settings.retry, store.run_index(),
-                                      lost_attempts(store.read_runs(), store.run_index()));
+                                      lost_attempts(store.read_runs(), store.run_index()), input.options.lost_cause);
   for (const TrialRecord& lost : plan.lost_rows) {
     store.append_trial(lost.row, lost.message);
     notes.note(fmt::format("trial {} attempt {}: {}", get_fixed(lost.row.trial_id), lost.row.attempt,

@@ -69,6 +69,7 @@ class StoreSink final : public ResultSink {
   void samples(std::span<const SampleRow> rows) override { store_.append_samples(rows); }
   void compressed_samples(const CompressedSampleChunk& chunk) override { store_.append_compressed_samples(chunk); }
   void epoch(const EpochRow& row) override { store_.append_epoch(row); }
+  void metric(const MetricRow& row) override { store_.append_metric(row); }
   void trial(const TrialRow& row, const std::string& message) override { store_.append_trial(row, message); }
   void search(const SearchRow& row) override { store_.append_search(row); }
   void tick() override { store_.write_waiting_samples(); }

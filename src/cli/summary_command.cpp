@@ -3,6 +3,7 @@
 #include "cli/results_path.hpp"
 #include "memsweep/error.hpp"
 #include "memsweep/store.hpp"
+#include "memsweep/summary_metrics.hpp"
 #include "memsweep/summary_text.hpp"
 
 #include <fmt/format.h>
@@ -21,11 +22,14 @@ void add_summary_command(CLI::App& app, SummaryOptions& options) {
 
 int run_summary_command(const SummaryOptions& options) {
   std::vector<SummaryInput> files;
+  std::vector<MetricsInput> metrics;
   for (const std::string& path : options.results_files) {
     ResultReader reader(path);
     files.push_back({path, reader.header(), reader.trials(), reader.runs(), reader.searches()});
+    metrics.push_back({path, files.back().rows, reader.metrics()});
   }
-  fmt::print("{}", format_summary(files));
+  // The programs' own figures after the memory tables (summary_metrics.hpp).
+  fmt::print("{}{}", format_summary(files), metrics_section(metrics));
   return exit_status::kOk;
 }
 

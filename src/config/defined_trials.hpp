@@ -32,6 +32,10 @@ class DefinedTrials final : public SweepTrials::Source {
   bool duplicates_known() const override { return walked_; }
   std::optional<SweepTrials::Axis> axis(std::string_view field) const override;
   std::vector<TrialSpec> every_value() const override;
+  // Too many trials to make each: every value of every section made once
+  // with [defaults], one at a time (an error names the first bad one),
+  // and the first and last trials.
+  void check_every_value() const;
   void mark_walked() { walked_ = true; }
 
   const std::vector<std::unique_ptr<TrialSection>>& sections() const { return sections_; }

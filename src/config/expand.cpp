@@ -336,6 +336,25 @@ std::uint64_t grid_size(const TomlTable& grid, const Place& grid_place) {
 
 namespace {
 
+bool is_number_or_numbers(const TomlValue& value) {
+  if (value.is_integer() || value.is_floating()) return true;
+  if (!value.is_array()) return false;
+  const TomlArray& items = value.as_array();
+  return std::all_of(items.begin(), items.end(), [](const TomlValue& item) { return is_number_or_numbers(item); });
+}
+
+// Which of a field's values a cover gives (Cover): each, or, for a field of
+// numbers under Cover::kinds, kCoveredNumbers of them from first to last.
+std::vector<std::size_t> covered(const std::vector<FieldValue>& values, Cover which) {
+  std::vector<std::size_t> indices;
+  const bool thinned = which == Cover::kinds && values.size() > kCoveredNumbers &&
+                       std::all_of(values.begin(), values.end(),
+                                   [](const FieldValue& value) { return is_number_or_numbers(value.value); });
+  const std::size_t count = thinned ? kCoveredNumbers : values.size();
+  for (std::size_t k = 0; k < count; ++k) indices.push_back(thinned ? k * (values.size() - 1) / (count - 1) : k);
+  return indices;
+}
+
 class TableSection final : public TrialSection {
  public:
   explicit TableSection(const TomlArray& tables) {
@@ -348,7 +367,9 @@ class TableSection final : public TrialSection {
   }
   std::uint64_t size() const override { return drafts_.size(); }
   DraftWithOrigin draft(std::uint64_t index) const override { return drafts_[static_cast<std::size_t>(index)]; }
-  std::vector<DraftWithOrigin> cover() const override { return drafts_; }
+  void cover(Cover, const EachDraft& each) const override {
+    for (const DraftWithOrigin& draft : drafts_) each(draft);
+  }
   std::string name() const override { return "[[trial]]"; }
   std::vector<FieldSummary> fields() const override {
     std::map<std::string, std::set<std::string>> values;
@@ -384,14 +405,12 @@ class GridSection final : public TrialSection {
     }
     return trial;
   }
-  std::vector<DraftWithOrigin> cover() const override {
-    std::vector<DraftWithOrigin> drafts;
+  void cover(Cover which, const EachDraft& each) const override {
     std::uint64_t inner = size_;
     for (const GridAxis& axis : axes_) {
       inner /= axis.values.size();
-      for (std::uint64_t value = 0; value < axis.values.size(); ++value) drafts.push_back(draft(value * inner));
+      for (const std::size_t value : covered(axis.values, which)) each(draft(value * inner));
     }
-    return drafts;
   }
   std::string name() const override { return "[grid]"; }
   std::vector<FieldSummary> fields() const override {
@@ -439,12 +458,10 @@ class RandomSection final : public TrialSection {
   }
   std::uint64_t size() const override { return count_; }
   DraftWithOrigin draft(std::uint64_t index) const override { return drawn(index, std::nullopt); }
-  std::vector<DraftWithOrigin> cover() const override {
-    std::vector<DraftWithOrigin> drafts{drawn(0, std::nullopt)};
+  void cover(Cover which, const EachDraft& each) const override {
+    each(drawn(0, std::nullopt));
     for (std::size_t k = 0; k < fields_.size(); ++k)
-      for (std::size_t choice = 0; choice < fields_[k].choices.size(); ++choice)
-        drafts.push_back(drawn(0, Forced{k, choice}));
-    return drafts;
+      for (const std::size_t choice : covered(fields_[k].choices, which)) each(drawn(0, Forced{k, choice}));
   }
   std::string name() const override { return "[random]"; }
   std::vector<FieldSummary> fields() const override {

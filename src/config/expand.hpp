@@ -8,6 +8,7 @@
 #include "config/trial_fields.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +36,14 @@ struct FieldSummary {
   std::string values;
 };
 
+// What a section's cover holds: every value of every field (what checks
+// each value once), or each kind of trial (what the checks of datasets and
+// programs and `memsweep plan`'s columns read: none of them looks at a
+// number beyond whether it is set). A grid axis of 262,144 batch sizes made
+// 262,144 trials of 1.6 KB each, three times over, to say which datasets
+// and programs the sweep needs (issue 43).
+enum class Cover { every_value, kinds };
+
 class TrialSection {
  public:
   virtual ~TrialSection() = default;
@@ -45,8 +54,12 @@ class TrialSection {
   // it (each of a grid's values and each of a random choice's, with the
   // first trial's other values): what checks a large sweep's values in
   // combination with [defaults] without making every trial. Not all of
-  // them are trials of the sweep.
-  virtual std::vector<DraftWithOrigin> cover() const = 0;
+  // them are trials of the sweep. With Cover::kinds, a field whose values
+  // are all numbers (a batch size, widths) gives at most kCoveredNumbers of
+  // them, spread from its first to its last.
+  // Given one at a time: a large cover is never held whole.
+  using EachDraft = std::function<void(const DraftWithOrigin&)>;
+  virtual void cover(Cover which, const EachDraft& each) const = 0;
   virtual std::string name() const = 0;  // "[grid]"
   virtual std::vector<FieldSummary> fields() const = 0;
   // When trial i of the section has `field` set to the k-th of

@@ -42,14 +42,14 @@ std::string substitute(std::string_view text, const PlaceholderLookup& lookup);
 // The text a template stands for when it has no placeholder left; nullopt otherwise.
 std::optional<std::string> literal_text(std::string_view text);
 
-// The names only the run knows (ProgramRunValues): data_dir, threads, ….
+// The names only the run knows (ProgramRunValues): data_dir, trial_dir, threads, ….
 bool is_run_time_placeholder(std::string_view name);
 
 // Values from the trial alone: its fields, seed, repeat, [params], and its
 // id when `with_id` (the canonical text cannot use the id: the id is its hash).
 std::optional<std::string> trial_placeholder(const TrialSpec& trial, std::string_view name, bool with_id);
 
-// Values from the run: data_dir, threads, max_train_examples, max_test_examples, attempt.
+// Values from the run: data_dir, trial_dir, threads, max_train_examples, max_test_examples, attempt.
 std::optional<std::string> run_placeholder(const ProgramRunValues& values, std::string_view name);
 
 // Throws ConfigError with `message` at the program's place, its

@@ -2,6 +2,8 @@
 
 #include "config/json_text.hpp"
 #include "config/placeholders.hpp"
+#include "config/program_metrics.hpp"
+#include "memsweep/byte_size.hpp"
 #include "memsweep/program.hpp"
 
 #include <fmt/format.h>
@@ -15,7 +17,8 @@
 namespace memsweep::config_detail {
 namespace {
 
-const std::vector<std::string_view> kProgramTableKeys{"command", "env", "workdir"};
+const std::vector<std::string_view> kProgramTableKeys{"command",        "env",      "workdir", "metrics",
+                                                      "keep_trial_dir", "log_limit"};
 constexpr std::string_view kProgramHelp =
     "expected a command (an array of strings, e.g. [\"python3\", \"train.py\", \"--lr={learning_rate}\"]), the name "
     "of a [programs] table, or \"memsweep\" (the built-in trainer)";
@@ -115,6 +118,33 @@ ParamValue param_value(const FieldValue& field) {
   return ParamValue{fmt::format("{}", fmt::join(texts, ",")), fmt::format("[{}]", fmt::join(jsons, ","))};
 }
 
+// keep_trial_dir: true, false, or "failed" (the default).
+KeepTrialDir keep_trial_dir_value(const TomlValue& value, const Place& place) {
+  if (value.is_boolean()) return value.as_boolean() ? KeepTrialDir::always : KeepTrialDir::never;
+  if (value.is_string() && value.as_string().str == "failed") return KeepTrialDir::failed;
+  fail(place, fmt::format("expected true (keep every attempt's {{trial_dir}}), false (remove it once the attempt "
+                          "ends) or \"failed\" (keep it only when the attempt did not end ok, the default), found {}",
+                          describe(value)));
+}
+
+// The smallest log_limit: a head and a tail of 512 bytes each.
+constexpr std::uint64_t kMinLogLimitBytes = 1024;
+
+// log_limit: a size, or 0 for no limit.
+std::uint64_t log_limit_value(const TomlValue& value, const Place& place) {
+  if (value.is_integer() && value.as_integer() == 0) return 0;
+  std::optional<std::uint64_t> bytes;
+  if (value.is_integer() && !beyond_64_bits(value) && value.as_integer() > 0)
+    bytes = static_cast<std::uint64_t>(value.as_integer());
+  else if (value.is_string())
+    bytes = parse_byte_size(value.as_string().str);
+  if (!bytes || *bytes < kMinLogLimitBytes || *bytes > kMaxByteSize)
+    fail(place, fmt::format("expected {} from 1KiB to {} (what each of the program's stdout and stderr logs keeps "
+                            "per attempt: its first and last halves), or 0 for no limit, found {}",
+                            kByteSizeHelp, kMaxByteSizeText, describe(value)));
+  return *bytes;
+}
+
 // ---------------------------------------------------------------- a trial's program
 
 // A template as the file gives it, with where.
@@ -129,6 +159,9 @@ struct ResolvedProgram {
   std::map<std::string, Template> env;
   std::optional<Template> workdir;
   Place place;
+  std::vector<ProgramMetric> metrics;  // a [programs.NAME] table's; none inline
+  KeepTrialDir keep_trial_dir = KeepTrialDir::failed;
+  std::uint64_t log_limit_bytes = kDefaultLogLimitBytes;
 };
 
 const FieldValue* draft_entry(const TrialDraft& draft, std::string_view key) {
@@ -204,14 +237,25 @@ ResolvedProgram named_program(const std::string& name, const FieldValue& field, 
                                      "programs given as commands",
                                      name, name));
   const ProgramTable& program = table->second;
-  ResolvedProgram resolved{name, command_templates(program.command), {}, std::nullopt, program.command.place};
+  ResolvedProgram resolved{name,
+                           command_templates(program.command),
+                           {},
+                           std::nullopt,
+                           program.command.place,
+                           {},
+                           KeepTrialDir::failed,
+                           kDefaultLogLimitBytes};
   for (const auto& [key, value] : program.env) resolved.env[key] = {value.value.as_string().str, value.place};
   if (program.workdir) resolved.workdir = Template{program.workdir->value.as_string().str, program.workdir->place};
+  resolved.metrics = program.metrics;
+  resolved.keep_trial_dir = program.keep_trial_dir;
+  resolved.log_limit_bytes = program.log_limit_bytes;
   return resolved;
 }
 
 ResolvedProgram inline_program(const FieldValue& field, const TrialDraft& draft) {
-  ResolvedProgram resolved{{}, command_templates(field), {}, std::nullopt, field.place};
+  ResolvedProgram resolved{
+      {}, command_templates(field), {}, std::nullopt, field.place, {}, KeepTrialDir::failed, kDefaultLogLimitBytes};
   const FieldValue* trainer = draft_entry(draft, "trainer");
   resolved.name =
       trainer != nullptr ? trainer->value.as_string().str : derived_trainer_name(resolved.command, field.place);
@@ -259,6 +303,9 @@ ProgramSpec program_spec(const ResolvedProgram& resolved,
     spec.workdir = resolved.workdir->text;
   }
   spec.place = place_text(resolved.place);
+  spec.metrics = resolved.metrics;
+  spec.keep_trial_dir = resolved.keep_trial_dir;
+  spec.log_limit_bytes = resolved.log_limit_bytes;
   return spec;
 }
 
@@ -286,6 +333,7 @@ void record_fields_shown(const TrialDraft& draft, ProgramSpec& spec) {
     for (const TemplatePiece& piece : parse_template(*text).pieces) {
       if (!piece.is_placeholder) continue;
       spec.uses_data_dir = spec.uses_data_dir || piece.text == "data_dir";
+      spec.uses_trial_dir = spec.uses_trial_dir || piece.text == "trial_dir";
       if (const std::string_view field = field_of_placeholder(piece.text); !field.empty()) fields.emplace_back(field);
     }
   std::sort(fields.begin(), fields.end());
@@ -349,7 +397,13 @@ ProgramTables read_program_tables(const TomlTable& root, const std::string& file
       fail(at,
            "missing key `command`: expected the program's command line, e.g. command = [\"python3\", "
            "\"train.py\", \"--lr={learning_rate}\"]");
-    ProgramTable program{name, FieldValue{command->second, place_of(command->second, at.key + ".command")}, {}, {}};
+    ProgramTable program{name,
+                         FieldValue{command->second, place_of(command->second, at.key + ".command")},
+                         {},
+                         {},
+                         {},
+                         KeepTrialDir::failed,
+                         kDefaultLogLimitBytes};
     check_command(program.command);
     if (const auto env = table.find("env"); env != table.end()) {
       const Place env_place = place_of(env->second, at.key + ".env");
@@ -365,6 +419,12 @@ ProgramTables read_program_tables(const TomlTable& root, const std::string& file
       program.workdir = FieldValue{workdir->second, place_of(workdir->second, at.key + ".workdir")};
       check_program_field("workdir", *program.workdir);
     }
+    if (const auto metrics = table.find("metrics"); metrics != table.end())
+      program.metrics = read_program_metrics(metrics->second, place_of(metrics->second, at.key + ".metrics"));
+    if (const auto keep = table.find("keep_trial_dir"); keep != table.end())
+      program.keep_trial_dir = keep_trial_dir_value(keep->second, place_of(keep->second, at.key + ".keep_trial_dir"));
+    if (const auto limit = table.find("log_limit"); limit != table.end())
+      program.log_limit_bytes = log_limit_value(limit->second, place_of(limit->second, at.key + ".log_limit"));
     tables.emplace(name, std::move(program));
   }
   return tables;

@@ -43,6 +43,9 @@ struct ProgramTable {
   FieldValue command;
   std::map<std::string, FieldValue> env;
   std::optional<FieldValue> workdir;
+  std::vector<ProgramMetric> metrics;                     // program_metrics.hpp
+  KeepTrialDir keep_trial_dir = KeepTrialDir::failed;     // keep_trial_dir
+  std::uint64_t log_limit_bytes = kDefaultLogLimitBytes;  // log_limit
 };
 
 // The top-level [programs] table, if any.

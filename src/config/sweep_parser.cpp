@@ -349,10 +349,6 @@ void walk(DefinedTrials& defined, const std::string& file, std::vector<std::stri
   defined.mark_walked();
 }
 
-// Too many trials to build each at once: every value of every section
-// checked with [defaults], and the first and last trials.
-void check_large(const DefinedTrials& defined) { (void)defined.every_value(); }
-
 }  // namespace
 
 SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
@@ -405,7 +401,7 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
   if (defined->defined() <= kWalkedTrials)
     walk(*defined, source_name, spec.notes);
   else
-    check_large(*defined);
+    defined->check_every_value();
   spec.trials = SweepTrials(defined);
   if (spec.search && spec.trials.size() * spec.search->limits.size() > kMaxSearches)
     throw ConfigError(source_name, spec.search->line, "search",

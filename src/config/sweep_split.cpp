@@ -20,8 +20,21 @@ enum class SplitField {
   hidden,
   channels,
   memory_plan,
-  repeat
+  repeat,
+  param,  // params.NAME: a program trial's parameter
 };
+
+// A field as --split-by names it: one of kFields, or params.NAME.
+struct Field {
+  SplitField kind;
+  std::string param;  // kind param: NAME
+};
+
+constexpr std::string_view kParamsPrefix = "params.";
+// A trial without the parameter (another program's, a built-in trial's):
+// a part of its own, whose value no parameter's text can print alike (a
+// parameter "none" is a string value a user may give).
+constexpr std::string_view kNoParam = "(none)";
 
 constexpr std::array<std::pair<std::string_view, SplitField>, 10> kFields{{
     {"dataset", SplitField::dataset},
@@ -36,9 +49,11 @@ constexpr std::array<std::pair<std::string_view, SplitField>, 10> kFields{{
     {"repeat", SplitField::repeat},
 }};
 
-SplitField parse_field(std::string_view field) {
+Field parse_field(std::string_view field) {
   for (const auto& [name, value] : kFields)
-    if (name == field) return value;
+    if (name == field) return {value, {}};
+  if (field.starts_with(kParamsPrefix) && field.size() > kParamsPrefix.size())
+    return {SplitField::param, std::string(field.substr(kParamsPrefix.size()))};
   throw InputError(fmt::format("--split-by: \"{}\" is not a field a sweep can be split by; expected one of: {}", field,
                                kSplitFields));
 }
@@ -47,8 +62,14 @@ std::string widths_text(const std::vector<int>& widths) {
   return widths.empty() ? "none" : fmt::format("{}", fmt::join(widths, "-"));
 }
 
-std::string value_text(const TrialSpec& trial, SplitField field) {
-  switch (field) {
+std::string param_text(const TrialSpec& trial, const std::string& name) {
+  for (const auto& [param, value] : trial.params)
+    if (param == name) return value.text;
+  return std::string(kNoParam);
+}
+
+std::string value_text(const TrialSpec& trial, const Field& field) {
+  switch (field.kind) {
     case SplitField::dataset: {
       if (trial.dataset.kind != DatasetKind::synthetic) return std::string(dataset_name(trial.dataset.kind));
       const ImageShape& shape = trial.dataset.synthetic.shape;
@@ -63,6 +84,7 @@ std::string value_text(const TrialSpec& trial, SplitField field) {
     case SplitField::channels: return trial.model == ModelKind::cnn ? widths_text(trial.channels) : "none";
     case SplitField::memory_plan: return std::string(memory_plan_name(trial.memory_plan));
     case SplitField::repeat: return std::to_string(trial.repeat);
+    case SplitField::param: return param_text(trial, field.param);
   }
   return "unknown";
 }
@@ -98,14 +120,14 @@ SweepPart new_part(std::string_view field, std::string value) {
 // part is a stride of positions, found from one trial per value. nullopt
 // where two values print alike (one part would be two strides).
 std::optional<std::vector<SweepPart>> strided_parts(const SweepTrials& trials, std::string_view field,
-                                                    SplitField which) {
+                                                    const Field& which) {
   const std::optional<SweepTrials::Axis> axis = trials.axis(field);
   if (!axis || axis->values == 0 || axis->inner == 0) return std::nullopt;
   // Values that also print another field: a synthetic dataset its shape, a
   // CNN's channels only with model = cnn. Where that one varies too, a
   // stride could hold two values.
-  if ((which == SplitField::dataset && trials.axis("synthetic")) ||
-      (which == SplitField::channels && trials.axis("model")))
+  if ((which.kind == SplitField::dataset && trials.axis("synthetic")) ||
+      (which.kind == SplitField::channels && trials.axis("model")))
     return std::nullopt;
   const std::size_t period = axis->values * axis->inner;
   std::vector<SweepPart> parts;
@@ -121,7 +143,7 @@ std::optional<std::vector<SweepPart>> strided_parts(const SweepTrials& trials, s
 }
 
 // Any field: every trial made once, its position kept in its part.
-std::vector<SweepPart> walked_parts(const SweepTrials& trials, std::string_view field, SplitField which) {
+std::vector<SweepPart> walked_parts(const SweepTrials& trials, std::string_view field, const Field& which) {
   std::vector<SweepPart> parts;
   std::vector<std::vector<std::size_t>> positions;
   std::map<std::string, std::size_t> index_of_value;
@@ -149,9 +171,15 @@ std::vector<SweepPart> split_sweep(const SweepSpec& sweep, std::string_view fiel
         fmt::format("--split-by {}: {}: axis: {} is the axis [search] moves along, which no part can "
                     "hold apart; split by another field (each part then searches its configurations)",
                     field, sweep.search->place, sweep.search->axis));
-  const SplitField which = parse_field(field);
+  const Field which = parse_field(field);
   std::optional<std::vector<SweepPart>> strided = strided_parts(sweep.trials, field, which);
   std::vector<SweepPart> parts = strided ? std::move(*strided) : walked_parts(sweep.trials, field, which);
+  // A parameter no trial has is a typo: one part of every trial would hide it.
+  if (which.kind == SplitField::param && parts.size() == 1 && parts.front().value == kNoParam)
+    throw InputError(
+        fmt::format("--split-by {}: no trial of the sweep has a parameter {} (a [params] key, or "
+                    "params.{} in a section)",
+                    field, which.param, which.param));
   // Values are names, numbers and widths, where only ':' and '+' (in
   // "synthetic:1x28x28", "1e+06") become '_': labels cannot collide. Checked
   // anyway, since two parts writing one file would mix their trials.

@@ -146,7 +146,8 @@ std::optional<SweepTrials::Axis> DefinedTrials::axis(std::string_view field) con
 
 std::vector<TrialSpec> DefinedTrials::every_value() const {
   // Up to this many, every trial: a check per trial costs little next to
-  // the sweep. Beyond, each section's cover (every value, each once).
+  // the sweep. Beyond, each section's cover of kinds (expand.hpp: a field
+  // of many numbers gives a few of them; check_every_value() checked each).
   constexpr std::uint64_t kListedTrials = 10'000;
   std::vector<TrialSpec> trials;
   const std::uint64_t distinct = kept_ ? kept_->size() : defined_;
@@ -156,10 +157,17 @@ std::vector<TrialSpec> DefinedTrials::every_value() const {
     return trials;
   }
   for (const auto& section : sections_)
-    for (const DraftWithOrigin& draft : section->cover()) trials.push_back(built(draft));
+    section->cover(Cover::kinds, [&](const DraftWithOrigin& draft) { trials.push_back(built(draft)); });
   trials.push_back(defined_trial(0));
   trials.push_back(defined_trial(defined_ - 1));
   return trials;
+}
+
+void DefinedTrials::check_every_value() const {
+  for (const auto& section : sections_)
+    section->cover(Cover::every_value, [&](const DraftWithOrigin& draft) { (void)built(draft); });
+  (void)defined_trial(0);
+  (void)defined_trial(defined_ - 1);
 }
 
 TrialSpec DefinedTrials::at(std::size_t position) const {

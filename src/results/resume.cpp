@@ -1,12 +1,15 @@
 // Which trials a resumed sweep still runs, from what the results file holds:
 // its trial rows and, for attempts lost with their rank or with rank 0
-// before a row was written, the series of samples they left behind.
+// before a row was written, the series of samples they left behind. A lost
+// rank, node or link is no result of the trial's: such an attempt is
+// interrupted and runs again, unless it was the second in a row.
 
 #include "memsweep/results.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -25,9 +28,10 @@ struct TrialHistory {
   std::size_t killed = 0;
   std::optional<TrialStatus> last_status;  // of the row with the largest attempt
   std::int32_t last_row_attempt = -1;
+  std::map<std::int32_t, bool> lost_by_attempt;  // whether each attempt with a row was lost with its rank
 };
 
-void add_row(TrialHistory& trial, std::int32_t attempt, std::optional<TrialStatus> status) {
+void add_row(TrialHistory& trial, std::int32_t attempt, std::optional<TrialStatus> status, bool lost) {
   trial.attempts_with_row.insert(attempt);
   trial.max_attempt = std::max(trial.max_attempt, attempt);
   if (status && is_final(*status)) trial.has_final = true;
@@ -36,24 +40,47 @@ void add_row(TrialHistory& trial, std::int32_t attempt, std::optional<TrialStatu
     trial.last_row_attempt = attempt;
     trial.last_status = status;
   }
+  trial.lost_by_attempt[attempt] = lost;
 }
 
-TrialRecord lost_row(const TrialSpec& trial, const SeriesSummary& series, int run, LostAttempts lost) {
-  if (lost == LostAttempts::rank_died)
+// Whether the latest attempt before `attempt` that has a row was lost with
+// its rank too.
+bool previous_attempt_lost(const TrialHistory& trial, std::int32_t attempt) {
+  const auto after = trial.lost_by_attempt.lower_bound(attempt);
+  return after != trial.lost_by_attempt.begin() && std::prev(after)->second;
+}
+
+TrialRecord lost_row(const TrialSpec& trial, const SeriesSummary& series, int run, LostAttempts lost,
+                     std::string_view cause, bool lost_before) {
+  if (lost_before)
     return row_from_series(
-        trial, series, run, TrialStatus::killed,
-        fmt::format("rank {} died during the trial, its trial process with it (no result was received); {}",
+        trial, series, run, TrialStatus::killed, cause,
+        fmt::format("its rank died both times it ran: the trial itself is the likely cause (e.g. the node's own OOM "
+                    "killer); run it again with --retry-killed; {}",
+                    series_text(series)));
+  if (lost == LostAttempts::writer_died)
+    return row_from_series(
+        trial, series, run, TrialStatus::interrupted, cause,
+        fmt::format("interrupted: rank 0 died while rank {} ran the trial, whose process was not seen to fail; {}",
                     series.rank, series_text(series)));
   return row_from_series(
-      trial, series, run, TrialStatus::interrupted,
-      fmt::format("interrupted: rank 0 died while rank {} ran the trial, whose process was not seen to fail; {}",
-                  series.rank, series_text(series)));
+      trial, series, run, TrialStatus::interrupted, cause,
+      fmt::format("interrupted: rank {} was lost during the trial ({}): no result, it runs again; {}", series.rank,
+                  cause == end_cause::kNodeLost ? "a node of the job was lost"
+                                                : "it died, or its node, or the launcher ended it",
+                  series_text(series)));
 }
 
 }  // namespace
 
+bool lost_with_its_rank(std::string_view status, std::string_view cause) {
+  return status == status_name(TrialStatus::interrupted) &&
+         (cause == end_cause::kRankLost || cause == end_cause::kNodeLost || cause == end_cause::kSilent);
+}
+
 ResumePlan plan_resume(const SweepTrials& trials, const std::vector<TrialRow>& rows,
-                       const std::vector<SeriesSummary>& series, const RetryPolicy& retry, int run, LostAttempts lost) {
+                       const std::vector<SeriesSummary>& series, const RetryPolicy& retry, int run, LostAttempts lost,
+                       std::string_view lost_cause) {
   // Keyed by trial id, so that what is kept grows with what ran, not with
   // the sweep: the sweep itself is walked once, a trial made at a time.
   std::unordered_map<std::string, TrialHistory> history;
@@ -61,7 +88,8 @@ ResumePlan plan_resume(const SweepTrials& trials, const std::vector<TrialRow>& r
   for (const TrialRow& row : rows) {
     const std::string id = get_fixed(row.trial_id);
     // An unreadable status is neither final nor killed: the trial runs again.
-    add_row(history[id], row.attempt, parse_status(get_fixed(row.status)));
+    const std::string status = get_fixed(row.status);
+    add_row(history[id], row.attempt, parse_status(status), lost_with_its_rank(status, get_fixed(row.end_cause)));
     ++rows_of[id];
   }
   // Attempts that streamed samples but never sent a row: their rank died,
@@ -93,8 +121,11 @@ ResumePlan plan_resume(const SweepTrials& trials, const std::vector<TrialRow>& r
     if (const auto lost_attempts = orphans.find(trial.id); lost_attempts != orphans.end()) {
       for (const auto& [attempt, summary] : lost_attempts->second) {
         past.max_attempt = std::max(past.max_attempt, attempt);
-        plan.lost_rows.push_back(lost_row(trial, *summary, run, lost));
-        add_row(past, attempt, parse_status(get_fixed(plan.lost_rows.back().row.status)));
+        plan.lost_rows.push_back(
+            lost_row(trial, *summary, run, lost, lost_cause, previous_attempt_lost(past, attempt)));
+        const TrialRow& row = plan.lost_rows.back().row;
+        const std::string status = get_fixed(row.status);
+        add_row(past, attempt, parse_status(status), lost_with_its_rank(status, get_fixed(row.end_cause)));
       }
     }
     if (past.last_status && retry.statuses.contains(*past.last_status)) {

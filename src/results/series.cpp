@@ -71,14 +71,14 @@ std::string series_text(const SeriesSummary& series) {
 }
 
 TrialRecord row_from_series(const TrialSpec& trial, const SeriesSummary& series, int run, TrialStatus status,
-                            std::string_view message) {
+                            std::string_view cause, std::string_view message) {
   TrialRecord record{trial_row_for(trial, series.attempt), {}};
   TrialRow& row = record.row;
   row.run = run;
   row.rank = series.rank;
   set_fixed(row.status, status_name(status));
   set_message(record, message);
-  set_fixed(row.end_cause, end_cause::kRankLost);
+  set_fixed(row.end_cause, cause);
   row.wall_seconds = series.last_t;
   row.rss_baseline = series.first_rss;
   row.rss_peak = series.peak_rss;

@@ -8,6 +8,7 @@
 #include "memsweep/results.hpp"
 #include "memsweep/run_record.hpp"
 #include "memsweep/sweep_split.hpp"
+#include "results/summary_hosts.hpp"
 
 #include <fmt/format.h>
 
@@ -192,8 +193,10 @@ TableRow dataset_header(const DatasetColumns& columns) {
   if (columns.channels) header.push_back("channels");
   if (columns.shape) header.push_back("shape");
   if (columns.params) header.push_back("params");
-  for (const char* name : {"lr", "epochs", "batch", "hidden", "used MB", "rss mean", "rss peak", "peak-base",
-                           "predicted", "accuracy", "status"})
+  // The trial's own figures first; the node's used memory (every process on
+  // it, noise on a shared node) after them.
+  for (const char* name : {"lr", "epochs", "batch", "hidden", "rss peak", "rss mean", "peak-base", "predicted",
+                           "used MB", "accuracy", "status"})
     header.push_back(name);
   if (columns.attempts) header.push_back("attempts");
   return header;
@@ -217,7 +220,7 @@ TableRow dataset_line(const ShownRow& s, const DatasetColumns& columns) {
   if (columns.params) line.push_back(params_of(row));
   for (std::string cell :
        {learning_rate_text(row), count_text(row.epochs), count_text(row.batch_size), hidden_text(row),
-        mib(row.sys_used_mean), mib(row.rss_mean), mib(row.rss_peak), mib(row.rss_footprint), mib(row.predicted_bytes),
+        mib(row.rss_peak), mib(row.rss_mean), mib(row.rss_footprint), mib(row.predicted_bytes), mib(row.sys_used_mean),
         row.test_accuracy < 0 ? "-" : fmt::format("{:.4f}", row.test_accuracy), get_fixed(row.status)})
     line.push_back(std::move(cell));
   if (columns.attempts) line.push_back(std::to_string(s.attempts));
@@ -275,7 +278,25 @@ struct Keyed {
 struct FileTrials {
   std::vector<const TrialRow*> rows;
   std::size_t without_record = 0;  // trials of the file's sweep (or part) with no row
+  // A search sweep's: its searches (configurations x limits) and those
+  // without their /searches row. Its configurations never get rows of their
+  // own (its trials are probes): they are not "not run yet".
+  std::optional<std::size_t> searches;
+  std::size_t searches_open = 0;
 };
+
+// Searches a file's sweep text plans (its part's); nullopt for a sweep
+// without [search], or a text that no longer parses.
+std::optional<std::size_t> planned_searches(const FileHeader& header) {
+  try {
+    SweepSpec sweep = parse_sweep(header.sweep_text, header.sweep_file);
+    if (!sweep.search || sweep.trials.size() > kMaxSearches) return std::nullopt;
+    if (!header.part.empty()) sweep = select_named_part(sweep, header.part);
+    return sweep.trials.size() * sweep.search->limits.size();
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+}
 
 // The rows of files[f] that stand for its trials, each also added to
 // `keyed` for the tables.
@@ -294,6 +315,12 @@ FileTrials file_trials(const std::vector<SummaryInput>& files, std::size_t f, co
     // A large sweep: its planned count, less the trials with rows.
     const auto planned = static_cast<std::size_t>(file.header.planned_trials);
     trials.without_record = planned - std::min(planned, standing.order().size());
+  }
+  if ((trials.searches = planned_searches(file.header))) {
+    std::set<std::int32_t> ended;
+    for (const SearchRow& row : file.searches) ended.insert(row.search);
+    trials.without_record = 0;
+    trials.searches_open = *trials.searches - std::min(*trials.searches, ended.size());
   }
   for (const std::string& id : standing.order()) {
     const StandingRows::Trial& trial = *standing.find(id);
@@ -319,7 +346,8 @@ std::string continue_line(const SummaryInput& file, const std::string& indent, c
     return !status || *status == TrialStatus::interrupted;
   });
   // Files before schema 5 do not say how their run was started.
-  if (trials.without_record + to_run_again == 0 || file.runs.empty() || get_fixed(file.runs.back().sweep_file).empty())
+  if (trials.without_record + trials.searches_open + to_run_again == 0 || file.runs.empty() ||
+      get_fixed(file.runs.back().sweep_file).empty())
     return {};
   return fmt::format("{}continue with: {}\n", indent,
                      continue_command(file.runs.back(), file.path,
@@ -348,7 +376,12 @@ std::string file_lines(const SummaryInput& file, std::size_t number, bool severa
   out += fmt::format("{}sweep \"{}\" ({}){}, started {} on {} rank{}; memsweep {}\n", indent, header.sweep_name,
                      header.sweep_file, header.part.empty() ? "" : ", part " + header.part, header.start_time,
                      header.ranks, header.ranks == 1 ? "" : "s", header.memsweep_version);
-  out += fmt::format("{}trials: {} planned; {}\n", indent, header.planned_trials, fmt::join(counts, ", "));
+  if (trials.searches)
+    out += fmt::format("{}searches: {} planned, {} ended; their probes: {}\n", indent, *trials.searches,
+                       *trials.searches - trials.searches_open,
+                       counts.empty() ? "none yet" : fmt::format("{}", fmt::join(counts, ", ")));
+  else
+    out += fmt::format("{}trials: {} planned; {}\n", indent, header.planned_trials, fmt::join(counts, ", "));
   out += fmt::format("{}counters recorded: {}\n", indent, recorded_counters(header));
   return out + continue_line(file, indent, trials);
 }
@@ -369,6 +402,28 @@ std::vector<ShownRow> in_table_order(std::vector<Keyed> keyed) {
   return shown;
 }
 
+// What the memory columns mean, in the words of the trials shown: RSS is
+// the trial process's for memsweep's trainer, the whole process tree's
+// (summed) for a user's program (docs/runner.md, "What is summed").
+std::string memory_columns_note(const std::vector<ShownRow>& shown) {
+  const auto program = [](const ShownRow& s) { return trainer_of(*s.row) != kBuiltinTrainer; };
+  const bool programs = std::any_of(shown.begin(), shown.end(), program);
+  const bool builtin = !std::all_of(shown.begin(), shown.end(), program);
+  std::string whose;
+  if (builtin && programs)
+    whose = "of the trial's process for memsweep's trainer, summed over the program's whole process tree for a program";
+  else if (programs)
+    whose = "summed over the program's whole process tree";
+  else
+    whose = "of the trial's process";
+  return fmt::format(
+      "\nrss peak, rss mean: the trial's resident memory, {} (files of schema 1 and 2: of its rank); peak-base: the "
+      "trial's own footprint{}; predicted: memsweep's estimate of it. used MB: the node's memory used by every "
+      "process on it, total - (free + buffers + cached), averaged over the trial's samples (the source paper's "
+      "formulas 1 and 2). MB = 2^20 bytes.\n",
+      whose, programs ? " (a program has no ready point: its whole peak)" : "");
+}
+
 // One table per dataset, in the order the datasets first come, then what
 // the memory columns mean.
 std::string dataset_tables(const std::vector<ShownRow>& shown, bool several) {
@@ -385,12 +440,7 @@ std::string dataset_tables(const std::vector<ShownRow>& shown, bool several) {
                        subset.size() == 1 ? "" : "s");
     out += dataset_table(subset, several);
   }
-  if (!shown.empty())
-    out +=
-        "\nused MB: the node's memory used, total - (free + buffers + cached), averaged over the trial's samples "
-        "(the source paper's formulas 1 and 2); rss: the resident memory of the trial's process (files of schema 1 and "
-        "2: of its rank); peak-base: the trial's own footprint; predicted: memsweep's estimate of it. MB = 2^20 "
-        "bytes.\n";
+  if (!shown.empty()) out += memory_columns_note(shown);
   return out;
 }
 
@@ -483,33 +533,83 @@ TrialRow configuration_row(const SearchRow& search) {
   return row;
 }
 
-// The hyperparameters a configuration is told apart by, as "name=value".
-std::vector<std::pair<std::string, std::string>> configuration_fields(const TrialRow& row) {
-  return {{"optimizer", get_fixed(row.optimizer)},
-          {"lr", learning_rate_text(row)},
-          {"epochs", count_text(row.epochs)},
-          {"batch", count_text(row.batch_size)},
-          {"hidden", hidden_text(row)},
-          {"channels", channels_text(row)},
-          {"params", params_of(row)},
-          {"plan", memory_plan_text(row)},
-          {"repeat", std::to_string(row.repeat)}};
+// A configuration's field as the capacity table names it; `always`: shown
+// whether or not it differs between the searches.
+struct NamedField {
+  std::string name;
+  std::string value;
+  bool always = false;
+};
+
+// The configurations of a file's searches, by SearchRow::configuration,
+// as its sweep text (its part's) defines them; empty when that text no
+// longer parses.
+std::vector<TrialSpec> search_configurations(const FileHeader& header) {
+  try {
+    SweepSpec sweep = parse_sweep(header.sweep_text, header.sweep_file);
+    if (!sweep.search || sweep.trials.size() > kMaxSearches) return {};
+    if (!header.part.empty()) sweep = select_named_part(sweep, header.part);
+    return sweep.trials.list();
+  } catch (const InputError&) {
+    return {};
+  }
 }
 
-// "pytorch/cnn/mnist lr=0.01 hidden=64-32": trainer, model and dataset, then
-// only the fields that differ between the searches shown (all the same: the
-// three names say which configuration it is).
-std::vector<std::string> configuration_names(const std::vector<ShownSearch>& shown) {
-  std::vector<std::vector<std::pair<std::string, std::string>>> fields;
-  for (const ShownSearch& s : shown) fields.push_back(configuration_fields(configuration_row(*s.row)));
+// A program's own parameters, each as name=value, and always shown: they
+// are what tells its configurations apart (its built-in fields are blank),
+// and one search of a program alone would otherwise say only its name. The
+// search's own axis is left out: the configuration holds it at the range's
+// low end, and the axis column names it. From the sweep text when it parses
+// (the whole value), else the row's JSON.
+void add_param_fields(const SearchRow& search, const TrialSpec* configuration, std::vector<NamedField>& fields) {
+  const std::string axis = get_fixed(search.axis);
+  const bool program = trainer_of(configuration_row(search)) != kBuiltinTrainer;
+  if (configuration == nullptr) {
+    const std::string params = params_of(configuration_row(search));
+    fields.push_back({"params", params, program && !params.empty()});
+    return;
+  }
+  for (const auto& [name, value] : configuration->params)
+    if (axis != std::string(search_axis::kParamsPrefix) + name) fields.push_back({name, value.text, program});
+}
+
+// The hyperparameters a configuration is told apart by, as "name=value".
+std::vector<NamedField> configuration_fields(const SearchRow& search, const TrialSpec* configuration) {
+  const TrialRow row = configuration_row(search);
+  std::vector<NamedField> fields{
+      {"optimizer", get_fixed(row.optimizer)}, {"lr", learning_rate_text(row)}, {"epochs", count_text(row.epochs)},
+      {"batch", count_text(row.batch_size)},   {"hidden", hidden_text(row)},    {"channels", channels_text(row)}};
+  add_param_fields(search, configuration, fields);
+  fields.push_back({"plan", memory_plan_text(row)});
+  fields.push_back({"repeat", std::to_string(row.repeat)});
+  return fields;
+}
+
+// "pytorch/cnn/mnist lr=0.01 hidden=64-32", "wlm arch=LSTM bptt=35": the
+// trainer, model and dataset (those set: a program's are blank), then its
+// params, then the other fields that differ between the searches shown.
+std::vector<std::string> configuration_names(const std::vector<ShownSearch>& shown,
+                                             const std::vector<std::vector<TrialSpec>>& configurations) {
+  std::vector<std::vector<NamedField>> fields;
+  for (const ShownSearch& s : shown) {
+    const std::vector<TrialSpec>& file = configurations[s.file - 1];
+    const auto index = static_cast<std::size_t>(std::max(s.row->configuration, 0));
+    fields.push_back(configuration_fields(*s.row, index < file.size() ? &file[index] : nullptr));
+  }
+  const auto value_of = [](const std::vector<NamedField>& of, const NamedField& field) {
+    const auto same = std::find_if(of.begin(), of.end(), [&](const NamedField& f) { return f.name == field.name; });
+    return same == of.end() ? std::string() : same->value;
+  };
   std::vector<std::string> names;
   for (std::size_t i = 0; i < shown.size(); ++i) {
     const TrialRow row = configuration_row(*shown[i].row);
-    std::string name = fmt::format("{}/{}/{}", trainer_of(row), get_fixed(row.model), get_fixed(row.dataset));
-    for (std::size_t f = 0; f < fields[i].size(); ++f) {
+    std::string name = trainer_of(row);
+    for (const std::string& part : {get_fixed(row.model), get_fixed(row.dataset)})
+      if (!part.empty()) name += "/" + part;
+    for (const NamedField& field : fields[i]) {
       const bool differs = std::any_of(fields.begin(), fields.end(),
-                                       [&](const auto& other) { return other[f].second != fields[i][f].second; });
-      if (differs) name += fmt::format(" {}={}", fields[i][f].first, fields[i][f].second);
+                                       [&](const auto& other) { return value_of(other, field) != field.value; });
+      if (field.always || differs) name += fmt::format(" {}={}", field.name, field.value);
     }
     names.push_back(std::move(name));
   }
@@ -532,13 +632,14 @@ std::string answer_text(const SearchRow& row) {
   return fmt::format("{} {}", row.fits, row.fits_verified == 1 ? "(verified)" : "unverified");
 }
 
-std::string capacity_table(const std::vector<ShownSearch>& shown, bool several) {
+std::string capacity_table(const std::vector<ShownSearch>& shown, bool several,
+                           const std::vector<std::vector<TrialSpec>>& configurations) {
   TableRow header{"search"};
   if (several) header.push_back("file");
   for (const char* name : {"configuration", "limit", "axis", "fits", "does not fit", "MiB/unit", "trials", "status"})
     header.push_back(name);
   std::vector<TableRow> table{header};
-  const std::vector<std::string> names = configuration_names(shown);
+  const std::vector<std::string> names = configuration_names(shown, configurations);
   for (std::size_t i = 0; i < shown.size(); ++i) {
     const SearchRow& row = *shown[i].row;
     TableRow line{std::to_string(row.search)};
@@ -568,7 +669,10 @@ std::string failed_searches(const std::vector<ShownSearch>& shown, bool several)
 // The capacity table of the files' searches, file by file; empty without any.
 std::string capacity_section(const std::vector<SummaryInput>& files) {
   std::vector<ShownSearch> shown;
+  std::vector<std::vector<TrialSpec>> configurations;
   for (std::size_t f = 0; f < files.size(); ++f) {
+    configurations.push_back(files[f].searches.empty() ? std::vector<TrialSpec>{}
+                                                       : search_configurations(files[f].header));
     const std::size_t first = shown.size();
     for (const SearchRow& row : files[f].searches) shown.push_back({&row, f + 1});
     // In the plan's order (configuration, then limit), not the order the searches ended.
@@ -578,7 +682,7 @@ std::string capacity_section(const std::vector<SummaryInput>& files) {
   if (shown.empty()) return {};
   const bool several = files.size() > 1;
   return fmt::format("\ncapacity ({} search{})\n", shown.size(), shown.size() == 1 ? "" : "es") +
-         capacity_table(shown, several) + failed_searches(shown, several) +
+         capacity_table(shown, several, configurations) + failed_searches(shown, several) +
          "fits: the largest value of the axis that trained within the limit (verified: it trained its full "
          "epochs); does not fit: the smallest value seen not to; MiB/unit: the peak's growth per unit of the axis, "
          "fitted on the probes that fit.\n";
@@ -596,7 +700,9 @@ std::string format_summary(const std::vector<SummaryInput>& files) {
     out += file_lines(files[f], f + 1, several, file_trials(files, f, whole, keyed), totals);
   if (several) out += totals_line(files.size(), totals);
   const std::vector<ShownRow> shown = in_table_order(std::move(keyed));
-  return out + dataset_tables(shown, several) + gpu_section(shown) + capacity_section(files) +
+  std::vector<const TrialRow*> rows;
+  for (const ShownRow& s : shown) rows.push_back(s.row);
+  return out + dataset_tables(shown, several) + hosts_section(rows) + gpu_section(shown) + capacity_section(files) +
          failures_table(shown, several);
 }
 

@@ -76,6 +76,8 @@ class EventLineReader final : public ReportSource {
   bool at_end() const override { return at_end_ && pending_.empty(); }
   int fd() const override { return fd_; }
   const ProgramProgress& progress() const { return progress_; }
+  // The epoch of the last train phase reported (0: none yet).
+  std::int32_t current_epoch() const { return epoch_; }
 
  private:
   void take_line(std::string_view line);

@@ -78,15 +78,4 @@ std::string output_tail(std::string_view text, int max_lines, std::size_t max_by
   return "…" + joined.substr(cut);
 }
 
-std::string read_file_end(int fd, std::size_t max_bytes) {
-  struct stat info {};
-  if (fd < 0 || ::fstat(fd, &info) != 0 || info.st_size <= 0) return {};
-  const auto size = static_cast<std::size_t>(info.st_size);
-  const std::size_t length = std::min(size, max_bytes);
-  std::string text(length, '\0');
-  const ssize_t got = ::pread(fd, text.data(), length, static_cast<off_t>(size - length));
-  text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
-  return text;
-}
-
 }  // namespace memsweep::runner_detail

@@ -54,7 +54,4 @@ std::optional<std::string> environment_value(const std::vector<std::string>& env
 // at most `max_bytes` (cut at the front, on a UTF-8 boundary).
 std::string output_tail(std::string_view text, int max_lines, std::size_t max_bytes);
 
-// The last `max_bytes` of a file (for output_tail), or empty.
-std::string read_file_end(int fd, std::size_t max_bytes);
-
 }  // namespace memsweep::runner_detail

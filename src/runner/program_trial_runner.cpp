@@ -6,6 +6,8 @@
 #include "memsweep/model_spec.hpp"
 #include "memsweep/program.hpp"
 #include "memsweep/trainer.hpp"
+#include "runner/capped_log.hpp"
+#include "runner/output_metrics.hpp"
 #include "runner/program_events.hpp"
 #include "runner/program_launch.hpp"
 #include "runner/trial_messages.hpp"
@@ -19,6 +21,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <system_error>
@@ -32,30 +35,69 @@ namespace {
 // table cell has to hold of a long traceback.
 constexpr int kTailLines = 3;
 constexpr std::size_t kTailBytes = 1000;
-constexpr std::size_t kTailReadBytes = 8192;
 
-// The program's output files: kept in the log folder, or (no folder) an
-// unnamed file for stderr alone, read for a failure's message.
+// The program's output: a pipe for each of stdout and stderr, read into
+// its capped log (capped_log.hpp) in the log folder, or (no folder) into
+// memory alone, for a failure's message; stdout also into the feed its
+// metrics are matched from (output_metrics.hpp), when it has any. Declared
+// in this order so that the pump ends before the logs and the feed it writes.
 struct ProgramOutput {
-  UniqueFd out;
-  UniqueFd err;
+  std::unique_ptr<OutputFeed> metrics_feed;
+  std::unique_ptr<CappedLog> out_log;
+  std::unique_ptr<CappedLog> err_log;
+  Pipe out;  // the write ends are the program's stdout and stderr
+  Pipe err;
+  std::unique_ptr<OutputPump> pump;
 };
 
+// "<trial id>-<attempt>": the logs' and the trial folder's name.
+std::string attempt_stem(const TrialSpec& trial, int attempt) { return fmt::format("{}-{}", trial.id, attempt); }
+
 ProgramOutput open_program_output(const std::filesystem::path& log_dir, const TrialSpec& trial, int attempt) {
-  constexpr int kFlags = O_CREAT | O_TRUNC | O_CLOEXEC;
+  const std::uint64_t limit = trial.program->log_limit_bytes;
+  ProgramOutput output;
   if (log_dir.empty()) {
-    return {UniqueFd(::open("/dev/null", O_WRONLY | O_CLOEXEC)),
-            UniqueFd(::open(std::filesystem::temp_directory_path().c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600))};
+    output.out_log = std::make_unique<CappedLog>(UniqueFd(), std::filesystem::path(), limit, "stdout");
+    output.err_log = std::make_unique<CappedLog>(UniqueFd(), std::filesystem::path(), limit, "stderr");
+  } else {
+    std::filesystem::create_directories(log_dir);
+    const std::string stem = (log_dir / attempt_stem(trial, attempt)).string();
+    constexpr int kFlags = O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC;  // read back to be put in order
+    UniqueFd out(::open((stem + ".out").c_str(), kFlags, 0644));
+    UniqueFd err(::open((stem + ".err").c_str(), kFlags, 0644));
+    if (!out || !err)
+      throw std::system_error(errno, std::generic_category(),
+                              "cannot open the program's log files " + stem + ".out/.err");
+    output.out_log = std::make_unique<CappedLog>(std::move(out), stem + ".out", limit, "stdout");
+    output.err_log = std::make_unique<CappedLog>(std::move(err), stem + ".err", limit, "stderr");
   }
-  std::filesystem::create_directories(log_dir);
-  const std::string stem = (log_dir / fmt::format("{}-{}", trial.id, attempt)).string();
-  // stderr is read back for a failure's message.
-  ProgramOutput output{UniqueFd(::open((stem + ".out").c_str(), O_WRONLY | kFlags, 0644)),
-                       UniqueFd(::open((stem + ".err").c_str(), O_RDWR | kFlags, 0644))};
-  if (!output.out || !output.err)
-    throw std::system_error(errno, std::generic_category(),
-                            "cannot open the program's log files " + stem + ".out/.err");
+  output.out = make_pipe("a program's stdout");
+  output.err = make_pipe("a program's stderr");
+  OutputPump::Observer on_stdout;
+  if (!trial.program->metrics.empty()) {
+    output.metrics_feed = std::make_unique<OutputFeed>();
+    on_stdout = [feed = output.metrics_feed.get()](std::string_view bytes) { feed->append(bytes); };
+  }
+  output.pump = std::make_unique<OutputPump>(std::move(output.out.read_end), *output.out_log,
+                                             std::move(output.err.read_end), *output.err_log, std::move(on_stdout));
   return output;
+}
+
+// {trial_dir}: a folder of the attempt's own, beside its logs (or, with no
+// log folder, in the temporary folder), made empty before it starts.
+std::filesystem::path make_trial_dir(const std::filesystem::path& log_dir, const TrialSpec& trial, int attempt) {
+  const std::filesystem::path dir = log_dir.empty()
+                                        ? std::filesystem::temp_directory_path() /
+                                              fmt::format("memsweep-{}-{}", ::getpid(), attempt_stem(trial, attempt))
+                                        : std::filesystem::absolute(log_dir) / attempt_stem(trial, attempt);
+  try {
+    // A folder of the same name is an earlier run's (--force): the attempt starts with an empty one.
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+  } catch (const std::filesystem::filesystem_error& error) {
+    throw std::runtime_error(fmt::format("cannot make the trial folder {} ({})", dir.string(), error.code().message()));
+  }
+  return dir;
 }
 
 // Whatever of the trial's tree is still there: its process group, the
@@ -146,6 +188,7 @@ struct PreparedProgram {
   std::string executable;  // absolute: the child enters its workdir before it execs
   std::vector<std::string> environment;
   ProgramOutput output;
+  std::filesystem::path trial_dir;  // {trial_dir}; empty: the program names none
 };
 
 // One attempt of a program trial, step by step; each step that can end
@@ -162,6 +205,13 @@ class ProgramTrial {
   void run(const TrialContext& context, TrialSink& sink) {
     ++runner_.trials_started;
     attempt_.oom_before = read_oom_counters(runner_.cgroups);
+    run_steps(context, sink);
+    end_output();
+    end_trial_dir();
+  }
+
+ private:
+  void run_steps(const TrialContext& context, TrialSink& sink) {
     if (!prepare(context)) return;
     if (!spawn_program()) return;
     limit_cgroup_to_budget(attempt_);
@@ -170,10 +220,10 @@ class ProgramTrial {
     runner_.sampler->release();
     watch(context, sink);
   }
-
- private:
   bool prepare(const TrialContext& context);
   bool spawn_program();
+  void end_output();
+  void end_trial_dir();
   void hold_at_gate();
   bool open_gate();
   void watch(const TrialContext& context, TrialSink& sink);
@@ -201,6 +251,10 @@ bool ProgramTrial::prepare(const TrialContext& context) {
   try {
     // Only a program that names {data_dir} reads the files; others' dataset is a label.
     if (trial_.program->uses_data_dir) values.data_dir = program_data_dir(options, trial_);
+    if (trial_.program->uses_trial_dir) {
+      program_.trial_dir = make_trial_dir(options.log_dir, trial_, context.attempt);
+      values.trial_dir = program_.trial_dir.string();
+    }
     ProgramInvocation& invocation = program_.invocation = program_invocation(trial_, values);
     invocation.env.emplace_back(kEventsFdVariable, std::to_string(kEventsFd));
     invocation.env.emplace_back("MEMSWEEP_TRIAL_ID", trial_.id);
@@ -233,10 +287,14 @@ bool ProgramTrial::spawn_program() {
   request.environment = std::move(program_.environment);
   request.workdir = program_.invocation.workdir;
   request.control_fd = events_.write_end.get();  // kEventsFd: the program's events channel
-  request.stdout_fd = program_.output.out.get();
-  request.stderr_fd = program_.output.err.get();
+  request.stdout_fd = program_.output.out.write_end.get();
+  request.stderr_fd = program_.output.err.write_end.get();
   request.start_gate_fd = gate_.read_end.get();
-  if (!spawn(runner_, attempt_, request)) return false;
+  const bool spawned = spawn(runner_, attempt_, request);
+  // The program's copies alone: their end is the pipes' end.
+  program_.output.out.write_end.reset();
+  program_.output.err.write_end.reset();
+  if (!spawned) return false;
   events_.write_end.reset();
   gate_.read_end.reset();
   ::fcntl(events_.read_end.get(), F_SETFL, O_NONBLOCK);
@@ -288,7 +346,13 @@ void ProgramTrial::watch(const TrialContext& context, TrialSink& sink) {
   ChildProcess& process = *attempt_.process;
   ProcessTreeProbe& tree = *tree_;
   EventLineReader reports(events_.read_end.get());
-  TrialWatch watch(watch_settings(runner_, attempt_, trial_, context), process, reports, *runner_.sampler, tree, sink);
+  WatchSettings settings = watch_settings(runner_, attempt_, trial_, context);
+  std::optional<OutputMetrics> metrics;
+  if (program_.output.metrics_feed) {
+    metrics.emplace(*program_.output.metrics_feed, trial_.program->metrics, row.trial_id, row.attempt, sink);
+    settings.on_check = [&] { metrics->scan(reports.current_epoch()); };
+  }
+  TrialWatch watch(std::move(settings), process, reports, *runner_.sampler, tree, sink);
   WatchReport seen =
       watch_until_end(runner_, attempt_, watch, [&] { kill_tree(process.pid(), tree, attempt_.cgroup.get()); });
   const Clock::time_point training_end = Clock::now();
@@ -304,8 +368,12 @@ void ProgramTrial::watch(const TrialContext& context, TrialSink& sink) {
   record_program_measures(row, stats, end, pre_exec_peak_, region, seen);
   const ProgramProgress& progress = reports.progress();
   record_program_progress(row, progress, trial_);
-  seen.outcome.output_tail =
-      output_tail(read_file_end(program_.output.err.get(), kTailReadBytes), kTailLines, kTailBytes);
+  end_output();
+  if (metrics) {
+    metrics->finish(reports.current_epoch());
+    if (std::string problems = metrics->problems(); !problems.empty()) attempt_.note(std::move(problems));
+  }
+  seen.outcome.output_tail = output_tail(program_.output.err_log->tail(), kTailLines, kTailBytes);
   record_end(runner_, attempt_, std::move(seen.outcome));
   const bool ok = get_fixed(row.status) == status_name(TrialStatus::ok);
   if (progress.out_of_memory) {
@@ -322,6 +390,35 @@ void ProgramTrial::watch(const TrialContext& context, TrialSink& sink) {
     attempt_.set_message(attempt_.message.empty() ? region.gpu_warning
                                                   : fmt::format("{}; {}", attempt_.message, region.gpu_warning));
   runner_.timings.teardown_seconds = seconds_between(training_end, Clock::now());
+}
+
+// Once the program's tree is gone: what its pipes still hold read into the
+// logs, and each log put in order (capped_log.hpp). A log that could not be
+// written is a note.
+void ProgramTrial::end_output() {
+  ProgramOutput& output = program_.output;
+  if (!output.pump) return;  // not opened, or ended already
+  output.pump->stop();
+  output.pump.reset();
+  for (CappedLog* log : {output.out_log.get(), output.err_log.get()})
+    if (std::optional<std::string> problem = log->finish()) attempt_.note(std::move(*problem));
+}
+
+// {trial_dir} kept or removed as [programs.NAME] keep_trial_dir says (by
+// default kept only when the attempt did not end ok, to look into); with
+// no log folder (a test's runner) always removed.
+void ProgramTrial::end_trial_dir() {
+  if (program_.trial_dir.empty()) return;
+  const bool ok = get_fixed(attempt_.row.status) == status_name(TrialStatus::ok);
+  const KeepTrialDir keep = trial_.program->keep_trial_dir;
+  const bool kept =
+      !runner_.options.log_dir.empty() && (keep == KeepTrialDir::always || (keep == KeepTrialDir::failed && !ok));
+  if (kept) return;
+  std::error_code error;
+  std::filesystem::remove_all(program_.trial_dir, error);
+  if (error)
+    attempt_.note(
+        fmt::format("its trial folder {} could not be removed ({})", program_.trial_dir.string(), error.message()));
 }
 
 }  // namespace

@@ -11,6 +11,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
@@ -140,16 +144,54 @@ std::optional<std::string> probe_problem(const fs::path& parent) {
   return std::nullopt;
 }
 
+// When process `pid` started, in seconds since the epoch (/proc/PID/stat's
+// start time after /proc/stat's boot time); nullopt when it cannot be read.
+std::optional<double> process_start_seconds(pid_t pid) {
+  std::ifstream stat_file("/proc/" + std::to_string(pid) + "/stat");
+  const std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  // The command name may hold spaces and parentheses: fields count from the last ')'.
+  const std::size_t close = stat.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream fields(stat.substr(close + 1));
+  constexpr int kStartTimeField = 22;  // man 5 proc; the text after ')' begins with field 3
+  std::uint64_t ticks = 0;
+  std::string skipped;
+  for (int field = 3; field < kStartTimeField; ++field) fields >> skipped;
+  if (!(fields >> ticks)) return std::nullopt;
+  std::ifstream boot_file("/proc/stat");
+  std::uint64_t boot = 0;
+  for (std::string key; boot_file >> key;)
+    if (key == "btime") {
+      boot_file >> boot;
+      break;
+    }
+  const long ticks_per_second = ::sysconf(_SC_CLK_TCK);
+  if (boot == 0 || ticks_per_second <= 0) return std::nullopt;
+  return static_cast<double>(boot) + static_cast<double>(ticks) / static_cast<double>(ticks_per_second);
+}
+
+// Whether the group's owner is gone: no process has its pid, or the one
+// that has it started after the group was made (a pid reused, e.g. on a
+// node whose processes all died with their guards and started again).
+bool owner_gone(pid_t owner, const fs::path& group) {
+  if (::kill(owner, 0) != 0 && errno == ESRCH) return true;
+  struct stat made {};
+  const std::optional<double> started = process_start_seconds(owner);
+  if (!started || ::stat(group.c_str(), &made) != 0) return false;
+  constexpr double kClockSlack = 1.0;  // the group's time has whole-second precision at worst
+  return *started > static_cast<double>(made.st_mtime) + kClockSlack;
+}
+
 // Groups left by ranks that died: a rank's guard removes its trial's group,
-// but not when it was killed too (or by a memsweep from before the guard).
-// Removed when their rank is gone and they are empty; rmdir refuses a
-// group that still holds processes, so a live run's groups are never
-// touched, nor anything that is not memsweep's.
+// but not when it was killed too (with its node, or by a memsweep from
+// before the guard). Removed when their rank is gone and they are empty;
+// rmdir refuses a group that still holds processes, so a live run's groups
+// are never touched, nor anything that is not memsweep's.
 void remove_stale_groups(const fs::path& parent) {
   std::error_code error;
   for (fs::directory_iterator entry(parent, error), end; !error && entry != end; entry.increment(error)) {
     const auto owner = memsweep_group_owner(entry->path().filename().string());
-    if (owner && *owner != ::getpid() && ::kill(*owner, 0) != 0 && errno == ESRCH) ::rmdir(entry->path().c_str());
+    if (owner && *owner != ::getpid() && owner_gone(*owner, entry->path())) ::rmdir(entry->path().c_str());
   }
 }
 

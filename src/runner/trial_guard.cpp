@@ -6,8 +6,11 @@
 #include "runner/trial_cgroup.hpp"
 #include "sampler/process_tree.hpp"
 
+#include <fmt/format.h>
+
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -21,7 +24,9 @@
 #include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <mutex>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -179,7 +184,15 @@ std::optional<RankGroups> parse_guard_groups_line(const std::string& line) {
   return RankGroups{*rank, std::filesystem::path(rest.substr(space + 1))};
 }
 
-std::optional<TrialGuard> TrialGuard::start(const std::string& executable) {
+namespace {
+
+// A guard process and the rank's end of its socket.
+struct StartedGuard {
+  pid_t pid = -1;
+  UniqueFd socket;
+};
+
+std::optional<StartedGuard> spawn_guard(const std::string& executable) {
   int ends[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) return std::nullopt;
   UniqueFd rank_end(ends[0]);
@@ -203,56 +216,228 @@ std::optional<TrialGuard> TrialGuard::start(const std::string& executable) {
   ::posix_spawn_file_actions_destroy(&actions);
   ::posix_spawnattr_destroy(&attributes);
   if (error != 0) return std::nullopt;
-  return TrialGuard(pid, std::move(rank_end));
+  return StartedGuard{pid, std::move(rank_end)};
 }
 
-TrialGuard::TrialGuard(TrialGuard&& other) noexcept
-    : pid_(std::exchange(other.pid_, -1)), socket_(std::move(other.socket_)) {}
-
-TrialGuard::~TrialGuard() {
-  say(kEnd);
-  socket_.reset();
-  if (pid_ <= 0) return;
+// The guard's wait status; one told to end (or dead) that takes longer
+// than kGuardExitWait is killed.
+int reap_guard(pid_t pid) {
   const auto give_up = Clock::now() + kGuardExitWait;
   int status = 0;
-  while (::waitpid(pid_, &status, WNOHANG) == 0) {
+  for (;;) {
+    const pid_t got = ::waitpid(pid, &status, WNOHANG);
+    if (got == pid) return status;
+    if (got < 0 && errno != EINTR) return -1;
     if (Clock::now() >= give_up) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, &status, 0);
-      return;
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      return status;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 
-void TrialGuard::say(std::string_view line) noexcept {
+bool send_all(int socket, std::string_view line) noexcept {
   std::size_t sent = 0;
-  while (socket_ && sent < line.size()) {
-    const ssize_t wrote = ::send(socket_.get(), line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+  while (sent < line.size()) {
+    const ssize_t wrote = ::send(socket, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
     if (wrote < 0 && errno == EINTR) continue;
-    if (wrote <= 0) {
-      socket_.reset();  // the guard is gone: guard no more
-      return;
-    }
+    if (wrote <= 0) return false;
     sent += static_cast<std::size_t>(wrote);
   }
+  return true;
+}
+
+// One line on the rank's stderr, in one write: other ranks' lines and the
+// rank's own progress interleave only between lines.
+void tell_stderr(const std::string& line) noexcept {
+  std::size_t written = 0;
+  while (written < line.size()) {
+    const ssize_t wrote = ::write(STDERR_FILENO, line.data() + written, line.size() - written);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) return;
+    written += static_cast<std::size_t>(wrote);
+  }
+}
+
+}  // namespace
+
+std::string rank_label(const std::function<const char*(const char*)>& environment, pid_t pid) {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    const char* value = environment(name);
+    if (value == nullptr || *value == '\0') continue;
+    const std::string_view digits(value);
+    if (std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return fmt::format("rank {} (pid {})", digits, pid);
+  }
+  return fmt::format("memsweep (pid {})", pid);
+}
+
+std::string guard_end_text(int wait_status) {
+  if (wait_status < 0) return "ended (its status could not be read)";
+  if (WIFSIGNALED(wait_status)) {
+    const int signal_number = WTERMSIG(wait_status);
+    const char* name = ::sigdescr_np(signal_number);
+    return name != nullptr ? fmt::format("was killed by signal {} ({})", signal_number, name)
+                           : fmt::format("was killed by signal {}", signal_number);
+  }
+  if (WIFEXITED(wait_status)) return fmt::format("exited with status {}", WEXITSTATUS(wait_status));
+  return "ended";
+}
+
+// What the rank's guard is, shared with the thread that notices its death.
+// Lines are kept as they were last sent, so that a new guard hears them.
+struct TrialGuard::State {
+  std::string executable;
+  std::string label;  // rank_label(), for the note on stderr
+  mutable std::mutex mutex;
+  pid_t pid = -1;
+  UniqueFd socket;          // written under `mutex`; replaced only by the monitor
+  std::string groups_line;  // empty: none told
+  std::string watch_line;   // the trial running now; empty: none
+  int restarts = 0;
+  Pipe wake;  // a byte, or the end: the monitor stops
+  std::thread monitor;
+
+  void say(std::string_view line) noexcept {
+    // A guard that died makes this fail: the monitor sees its socket end
+    // and tells the next guard what this line said.
+    if (socket) send_all(socket.get(), line);
+  }
+
+  // Waits for the socket's end (the guard died: it never writes) or for a
+  // word on `wake`, and replaces each guard that died.
+  void watch_for_death() noexcept;
+  void replace_dead_guard() noexcept;
+};
+
+void TrialGuard::State::watch_for_death() noexcept {
+  // The rank's signals are for its main thread (its stop handler, the
+  // trial protocol's SIGPIPE wait), not for this one.
+  sigset_t all;
+  ::sigfillset(&all);
+  ::pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  for (;;) {
+    pollfd fds[2] = {{wake.read_end.get(), POLLIN, 0}, {socket.get(), POLLIN, 0}};
+    const int count = socket ? 2 : 1;  // no guard left: only the word to stop
+    if (::poll(fds, static_cast<nfds_t>(count), -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[0].revents != 0) return;
+    if (count < 2 || fds[1].revents == 0) continue;
+    char byte = 0;
+    const ssize_t got = ::recv(socket.get(), &byte, 1, MSG_DONTWAIT);
+    if (got > 0 || (got < 0 && (errno == EINTR || errno == EAGAIN))) continue;  // nothing a guard says
+    replace_dead_guard();
+  }
+}
+
+void TrialGuard::State::replace_dead_guard() noexcept {
+  try {
+    std::string note;
+    {
+      const std::lock_guard lock(mutex);
+      const pid_t dead = pid;
+      const std::string how = guard_end_text(reap_guard(dead));
+      socket.reset();
+      pid = -1;
+      std::optional<StartedGuard> next;
+      if (restarts < kMaxGuardRestarts) next = spawn_guard(executable);
+      if (next) {
+        ++restarts;
+        pid = next->pid;
+        socket = std::move(next->socket);
+        const bool told = (groups_line.empty() || send_all(socket.get(), groups_line)) &&
+                          (watch_line.empty() || send_all(socket.get(), watch_line));
+        note = fmt::format("memsweep: {}: its trial guard (process {}) {}; started another (process {}){}\n", label,
+                           dead, how, pid,
+                           !told                ? ", which died too: see the next line"
+                           : watch_line.empty() ? ""
+                                                : ", which guards the trial running now");
+      } else {
+        note = fmt::format(
+            "memsweep: {}: its trial guard (process {}) {}, and {}: this rank's trials are unguarded from now on (if "
+            "the rank dies, a program's children may outlive it: docs/runner.md, \"When the rank dies\")\n",
+            label, dead, how,
+            restarts >= kMaxGuardRestarts ? fmt::format("{} guards have died already", restarts + 1)
+                                          : fmt::format("no other could start ({})", executable));
+      }
+    }
+    tell_stderr(note);
+  } catch (...) {  // a line's allocation: the next guard's death tries again
+  }
+}
+
+std::optional<TrialGuard> TrialGuard::start(const std::string& executable) {
+  std::optional<StartedGuard> first = spawn_guard(executable);
+  if (!first) return std::nullopt;
+  auto state = std::make_unique<State>();
+  state->executable = executable;
+  state->label = rank_label([](const char* name) { return std::getenv(name); }, ::getpid());
+  state->pid = first->pid;
+  state->socket = std::move(first->socket);
+  try {
+    state->wake = make_pipe("the trial guard's monitor");
+    State* shared = state.get();
+    state->monitor = std::thread([shared] { shared->watch_for_death(); });
+  } catch (const std::exception&) {
+    // No thread: the guard guards, but its death goes unnoticed, as before.
+  }
+  return TrialGuard(std::move(state));
+}
+
+TrialGuard::TrialGuard(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+TrialGuard::TrialGuard(TrialGuard&& other) noexcept = default;
+
+TrialGuard::~TrialGuard() {
+  if (!state_) return;
+  if (state_->monitor.joinable()) {
+    const char stop = 1;
+    [[maybe_unused]] const ssize_t wrote = ::write(state_->wake.write_end.get(), &stop, 1);
+    state_->monitor.join();
+  }
+  // The monitor is gone: nothing replaces the guard from here on.
+  state_->say(kEnd);
+  state_->socket.reset();
+  if (state_->pid > 0) reap_guard(state_->pid);
+}
+
+pid_t TrialGuard::pid() const {
+  const std::lock_guard lock(state_->mutex);
+  return state_->pid;
+}
+
+int TrialGuard::restarts() const {
+  const std::lock_guard lock(state_->mutex);
+  return state_->restarts;
 }
 
 void TrialGuard::watch(const GuardedTrial& trial) noexcept {
   try {
-    say(guard_watch_line(trial));
+    const std::lock_guard lock(state_->mutex);
+    state_->watch_line = guard_watch_line(trial);
+    state_->say(state_->watch_line);
   } catch (...) {  // the line's allocation
   }
 }
 
 void TrialGuard::watch_groups_under(const std::filesystem::path& parent) noexcept {
   try {
-    say(guard_groups_line({::getpid(), parent}));
+    const std::lock_guard lock(state_->mutex);
+    state_->groups_line = guard_groups_line({::getpid(), parent});
+    state_->say(state_->groups_line);
   } catch (...) {  // the line's allocation
   }
 }
 
-void TrialGuard::release() noexcept { say("release\n"); }
+void TrialGuard::release() noexcept {
+  const std::lock_guard lock(state_->mutex);
+  state_->watch_line.clear();
+  state_->say("release\n");
+}
 
 }  // namespace memsweep::runner_detail
 

@@ -21,6 +21,8 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,7 +41,12 @@ class TrialGuard {
  public:
   // Starts the guard from `executable` (the memsweep binary). nullopt when
   // it cannot start (a test's runner with no such binary): trials run as
-  // before, unguarded.
+  // before, unguarded. A guard that dies later (a kill -9 of it alone) is
+  // noticed at once, by a thread of the rank's that waits on the socket's
+  // end: another is started and told what the dead one knew (the folder of
+  // the rank's groups, the trial running now), with one line on stderr;
+  // where none can start, one line says the rank's trials are unguarded
+  // from then on.
   static std::optional<TrialGuard> start(const std::string& executable);
   TrialGuard(TrialGuard&& other) noexcept;
   TrialGuard& operator=(TrialGuard&&) = delete;
@@ -47,20 +54,34 @@ class TrialGuard {
   // Tells the guard to end, ending nothing, and reaps it.
   ~TrialGuard();
 
-  pid_t pid() const { return pid_; }
-  // Never throws: a guard that died only stops guarding.
+  // The guard's process now (another after a restart); -1 when none guards.
+  pid_t pid() const;
+  // How many guards were started after the first died.
+  int restarts() const;
+  // Never throws: a guard that died only stops guarding until its successor starts.
   void watch(const GuardedTrial& trial) noexcept;
   // Where the rank makes its trial groups (TrialCgroups::parent()).
   void watch_groups_under(const std::filesystem::path& parent) noexcept;
   // The trial is over and the rank has cleaned up after it.
   void release() noexcept;
 
+  struct State;  // shared with the thread that notices the guard's death
+
  private:
-  TrialGuard(pid_t pid, UniqueFd socket) : pid_(pid), socket_(std::move(socket)) {}
-  void say(std::string_view line) noexcept;
-  pid_t pid_ = -1;
-  UniqueFd socket_;
+  explicit TrialGuard(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
 };
+
+// At most this many guards are started after the first one died: a guard
+// that cannot stay alive is not restarted for ever.
+inline constexpr int kMaxGuardRestarts = 10;
+
+// Pure: how the rank names itself on stderr ("rank 3 (pid 4242)"): its
+// MPI rank from the launcher's environment (Open MPI, PMI, PMIx, Slurm),
+// else "memsweep (pid N)".
+std::string rank_label(const std::function<const char*(const char*)>& environment, pid_t pid);
+// Pure: a wait status as a note says it ("was killed by signal 9 (Killed)").
+std::string guard_end_text(int wait_status);
 
 // Pure: the line the rank sends for `trial`, and the trial a line names
 // (nullopt for a line that names none, "release" included).

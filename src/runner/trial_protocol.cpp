@@ -26,8 +26,9 @@ static_assert(sizeof(FrameHeader) == 12 && std::is_trivially_copyable_v<FrameHea
 // Every message's fields, each struct's listed once: encode() and the
 // decode_*() functions walk the same lists (common/field_codec.hpp), so a
 // field added to TrialSpec is added here, once, and travels both ways.
-// test_trial_protocol.cpp counts the members of TrialSpec and its parts:
-// a field added there without a line here fails the tests' build.
+// test_trial_protocol.cpp compares each list's length (listed_fields())
+// with its struct's member count: a member added there without a line here
+// fails the tests.
 struct TrialFields {
   void operator()(FieldsOf<ImageShape> auto& shape, auto&& each) const {
     each("channels", shape.channels);
@@ -61,6 +62,15 @@ struct TrialFields {
     each("place", program.place);
     each("fields", program.fields);
     each("uses_data_dir", program.uses_data_dir);
+    each("metrics", program.metrics);
+    each("uses_trial_dir", program.uses_trial_dir);
+    each("keep_trial_dir", program.keep_trial_dir);
+    each("log_limit_bytes", program.log_limit_bytes);
+  }
+  void operator()(FieldsOf<ProgramMetric> auto& metric, auto&& each) const {
+    each("name", metric.name);
+    each("pattern", metric.pattern);
+    each("place", metric.place);
   }
   void operator()(FieldsOf<ParamValue> auto& param, auto&& each) const {
     each("text", param.text);
@@ -130,6 +140,7 @@ struct TrialFields {
   bool known(ModelKind kind) const { return kind >= ModelKind::mlp && kind <= ModelKind::alexnet; }
   bool known(OptimizerKind kind) const { return kind >= OptimizerKind::sgd && kind <= OptimizerKind::adam; }
   bool known(MemoryPlan plan) const { return plan >= MemoryPlan::keep && plan <= MemoryPlan::recompute; }
+  bool known(KeepTrialDir keep) const { return keep <= KeepTrialDir::never; }
   bool known(ResultOutcome outcome) const { return outcome <= ResultOutcome::stopped; }
 };
 
@@ -184,6 +195,29 @@ std::string_view frame_type_name(FrameType type) {
 }
 
 // ---- messages -------------------------------------------------------------------
+
+template <typename T>
+std::size_t listed_fields() {
+  T value{};
+  std::size_t count = 0;
+  TrialFields{}(value, [&count](const char*, auto&) { ++count; });
+  return count;
+}
+template std::size_t listed_fields<TrialSpec>();
+template std::size_t listed_fields<ProgramSpec>();
+template std::size_t listed_fields<ProgramMetric>();
+template std::size_t listed_fields<ParamValue>();
+template std::size_t listed_fields<SearchPoint>();
+template std::size_t listed_fields<DatasetSpec>();
+template std::size_t listed_fields<SyntheticSpec>();
+template std::size_t listed_fields<ImageShape>();
+template std::size_t listed_fields<OptimizerSpec>();
+template std::size_t listed_fields<TrialJob>();
+template std::size_t listed_fields<ReadyReport>();
+template std::size_t listed_fields<PhaseReport>();
+template std::size_t listed_fields<EpochReport>();
+template std::size_t listed_fields<ResultReport>();
+template std::size_t listed_fields<FailureReport>();
 
 Frame encode(const TrialJob& job) { return encode_frame(job, FrameType::job); }
 

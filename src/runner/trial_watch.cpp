@@ -112,6 +112,7 @@ void TrialWatch::handle(const Frame& frame) {
 
 void TrialWatch::check(Clock::time_point now) {
   forward_chunks();
+  if (settings_.on_check) settings_.on_check();
   if (report_.outcome.kill != RankKill::none) return;  // killed: waiting for it to be gone
   const ProcessOutcome& outcome = report_.outcome;
   const double seconds = seconds_since_go(now);

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -35,6 +36,9 @@ struct WatchSettings {
   // earlier, or stay open in a descendant), asked to stop with SIGTERM, and
   // killed as a whole process group.
   bool program = false;
+  // Called every check interval, on the watch's thread (a program's
+  // metrics read from its output: output_metrics.hpp); may be empty.
+  std::function<void()> on_check;
 };
 
 // What the watch saw, for decide_ending() and the row.

@@ -3,24 +3,61 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <regex>
+#include <string_view>
 
 namespace memsweep::store {
 namespace {
 
+// A failed system call, as HDF5's file driver reports it.
+constexpr std::string_view kSystemErrorMark = "errno = ";
+
+struct Causes {
+  std::string innermost;
+  std::string system_error;  // the first failed system call's message, if any
+};
+
 herr_t keep_innermost(unsigned position, const H5E_error2_t* error, void* client_data) {
-  auto* message = static_cast<std::string*>(client_data);
+  auto* causes = static_cast<Causes*>(client_data);
   // Walking upward, position 0 is where the failure was detected; some
   // entries carry no description, so the first one that does is taken.
-  if (message->empty() && error != nullptr && error->desc != nullptr && error->desc[0] != '\0') {
-    *message = error->desc;
-  }
+  if (error == nullptr || error->desc == nullptr || error->desc[0] == '\0') return 0;
+  const std::string_view desc(error->desc);
+  if (causes->innermost.empty()) causes->innermost = desc;
+  if (causes->system_error.empty() && desc.find(kSystemErrorMark) != std::string_view::npos)
+    causes->system_error = desc;
   (void)position;
   return 0;
 }
 
+std::atomic<bool> close_failed{false};
+
+// At exit, after everything destroyed since (these run in the reverse order
+// of their registration): HDF5's own clean-up, unless a close failed.
+void end_hdf5_at_exit() {
+  if (!close_failed.load()) H5close();
+}
+
+// Before main, so before any HDF5 call: H5dont_atexit() works only before
+// the library starts (it then registers no clean-up of its own), and this
+// registers memsweep's instead. Should some HDF5 call have come first,
+// H5dont_atexit() fails and HDF5 keeps its clean-up as before.
+[[maybe_unused]] const bool exit_clean_up_replaced = [] {
+  if (H5dont_atexit() < 0) return false;
+  std::atexit(end_hdf5_at_exit);
+  return true;
+}();
+
 }  // namespace
+
+void note_failed_close() noexcept { close_failed.store(true); }
+
+bool a_close_failed() noexcept { return close_failed.load(); }
+
+bool exit_clean_up_is_memsweeps() noexcept { return exit_clean_up_replaced; }
 
 void silence_hdf5_errors() {
   thread_local bool silenced = false;
@@ -30,10 +67,13 @@ void silence_hdf5_errors() {
 }
 
 std::string innermost_hdf5_error() {
-  std::string message;
+  Causes causes;
   // H5Ewalk2 does not clear the stack it walks (unlike most API calls).
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, keep_innermost, &message);
-  return message;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, keep_innermost, &causes);
+  // A failed write on a full disk is what went wrong; HDF5 may stack its
+  // own clean-up's failures inward of it (a close after a failed flush
+  // reports "slist already enabled?" first).
+  return causes.system_error.empty() ? causes.innermost : causes.system_error;
 }
 
 void Hdf5Errors::fail(std::string_view attempted) const {

@@ -22,10 +22,27 @@ void silence_hdf5_errors();
 
 // The innermost (most specific) message of the calling thread's HDF5 error
 // stack, e.g. "truncated file: eof = 4096, ..."; empty when there is none.
+// A failed system call's message (a full disk's) when the stack holds one.
 std::string innermost_hdf5_error();
 // An HDF5 message for one line of an error: a failed system call (a full
 // disk) as its text and errno, with what to do when the disk is full.
 std::string readable_cause(const std::string& hdf5_message);
+
+// HDF5 1.10.8 frees a file (or dataset) whose close fails, its final flush
+// refused by a full disk, but keeps its identifier; the library's clean-up
+// at exit closes that identifier again and crashes (SIGSEGV in
+// H5F__close_cb, after memsweep's own error line). So memsweep ends the
+// library itself at exit (H5close), and not at all once a close has failed:
+// the process is ending, and the file keeps what its last good flush wrote
+// (docs/reliability.md, A disk that fills early). Called by each Handle whose
+// close fails.
+void note_failed_close() noexcept;
+// Whether a close failed in this process: HDF5 then holds an identifier of
+// freed memory, which nothing may touch again (the exit clean-up skipped).
+bool a_close_failed() noexcept;
+// Whether memsweep's clean-up replaced HDF5's (false when an HDF5 call ran
+// before main, too early to replace it).
+bool exit_clean_up_is_memsweeps() noexcept;
 
 // Owns one HDF5 identifier; `Close` is the matching H5?close function.
 template <herr_t (*Close)(hid_t)>
@@ -48,13 +65,15 @@ class Handle {
   hid_t get() const { return id_; }
   bool valid() const { return id_ >= 0; }
   // Closes now, ignoring a failure (destructors, error paths).
-  void reset() noexcept {
-    if (id_ >= 0) Close(id_);
-    id_ = H5I_INVALID_HID;
-  }
+  void reset() noexcept { close(); }
   // Closes now and returns what the close returned, for the places where a
   // failed close means lost data (the file's final flush).
-  herr_t close() noexcept { return id_ >= 0 ? Close(std::exchange(id_, H5I_INVALID_HID)) : 0; }
+  herr_t close() noexcept {
+    if (id_ < 0) return 0;
+    const herr_t closed = Close(std::exchange(id_, H5I_INVALID_HID));
+    if (closed < 0) note_failed_close();
+    return closed;
+  }
 
  private:
   hid_t id_ = H5I_INVALID_HID;

@@ -25,12 +25,13 @@ struct ResultReader::Impl {
   std::optional<store::Table> runs;
   std::optional<store::Table> messages;  // schema 5 on
   std::optional<store::Table> searches;  // schema 6 on
+  std::optional<store::Table> metrics;   // schema 11 on
 
   // Rows without a trial id at the end of a table were never written
   // (store::trial_id_schema()): not part of what this reader shows.
   void hide_unwritten_rows() {
     for (auto* table : {&trials, &samples, &epochs}) (*table)->hide_unwritten_tail();
-    for (auto* table : {&messages, &searches})
+    for (auto* table : {&messages, &searches, &metrics})
       if (*table) (*table)->hide_unwritten_tail();
   }
 
@@ -75,6 +76,10 @@ ResultReader::ResultReader(const std::filesystem::path& path) : impl_(std::make_
   constexpr int kFirstVersionWithSearches = 6;
   if (version >= kFirstVersionWithSearches)
     impl_->searches.emplace(store::Table::open(file, store::searches_schema(), version, errors));
+  // Older files hold no program metrics.
+  constexpr int kFirstVersionWithMetrics = 11;
+  if (version >= kFirstVersionWithMetrics)
+    impl_->metrics.emplace(store::Table::open(file, store::metrics_schema(), version, errors));
   impl_->hide_unwritten_rows();
 }
 
@@ -88,7 +93,7 @@ void ResultReader::refresh() {
   store::silence_hdf5_errors();
   store::address_whole_file(impl_->file.get(), impl_->errors);
   for (auto* table : {&impl_->trials, &impl_->samples, &impl_->epochs, &impl_->runs}) (*table)->refresh(impl_->swmr);
-  for (auto* table : {&impl_->messages, &impl_->searches})
+  for (auto* table : {&impl_->messages, &impl_->searches, &impl_->metrics})
     if (*table) (*table)->refresh(impl_->swmr);
   impl_->hide_unwritten_rows();
 }
@@ -113,6 +118,12 @@ std::vector<TrialRow> ResultReader::trials(std::uint64_t first, std::uint64_t co
 std::vector<EpochRow> ResultReader::epochs() const {
   store::silence_hdf5_errors();
   return impl_->read_all<EpochRow>(*impl_->epochs);
+}
+
+std::vector<MetricRow> ResultReader::metrics() const {
+  store::silence_hdf5_errors();
+  if (!impl_->metrics) return {};
+  return impl_->read_all<MetricRow>(*impl_->metrics);
 }
 
 TrialMessages ResultReader::messages() const {

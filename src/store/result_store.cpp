@@ -2,6 +2,7 @@
 // layout chosen by bench/bench_store.cpp.
 
 #include "memsweep/store.hpp"
+#include "store/disk_fill_hook.hpp"
 #include "store/file_access.hpp"
 #include "store/file_header.hpp"
 #include "store/hdf5_handles.hpp"
@@ -124,9 +125,10 @@ struct ResultStore::Impl {
     store::Table runs;
     store::Table messages;
     store::Table searches;
+    store::Table metrics;  // schema 11
 
     // Every table, for what is done to each alike (flush marks, roll-backs).
-    std::array<store::Table*, 6> all() { return {&trials, &samples, &epochs, &runs, &messages, &searches}; }
+    std::array<store::Table*, 7> all() { return {&trials, &samples, &epochs, &runs, &messages, &searches, &metrics}; }
   };
 
   Impl(const std::filesystem::path& path, const StoreOptions& options, const store::StoreLayout& layout);
@@ -142,10 +144,23 @@ struct ResultStore::Impl {
                                                const std::function<void(const FileHeader&)>& accept);
 
   void flush();
-  // After a failed flush: every table set back to its last flushed size,
+  // After a failed write: every table set back to its last flushed size,
   // and flushed again, where HDF5 can (store::Table::roll_back_to_flushed).
   void roll_back_unflushed_rows();
+  // A write that failed (a full disk, met by a flush, a direct chunk write
+  // or an append): the file is left as its last good flush, and nothing
+  // more is written to it (write_failed_). Once.
+  void give_up_writing() noexcept;
+  // Runs one of the writer's operations, giving up writing when it throws.
+  template <typename Operation>
+  void writing(const Operation& operation);
+  void check_writable() const;
   void close();
+  // After a failed write: the file closed, then its rows never written
+  // dropped (drop_rows_never_written), the lock given back.
+  void close_after_failure() noexcept;
+  // After a failed write or close, once the file is closed (its definition says why).
+  void drop_rows_never_written() noexcept;
 
   void open_tables();
   void close_tables();
@@ -163,6 +178,8 @@ struct ResultStore::Impl {
   // before the attempt's next chunk).
   bool waits(const CompressedChunkInfo& info) const;
   void append_compressed(const CompressedSampleChunk& chunk);
+  // ResultStore::write_waiting_samples(), inside writing().
+  void write_waiting_samples();
 
   std::filesystem::path path_;
   store::Hdf5Errors errors_;
@@ -182,14 +199,23 @@ struct ResultStore::Impl {
   bool chunks_accepted_ = false;  // false: a filter this build does not make
   store::SampleWriteCounts counts_;
   bool written_since_flush_ = false;
-  // Set by a failed flush: close() then writes no more rows, since a size
-  // it grew could again reach the file without the rows.
-  bool flush_failed_ = false;
+  // Set by a failed write: nothing more is written, close() included,
+  // since a size it grew could reach the file without the rows (a later
+  // flush writes the tables' sizes in place, where a full disk still takes
+  // them, and not the new chunks: rows of zeros).
+  bool write_failed_ = false;
+  // The file has its name (path_): a failed write may reopen it there.
+  bool published_ = false;
+  store::StoreHook hook_;
 };
 
 ResultStore::Impl::Impl(const std::filesystem::path& path, const StoreOptions& options,
                         const store::StoreLayout& layout)
-    : path_(path), errors_(path), options_(options), layout_(layout) {}
+    : path_(path),
+      errors_(path),
+      options_(options),
+      layout_(layout),
+      hook_(store::store_hook_from_environment(errors_)) {}
 
 ResultStore::Impl::~Impl() {
   try {
@@ -241,12 +267,14 @@ std::unique_ptr<ResultStore::Impl> ResultStore::Impl::create(const std::filesyst
         // Created now although a sweep without [search] leaves it empty:
         // SWMR writing cannot create it later.
         store::Table::create(file, store::searches_schema(), layout.searches, errors),
+        store::Table::create(file, store::metrics_schema(), layout.metrics, errors),
     });
     writer->append_run(run ? *run : first_run(writer->header_));
     writer->start_writing();
     // Without SWMR the new file is locked too: HDF5 holds its flock() on it.
     if (options.swmr) writer->lock_ = store::WriterLock::acquire(temporary, errors);
     publish(temporary, path, replace, !exists, errors);
+    writer->published_ = true;
   } catch (...) {
     writer->close_tables();
     writer->file_.reset();
@@ -276,12 +304,13 @@ std::unique_ptr<ResultStore::Impl> ResultStore::Impl::open_for_resume(
   store::check_resumable(found, errors);
   if (accept) accept(found);
   writer->file_ = store::open_file_for_writing(path, errors);
+  writer->published_ = true;
   writer->header_ = store::read_header(writer->file_.get(), errors);
   writer->open_tables();
   // A writer without SWMR killed during a flush can leave a table's size
   // ahead of its data: the last rows read as zeros. They were never written.
   for (store::Table* table : {&writer->tables_->trials, &writer->tables_->samples, &writer->tables_->epochs,
-                              &writer->tables_->messages, &writer->tables_->searches})
+                              &writer->tables_->messages, &writer->tables_->searches, &writer->tables_->metrics})
     table->drop_unwritten_tail();
   writer->append_run(run);
   writer->start_writing();
@@ -299,6 +328,7 @@ void ResultStore::Impl::open_tables() {
       store::Table::open(file, store::runs_schema(), kSchemaVersion, errors_),
       store::Table::open(file, store::messages_schema(), kSchemaVersion, errors_),
       store::Table::open(file, store::searches_schema(), kSchemaVersion, errors_),
+      store::Table::open(file, store::metrics_schema(), kSchemaVersion, errors_),
   });
   note_chunk_format();
 }
@@ -337,6 +367,34 @@ void ResultStore::Impl::start_writing() {
 
 void ResultStore::Impl::check_open() const {
   if (!file_.valid() || !tables_) errors_.fail_plain("the results file is already closed");
+}
+
+void ResultStore::Impl::check_writable() const {
+  if (write_failed_) errors_.fail_plain("an earlier write to the file failed; nothing more is written to it");
+  check_open();
+}
+
+template <typename Operation>
+void ResultStore::Impl::writing(const Operation& operation) {
+  store::silence_hdf5_errors();
+  check_writable();
+  try {
+    operation();
+  } catch (...) {
+    give_up_writing();
+    throw;
+  }
+}
+
+void ResultStore::Impl::give_up_writing() noexcept {
+  if (write_failed_) return;
+  write_failed_ = true;
+  roll_back_unflushed_rows();
+  // Closed now rather than when the store is destroyed: under mpirun the
+  // workers end once they know the status, the launcher then ends rank 0,
+  // and rank 0 must have printed its line by then. A file not yet at its
+  // name (create) is removed by create itself.
+  if (published_) close_after_failure();
 }
 
 void ResultStore::Impl::write_samples(bool all) {
@@ -386,6 +444,7 @@ void ResultStore::Impl::append_compressed(const CompressedSampleChunk& chunk) {
   // of its attempt: an attempt's rows stay in time order in the file.
   if (chunks_accepted_ && chunk.fits(chunk_format_) && samples.rows() % samples.chunk_rows() == 0 &&
       !waits(chunk.info)) {
+    if (hook_.fill_disk_before_chunk == counts_.chunks_direct + 1) store::fill_disk_beside(path_, errors_);
     samples.append_chunk(chunk.bytes, chunk.info.filter_mask, chunk.info.rows);
     counts_.chunks_direct += 1;
     counts_.rows_direct += chunk.info.rows;
@@ -408,8 +467,7 @@ void ResultStore::Impl::flush() {
   // moment leaves a file that reopens with every row written so far.
   if (H5Fflush(file_.get(), H5F_SCOPE_LOCAL) < 0) {
     const std::string cause = store::innermost_hdf5_error();
-    flush_failed_ = true;
-    roll_back_unflushed_rows();
+    give_up_writing();
     errors_.fail_plain(cause.empty() ? "cannot flush the file (HDF5 gave no reason)"
                                      : fmt::format("cannot flush the file: {}", store::readable_cause(cause)));
   }
@@ -427,7 +485,7 @@ void ResultStore::Impl::flush() {
 }
 
 void ResultStore::Impl::roll_back_unflushed_rows() {
-  if (!tables_) return;
+  if (!tables_ || !file_.valid()) return;
   for (store::Table* table : tables_->all()) table->roll_back_to_flushed();
   // The tables' old sizes fit in their headers' places: this flush can
   // succeed on the disk that failed the last one. If it does not, readers
@@ -437,20 +495,57 @@ void ResultStore::Impl::roll_back_unflushed_rows() {
 }
 
 void ResultStore::Impl::close() {
-  if (!file_.valid()) return;
+  if (!file_.valid()) return;  // never opened, or closed (after a failed write too)
   store::silence_hdf5_errors();
-  std::exception_ptr failure;
   try {
-    if (tables_ && !flush_failed_) write_samples(true);
+    if (tables_ && !write_failed_) write_samples(true);
   } catch (...) {
-    failure = std::current_exception();  // still close the file: what was flushed stays readable
+    give_up_writing();  // closes the file: what was flushed stays readable
+    throw;
   }
   unwritten_.clear();
   close_tables();
   const herr_t closed = file_.close();
+  if (closed < 0) {
+    const std::string cause = store::innermost_hdf5_error();
+    write_failed_ = true;
+    if (published_) drop_rows_never_written();  // still under the writer's lock
+    lock_ = store::WriterLock();
+    errors_.fail_plain(fmt::format("cannot close the file (rows since the last flush may be lost): {}",
+                                   cause.empty() ? "HDF5 gave no reason" : store::readable_cause(cause)));
+  }
   lock_ = store::WriterLock();
-  if (failure) std::rethrow_exception(failure);
-  if (closed < 0) errors_.fail("close the file (rows since the last flush may be lost)");
+}
+
+void ResultStore::Impl::close_after_failure() noexcept {
+  unwritten_.clear();
+  close_tables();
+  file_.close();  // fails on a full disk: store::note_failed_close
+  // Still under the writer's lock: no resume can have the file meanwhile.
+  drop_rows_never_written();
+  lock_ = store::WriterLock();
+}
+
+void ResultStore::Impl::drop_rows_never_written() noexcept {
+  // A flush that fails in HDF5 1.10.8 still writes the tables' new sizes
+  // (the datasets' headers, rewritten in place, need no room) after the
+  // chunks they cover failed to reach the disk: rows of zeros at the end of
+  // a table, which the roll-back cannot take back, since a flush after a
+  // failed one stops at its first write that needs room. So the file is
+  // opened again, as a resume opens it (which also clears its "open for
+  // writing" mark, so that h5dump reads it), and each table's rows never
+  // written are dropped; that too rewrites the headers in place. Best
+  // effort: a file that does not open again is left as the failure left
+  // it (readers leave such rows out; a resume drops them).
+  try {
+    const store::FileHandle file = store::open_file_for_writing(path_, errors_);
+    for (const store::TableSchema& schema :
+         {store::trials_schema(), store::samples_schema(header_.counter_columns, errors_), store::epochs_schema(),
+          store::messages_schema(), store::searches_schema()})
+      store::Table::open(file.get(), schema, kSchemaVersion, errors_).drop_unwritten_tail();
+  } catch (...) {
+    // Left as it was; the caller reports the failure that brought it here.
+  }
 }
 
 ResultStore::ResultStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -472,38 +567,40 @@ ResultStore ResultStore::open_for_resume(const std::filesystem::path& path, cons
 const FileHeader& ResultStore::header() const { return impl_->header_; }
 int ResultStore::run_index() const { return impl_->run_index_; }
 // The writer's own steps too (after a chunk, at destruction).
-void ResultStore::flush() { impl_->flush(); }
+void ResultStore::flush() {
+  impl_->writing([&] { impl_->flush(); });
+}
 void ResultStore::close() { impl_->close(); }
 
 void ResultStore::append_trial(const TrialRow& row, std::string_view message) {
-  store::silence_hdf5_errors();
-  impl_->check_open();
-  // Every waiting sample row, the trial's own among them (a worker sends
-  // its samples before its row): a rank 0 killed after this flush leaves
-  // the row with its whole series, not a row whose `samples` the file
-  // does not hold.
-  impl_->write_samples(true);
-  // The one place a message is made fit for the file: valid UTF-8 (program
-  // output can hold any bytes), whole in /messages, its first bytes in the
-  // row. The message's rows go first, so the flush that makes the trial's
-  // row durable makes its message durable too.
-  const std::string text = valid_utf8(message);
-  TrialRow stored = row;
-  set_fixed(stored.message, text);
-  const std::vector<MessageRow> pieces = message_rows(stored, text);
-  impl_->tables_->messages.append(pieces.data(), pieces.size());
-  impl_->tables_->trials.append(&stored, 1);
-  impl_->flush();
+  impl_->writing([&] {
+    // Every waiting sample row, the trial's own among them (a worker sends
+    // its samples before its row): a rank 0 killed after this flush leaves
+    // the row with its whole series, not a row whose `samples` the file
+    // does not hold.
+    impl_->write_samples(true);
+    // The one place a message is made fit for the file: valid UTF-8 (program
+    // output can hold any bytes), whole in /messages, its first bytes in the
+    // row. The message's rows go first, so the flush that makes the trial's
+    // row durable makes its message durable too.
+    const std::string text = valid_utf8(message);
+    TrialRow stored = row;
+    set_fixed(stored.message, text);
+    const std::vector<MessageRow> pieces = message_rows(stored, text);
+    impl_->tables_->messages.append(pieces.data(), pieces.size());
+    impl_->tables_->trials.append(&stored, 1);
+    impl_->flush();
+  });
 }
 
 void ResultStore::append_trial(const TrialRow& row) { append_trial(row, get_fixed(row.message)); }
 
 void ResultStore::append_samples(std::span<const SampleRow> rows) {
-  store::silence_hdf5_errors();
-  impl_->check_open();
-  if (impl_->unwritten_.empty()) impl_->oldest_unwritten_ = std::chrono::steady_clock::now();
-  impl_->unwritten_.insert(impl_->unwritten_.end(), rows.begin(), rows.end());
-  write_waiting_samples();
+  impl_->writing([&] {
+    if (impl_->unwritten_.empty()) impl_->oldest_unwritten_ = std::chrono::steady_clock::now();
+    impl_->unwritten_.insert(impl_->unwritten_.end(), rows.begin(), rows.end());
+    impl_->write_waiting_samples();
+  });
 }
 
 SampleChunkFormat ResultStore::sample_chunk_format() const {
@@ -512,49 +609,56 @@ SampleChunkFormat ResultStore::sample_chunk_format() const {
 }
 
 void ResultStore::append_compressed_samples(const CompressedSampleChunk& chunk) {
-  store::silence_hdf5_errors();
-  impl_->check_open();
-  try {
-    impl_->append_compressed(chunk);
-  } catch (const std::runtime_error& error) {
-    if (dynamic_cast<const StoreError*>(&error) != nullptr) throw;
-    impl_->errors_.fail_plain(fmt::format("cannot store a chunk of samples: {}", error.what()));
-  }
-  write_waiting_samples();
+  impl_->writing([&] {
+    try {
+      impl_->append_compressed(chunk);
+    } catch (const std::runtime_error& error) {
+      if (dynamic_cast<const StoreError*>(&error) != nullptr) throw;
+      impl_->errors_.fail_plain(fmt::format("cannot store a chunk of samples: {}", error.what()));
+    }
+    impl_->write_waiting_samples();
+  });
 }
 
 void ResultStore::write_waiting_samples() {
-  store::silence_hdf5_errors();
-  impl_->check_open();
-  impl_->write_samples(false);
-  if (impl_->written_since_flush_ &&
-      std::chrono::steady_clock::now() - impl_->last_flush_ >= store::kSampleFlushInterval)
-    impl_->flush();
+  impl_->writing([&] { impl_->write_waiting_samples(); });
+}
+
+void ResultStore::Impl::write_waiting_samples() {
+  write_samples(false);
+  if (written_since_flush_ && std::chrono::steady_clock::now() - last_flush_ >= store::kSampleFlushInterval) flush();
 }
 
 void ResultStore::append_epoch(const EpochRow& row) {
+  impl_->writing([&] {
+    impl_->write_samples(false);
+    impl_->tables_->epochs.append(&row, 1);
+  });
+}
+
+void ResultStore::append_metric(const MetricRow& row) {
   store::silence_hdf5_errors();
   impl_->check_open();
   impl_->write_samples(false);
-  impl_->tables_->epochs.append(&row, 1);
+  impl_->tables_->metrics.append(&row, 1);
 }
 
 void ResultStore::append_search(const SearchRow& row) {
-  store::silence_hdf5_errors();
-  impl_->check_open();
-  impl_->tables_->searches.append(&row, 1);
-  // A search's answer is what a resume does not search again: as durable
-  // as a trial's row.
-  impl_->flush();
+  impl_->writing([&] {
+    impl_->tables_->searches.append(&row, 1);
+    // A search's answer is what a resume does not search again: as durable
+    // as a trial's row.
+    impl_->flush();
+  });
 }
 
 void ResultStore::mark_run(std::string_view end_state) {
-  store::silence_hdf5_errors();
-  impl_->check_open();
-  set_fixed(impl_->run_.end_state, end_state);
-  impl_->run_.end_time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  impl_->tables_->runs.overwrite(static_cast<std::uint64_t>(impl_->run_index_), &impl_->run_);
-  impl_->flush();
+  impl_->writing([&] {
+    set_fixed(impl_->run_.end_state, end_state);
+    impl_->run_.end_time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    impl_->tables_->runs.overwrite(static_cast<std::uint64_t>(impl_->run_index_), &impl_->run_);
+    impl_->flush();
+  });
 }
 
 std::vector<RunRow> ResultStore::read_runs() const {

@@ -366,6 +366,26 @@ TableSchema searches_schema() {
   };
 }
 
+TableSchema metrics_schema() {
+  return TableSchema{
+      kMetricsTable,
+      "A program's own figures, matched by its [programs] metrics patterns in its standard output: per trial "
+      "attempt, metric and epoch the last value matched (epoch 0: before any epoch); an attempt's last row of a "
+      "metric holds its final value.",
+      sizeof(MetricRow),
+      {
+          text("trial_id", offsetof(MetricRow, trial_id), kTrialIdChars),
+          int32("attempt", offsetof(MetricRow, attempt), kOne),
+          int32("epoch", offsetof(MetricRow, epoch), kOne),
+          text("name", offsetof(MetricRow, name), kMetricNameChars),
+          float64("value", offsetof(MetricRow, value), kOne),
+          float64("seconds", offsetof(MetricRow, seconds), kSeconds),
+          int32("matches", offsetof(MetricRow, matches), kOne),
+      },
+      {},  // the whole table is schema 11's: older files have none
+  };
+}
+
 TableSchema series_schema() {
   return TableSchema{
       kSamplesTable,

@@ -25,6 +25,7 @@ inline constexpr char kEpochsTable[] = "epochs";
 inline constexpr char kRunsTable[] = "runs";
 inline constexpr char kMessagesTable[] = "messages";  // schema 5
 inline constexpr char kSearchesTable[] = "searches";  // schema 6
+inline constexpr char kMetricsTable[] = "metrics";    // schema 11
 
 // Attribute names on each table: "unit:<column>" per column, and one
 // description.
@@ -71,6 +72,7 @@ TableSchema epochs_schema();
 TableSchema runs_schema();
 TableSchema messages_schema();
 TableSchema searches_schema();
+TableSchema metrics_schema();
 
 // The /samples columns a scan of the series needs, read through a partial
 // compound type so that HDF5 converts only these.
@@ -85,7 +87,7 @@ struct SeriesColumns {
 };
 TableSchema series_schema();
 
-// Just the trial_id column of /trials, /samples, /epochs or /messages, or
+// Just the trial_id column of /trials, /samples, /epochs, /messages or /metrics, or
 // /searches' configuration_id. A row whose id is empty was never written:
 // its chunk did not reach the file while the table's size did (a writer
 // without SWMR killed during a flush).
@@ -142,6 +144,8 @@ struct StoreLayout {
   TableStorage runs{1, 1, false};
   TableStorage messages{1, 1, false};
   TableStorage searches{1, 1, false};
+  // As /epochs: rows a few at a time, as durable as the trial's row.
+  TableStorage metrics{1024, 0, false};
   std::chrono::milliseconds samples_max_age{1000};
   // HDF5's default file space strategy, which reuses freed space, and no
   // fence after a partial chunk: unsafe without SWMR (a killed writer can

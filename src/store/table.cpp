@@ -140,7 +140,7 @@ void Table::append(const void* rows, std::size_t count) {
     const std::string cause = innermost_hdf5_error();
     // Rows that were not written must not appear in the table as zeros.
     H5Dset_extent(dataset_.get(), &start);
-    errors_.fail_plain(fmt::format("cannot {}: {}", attempted, cause));
+    fail_to_write(attempted, cause);
   }
   rows_ = new_rows;
 }
@@ -158,7 +158,7 @@ void Table::append_chunk(std::span<const std::byte> bytes, std::uint32_t filter_
     const std::string cause = innermost_hdf5_error();
     // As append(): rows that were not written must not appear as zeros.
     H5Dset_extent(dataset_.get(), &start);
-    errors_.fail_plain(fmt::format("cannot {}: {}", attempted, cause));
+    fail_to_write(attempted, cause);
   }
   rows_ = new_rows;
 }
@@ -199,7 +199,15 @@ void Table::overwrite(std::uint64_t index, const void* row) {
   errors_.check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &start, nullptr, &one, nullptr), attempted);
   const SpaceHandle memory_space(errors_.check(H5Screate_simple(1, &one, nullptr), attempted));
   if (H5Dwrite(dataset_.get(), memory_type_.get(), memory_space.get(), file_space.get(), H5P_DEFAULT, row) < 0)
-    errors_.fail_plain(fmt::format("cannot {}: {}", attempted, innermost_hdf5_error()));
+    fail_to_write(attempted, innermost_hdf5_error());
+}
+
+void Table::fail_to_write(std::string_view attempted, const std::string& cause) const {
+  // A direct chunk write goes to the disk at once: a full disk fails it
+  // here, with the file driver's several lines (readable_cause keeps the
+  // system error and says how to continue, as a failed flush does).
+  errors_.fail_plain(cause.empty() ? fmt::format("cannot {} (HDF5 gave no reason)", attempted)
+                                   : fmt::format("cannot {}: {}", attempted, readable_cause(cause)));
 }
 
 void Table::read(std::uint64_t first, std::uint64_t count, void* out) const {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace memsweep::store {
@@ -71,6 +72,8 @@ class Table {
   Table(std::string name, DatasetHandle dataset, TypeHandle memory_type, std::uint64_t chunk_rows,
         const Hdf5Errors& errors);
   std::uint64_t stored_rows() const;
+  // Throws the StoreError of a write HDF5 refused: HDF5's `cause` made one line.
+  [[noreturn]] void fail_to_write(std::string_view attempted, const std::string& cause) const;
   void fill_absent_columns(std::uint64_t count, void* out) const;
 
   std::string name_;

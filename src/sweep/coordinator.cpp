@@ -117,6 +117,12 @@ class Coordinator {
           for (const EpochRow& epoch : epochs_) sink_.epoch(epoch);
         });
         break;
+      case tag::kMetrics:
+        payload_rows(message, metrics_);
+        write([&] {
+          for (const MetricRow& metric : metrics_) sink_.metric(metric);
+        });
+        break;
       case tag::kRecord: record(worker, record_from_payload(message)); break;
       case tag::kLeaving:
         // A signal reached that worker (mpirun forwards SIGUSR1 and SIGTERM
@@ -291,7 +297,7 @@ class Coordinator {
     SeriesSummary series = watches_[slot].series->summary();
     series.rank = worker;
     const TrialRecord record = row_from_series(
-        trial, series, options_.run, TrialStatus::interrupted,
+        trial, series, options_.run, TrialStatus::interrupted, end_cause::kSilent,
         fmt::format("interrupted: rank {} went silent (stopped or hung): nothing came from it for {:.0f} s, and the "
                     "trial ran {:.0f} s; the trial runs again on another rank; {}",
                     worker, seconds(silence), seconds(Clock::now() - watches_[slot].assigned), series_text(series)));
@@ -390,6 +396,7 @@ class Coordinator {
   std::vector<bool> silent_;              // by rank: given up
   std::vector<SampleRow> samples_;        // reused between messages
   std::vector<EpochRow> epochs_;
+  std::vector<MetricRow> metrics_;
   std::exception_ptr sink_failure_;
   std::chrono::steady_clock::time_point last_tick_ = std::chrono::steady_clock::now();
   SweepResult result_;

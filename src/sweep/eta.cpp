@@ -75,6 +75,7 @@ struct Fits {
     if (const auto same = by_configuration.find(cost.configuration); same != by_configuration.end())
       return same->second.rate();
     if (const auto kind = by_kind.find(cost.kind); kind != by_kind.end()) return kind->second.rate();
+    if (!cost.network_known) return std::nullopt;  // another kind's time says nothing of it
     if (const auto trainer = by_trainer.find(cost.trainer); trainer != by_trainer.end()) return trainer->second.rate();
     if (all.trials > 0) return all.rate();
     return std::nullopt;
@@ -100,9 +101,18 @@ std::string configuration_key(const TrialSpec& trial) {
   return fmt::format("{} {}", trial.trainer(), first.canonical_text());
 }
 
-}  // namespace
+// A program's params that name a variant rather than scale one (text and
+// true/false: arch = "LSTM"), as "name=value": what tells its kinds apart.
+std::string variant_params(const TrialSpec& trial) {
+  std::string text;
+  for (const auto& [name, value] : trial.params) {
+    const bool variant = value.json.starts_with('"') || value.json == "true" || value.json == "false";
+    if (variant) text += fmt::format(" {}={}", name, value.text);
+  }
+  return text;
+}
 
-TrialCost trial_cost(const TrialSpec& trial, ExampleLimits limits) {
+TrialCost network_cost(const TrialSpec& trial, ExampleLimits limits) {
   const ExampleCounts published = canonical_example_counts(trial.dataset);
   const double train = static_cast<double>(limited(published.train, limits.train));
   const double test = static_cast<double>(limited(published.test, limits.test));
@@ -116,6 +126,24 @@ TrialCost trial_cost(const TrialSpec& trial, ExampleLimits limits) {
   // Every epoch trains on the train split and then evaluates the test split.
   cost.work = static_cast<double>(cost.epochs) * forward * (kTrainingPassesPerExample * train + test);
   return cost;
+}
+
+}  // namespace
+
+TrialCost trial_cost(const TrialSpec& trial, ExampleLimits limits) {
+  if (trial.program && !trial.shows_field("model")) {
+    // Its network is not memsweep's to count (TrialCost::network_known).
+    TrialCost cost;
+    cost.trial_id = trial.id;
+    cost.trainer = std::string(trial.trainer());
+    cost.kind = cost.trainer + variant_params(trial);
+    cost.epochs = trial.shows_field("epochs") ? std::max(trial.epochs, 1) : 1;
+    cost.configuration = configuration_key(trial);
+    cost.work = static_cast<double>(cost.epochs);
+    cost.network_known = false;
+    return cost;
+  }
+  return network_cost(trial, limits);
 }
 
 WaitingCosts waiting_costs(const SweepTrials& trials, const PendingTrials& pending, ExampleLimits limits) {
@@ -181,18 +209,52 @@ std::optional<double> remaining_seconds(std::span<const FinishedTrial> finished,
     free_at.push(end);
     last_end = std::max(last_end, end);
   };
-  for (const RunningTrial& trial : running) assign(seconds_left_of(*fits.rate(trial.cost), trial));
-  for (const TrialCost& cost : waiting) assign(predicted_seconds(*fits.rate(cost), cost));
+  // A trial whose kind has no rate yet (TrialCost::network_known) leaves
+  // the whole ETA unknown.
+  for (const RunningTrial& trial : running) {
+    const std::optional<CostRate> rate = fits.rate(trial.cost);
+    if (!rate) return std::nullopt;
+    assign(seconds_left_of(*rate, trial));
+  }
+  for (const TrialCost& cost : waiting) {
+    const std::optional<CostRate> rate = fits.rate(cost);
+    if (!rate) return std::nullopt;
+    assign(predicted_seconds(*rate, cost));
+  }
   if (tail.trials == 0 || tail.sample.empty()) return last_end;
   // So many trials that the workers end together: their busy time shared.
   double sample_seconds = 0.0;
-  for (const TrialCost& cost : tail.sample) sample_seconds += predicted_seconds(*fits.rate(cost), cost);
+  for (const TrialCost& cost : tail.sample) {
+    const std::optional<CostRate> rate = fits.rate(cost);
+    if (!rate) return std::nullopt;
+    sample_seconds += predicted_seconds(*rate, cost);
+  }
   double busy = sample_seconds / static_cast<double>(tail.sample.size()) * static_cast<double>(tail.trials);
   while (!free_at.empty()) {
     busy += free_at.top();
     free_at.pop();
   }
   return std::max(last_end, busy / std::max(workers, 1));
+}
+
+std::optional<double> capped_by_time_limits(std::optional<double> seconds, std::span<const TimeLimited> running,
+                                            std::span<const TimeLimited> waiting, int workers) {
+  if (!seconds) return seconds;
+  const auto unlimited = [](const TimeLimited& trial) { return !trial.limit_seconds; };
+  if (std::any_of(running.begin(), running.end(), unlimited) || std::any_of(waiting.begin(), waiting.end(), unlimited))
+    return seconds;
+  std::priority_queue<double, std::vector<double>, std::greater<>> free_at;
+  for (int worker = 0; worker < std::max(workers, 1); ++worker) free_at.push(0.0);
+  double last_end = 0.0;
+  const auto assign = [&](double trial_seconds) {
+    const double end = free_at.top() + std::max(trial_seconds, kMinRunningSeconds);
+    free_at.pop();
+    free_at.push(end);
+    last_end = std::max(last_end, end);
+  };
+  for (const TimeLimited& trial : running) assign(*trial.limit_seconds - trial.elapsed_seconds);
+  for (const TimeLimited& trial : waiting) assign(*trial.limit_seconds);
+  return std::min(*seconds, last_end);
 }
 
 std::string eta_text(std::optional<double> seconds) {

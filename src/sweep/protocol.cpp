@@ -16,6 +16,7 @@ std::string tag_name(int message_tag) {
     case tag::kLeaving: return "LEAVING";
     case tag::kAlive: return "ALIVE";
     case tag::kCompressedSamples: return "COMPRESSED_SAMPLES";
+    case tag::kMetrics: return "METRICS";
     case tag::kAssign: return "ASSIGN";
     case tag::kStop: return "STOP";
     case tag::kFinish: return "FINISH";

@@ -32,6 +32,7 @@ inline constexpr int kAlive = 6;    // empty: a trial runs and had nothing to se
 // CompressedChunkInfo, then the chunk's bytes: a whole /samples chunk of a
 // running trial's samples, compressed by the worker (sample_chunk.hpp)
 inline constexpr int kCompressedSamples = 7;
+inline constexpr int kMetrics = 8;  // MetricRow[]: a running program trial's metrics (/metrics)
 // rank 0 -> worker
 inline constexpr int kAssign = 11;  // Assignment
 inline constexpr int kStop = 12;    // empty: interrupt the running trial

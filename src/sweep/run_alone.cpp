@@ -32,6 +32,7 @@ SweepResult run_alone(Communicator& comm, const SweepTrials& trials, const Pendi
           [&](StreamedRows& rows) {
             if (!rows.samples.empty()) sink.samples(rows.samples);
             for (const EpochRow& epoch : rows.epochs) sink.epoch(epoch);
+            for (const MetricRow& metric : rows.metrics) sink.metric(metric);
           },
       .should_stop =
           [&] {

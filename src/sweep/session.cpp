@@ -10,6 +10,7 @@
 #include "memsweep/error.hpp"
 #include "memsweep/run_record.hpp"
 #include "memsweep/stop_signals.hpp"
+#include "sweep/launcher_watch.hpp"
 #include "sweep/protocol.hpp"
 
 #include <fmt/format.h>
@@ -60,13 +61,17 @@ StepOutcome attempt(const std::function<void()>& step) {
 }
 
 // Collective: ends the session on every rank when any rank's `local` is not
-// ok, with the first such rank's outcome.
-void agree_on(Communicator& comm, const StepOutcome& local) {
+// ok, with the first such rank's outcome, named by its rank and, when
+// `hosts` are known, its node (one node of many may lack what the others have).
+void agree_on(Communicator& comm, const StepOutcome& local, const std::vector<std::string>& hosts = {}) {
   const std::vector<std::string> outcomes = comm.all_gather(detail::encode(local));
   for (std::size_t rank = 0; rank < outcomes.size(); ++rank) {
     StepOutcome outcome = detail::decode_step_outcome(outcomes[rank]);
     if (outcome.ok()) continue;
-    if (rank > 0) outcome.message = fmt::format("rank {}: {}", rank, outcome.message);
+    if (rank > 0 && rank < hosts.size())
+      outcome.message = fmt::format("rank {} on {}: {}", rank, hosts[rank], outcome.message);
+    else if (rank > 0)
+      outcome.message = fmt::format("rank {}: {}", rank, outcome.message);
     throw SessionEnded{outcome};
   }
 }
@@ -106,7 +111,7 @@ class Session {
     if (root_)
       for (const std::string& note : steps_.notes()) notes.note(note);
     agree_on_run_row(notes);
-    agree_on(comm_, attempt([&] { steps_.check_datasets(run_); }));
+    agree_on(comm_, attempt([&] { steps_.check_datasets(run_); }), hosts_);
     const SetupMessage setup = agree_on_results(notes);
     const std::unique_ptr<TrialRunner> runner = runner_if_training(setup, notes);
     const auto started = std::chrono::steady_clock::now();
@@ -114,7 +119,7 @@ class Session {
     StepOutcome final_status;
     if (root_) {
       final_status = finish(result, std::chrono::steady_clock::now() - started);
-      steps_.ending(final_status.status);
+      steps_.ending(final_status.status, trials_left_);
     }
     // A silent rank takes part in nothing more: the ranks cannot agree, so
     // the job ends here (the file is closed), and with it the silent rank.
@@ -222,7 +227,7 @@ class Session {
     } catch (const SinkFailure& failure) {
       // Every worker has returned from the sweep: they wait for the status.
       const StepOutcome outcome = outcome_of(failure.cause());
-      if (root_) steps_.ending(outcome.status);
+      if (root_) steps_.ending(outcome.status, std::nullopt);
       agree_on_exit_status(outcome);
       std::rethrow_exception(failure.cause());  // printed and mapped as when alone
     } catch (const std::exception& error) {
@@ -239,6 +244,7 @@ class Session {
     const std::size_t left_interrupted =
         (interrupted == result.by_status.end() ? 0 : interrupted->second) - result.silent_attempts;
     const bool complete = result.not_started == 0 && left_interrupted == 0;
+    trials_left_ = result.not_started + left_interrupted;
     steps_.close_results(complete);
     fmt::print(stderr, "memsweep: sweep \"{}\": {} trials run in {:.1f} s ({}); results in {}\n", steps_.sweep().name,
                result.finished, std::chrono::duration<double>(took).count(), status_counts(result),
@@ -286,8 +292,9 @@ class Session {
   const bool root_;
   std::vector<std::string> hosts_;
   RunRow run_;
-  OpenedResults opened_;             // rank 0's
-  std::size_t counter_columns_ = 0;  // of /samples: what workers compress
+  OpenedResults opened_;                    // rank 0's
+  std::size_t counter_columns_ = 0;         // of /samples: what workers compress
+  std::optional<std::size_t> trials_left_;  // rank 0's, once the sweep ran
 };
 
 }  // namespace
@@ -298,13 +305,16 @@ std::chrono::milliseconds flush_interval_of(const RunRow& run) {
 }
 
 int run_session(Communicator& comm, SessionSteps& steps) {
+  // Under a launcher (mpirun, srun) with other ranks: end with it.
+  std::optional<LauncherWatch> launcher;
+  if (comm.size() > 1) launcher.emplace(comm.rank());
   try {
     return Session(comm, steps).run();
   } catch (const SessionEnded& ended) {
     // Every rank fails alike; one message is enough.
     if (comm.rank() == 0) {
       fmt::print(stderr, "memsweep: error: {}\n", ended.outcome.message);
-      steps.ending(ended.outcome.status);
+      steps.ending(ended.outcome.status, std::nullopt);
     }
     return ended.outcome.status;
   }

@@ -38,6 +38,11 @@ class StreamQueue final : public TrialSink {
     if (!dropping_) queued_.epochs.push_back(row);
   }
 
+  void metric(const MetricRow& row) override {
+    const std::lock_guard lock(mutex_);
+    if (!dropping_) queued_.metrics.push_back(row);
+  }
+
   void trial_ended() {
     const std::lock_guard lock(mutex_);
     ended_ = true;

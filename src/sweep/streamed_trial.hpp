@@ -24,7 +24,8 @@ struct StreamedRows {
   std::vector<CompressedSampleChunk> chunks;
   std::vector<SampleRow> samples;
   std::vector<EpochRow> epochs;
-  bool empty() const { return chunks.empty() && samples.empty() && epochs.empty(); }
+  std::vector<MetricRow> metrics;  // a program's, after its epochs of the same delivery
+  bool empty() const { return chunks.empty() && samples.empty() && epochs.empty() && metrics.empty(); }
 };
 
 struct StreamHooks {

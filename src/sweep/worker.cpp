@@ -43,6 +43,7 @@ void send_rows(Communicator& comm, StreamedRows& rows) {
     comm.send(0, tag::kSamples, payload_of(samples.subspan(first, count)));
   }
   if (!rows.epochs.empty()) comm.send(0, tag::kEpochs, payload_of(std::span<const EpochRow>(rows.epochs)));
+  if (!rows.metrics.empty()) comm.send(0, tag::kMetrics, payload_of(std::span<const MetricRow>(rows.metrics)));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include "memsweep/search.hpp"
 #include "memsweep/sweep_split.hpp"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -72,13 +73,17 @@ SweepFollower::SweepFollower(const std::filesystem::path& path, std::string foll
     SweepSpec sweep = parse_sweep(header().sweep_text, header().sweep_file);
     if (!header().part.empty()) sweep = select_named_part(sweep, header().part);
     if (sweep.trials.size() > kWalkedTrials) return;
+    search_ = sweep.search;
+    all_programs_ = sweep.trials.size() > 0;
     for (TrialSpec trial : sweep.trials) {
+      all_programs_ = all_programs_ && trial.program.has_value();
       planned_order_.push_back(trial.id);
       planned_.emplace(trial.id, std::move(trial));
     }
   } catch (const InputError&) {
     planned_.clear();
     planned_order_.clear();
+    search_.reset();
   }
 }
 
@@ -126,8 +131,27 @@ void SweepFollower::add_probe(const TrialRow& row) {
   ++view.trials;
 }
 
+std::int64_t SweepFollower::searches_planned() const {
+  return search_ ? static_cast<std::int64_t>(planned_order_.size() * search_->limits.size()) : 0;
+}
+
 std::vector<SearchView> SweepFollower::search_views() const {
-  std::map<std::int32_t, SearchView> views = searches_;
+  // Every search of the sweep file from the start, its axis and limit
+  // known before any probe ends.
+  std::map<std::int32_t, SearchView> views;
+  for (std::int64_t search = 0; search < searches_planned(); ++search) {
+    SearchView& view = views[static_cast<std::int32_t>(search)];
+    view.search = static_cast<std::int32_t>(search);
+    view.limit = static_cast<std::int64_t>(search_->limits[static_cast<std::size_t>(search) % search_->limits.size()]);
+    view.axis = search_->axis;
+    view.status = "waiting";
+  }
+  for (const auto& [search, probed] : searches_) {
+    SearchView& view = views[search];
+    const std::string axis = view.axis;
+    view = probed;
+    if (view.axis.empty()) view.axis = axis;
+  }
   // An ended search's own row says what it found, and how it ended.
   for (const SearchRow& row : search_rows_) {
     SearchView& view = views[row.search];
@@ -210,6 +234,11 @@ TrialView SweepFollower::view_of(const AttemptKey& key, const Attempt& attempt) 
     view.hyperparameters = spec->second.summary_text();
     view.program = spec->second.program.has_value();
     view.epochs = spec->second.shows_field("epochs") ? spec->second.epochs : 0;
+  } else if (search_) {
+    // A search's probe: made as the search goes, so in no plan. Its epochs
+    // (probe_epochs or the configuration's) are known only from its row.
+    view.hyperparameters = probe_text(key.first);
+    view.program = all_programs_;
   }
   view.series = attempt.series;
   view.epoch_starts = attempt.epoch_starts;
@@ -267,10 +296,17 @@ SweepSnapshot SweepFollower::update(std::optional<bool> writer_live, std::chrono
   snapshot.workers = snapshot.ranks > 1 ? snapshot.ranks - 1 : 1;
   // Every trial counted once: running first, then its row that stands for it.
   if (writer_live.value_or(true)) add_running_trials(snapshot);
-  const std::vector<std::string> left_ids = count_trials(snapshot);
+  std::vector<std::string> left_ids;
+  if (search_)
+    count_searches(snapshot);
+  else
+    left_ids = count_trials(snapshot);
   snapshot.state = state_of(snapshot, writer_live);
   add_times(snapshot, now);
-  if (snapshot.state == SweepState::running && !runs_.empty()) snapshot.eta_s = eta_of(snapshot, left_ids, now);
+  if (snapshot.state == SweepState::running && !runs_.empty()) {
+    snapshot.eta_s = search_ ? search_eta_of(snapshot, now) : eta_of(snapshot, left_ids, now);
+    snapshot.eta_is_bound = search_.has_value() && snapshot.eta_s.has_value();
+  }
   snapshot.nodes = node_memory();
   snapshot.searches = search_views();
   return snapshot;
@@ -279,7 +315,8 @@ SweepSnapshot SweepFollower::update(std::optional<bool> writer_live, std::chrono
 void SweepFollower::add_running_trials(SweepSnapshot& snapshot) const {
   for (const auto& [key, attempt] : attempts_) {
     if (!attempt.has_samples || row_of_attempt_.contains(key)) continue;
-    if (!planned_.empty() && !planned_.contains(key.first)) continue;
+    // A search's probes are in no plan: any attempt without its row runs.
+    if (!search_ && !planned_.empty() && !planned_.contains(key.first)) continue;
     if (const StandingRows::Trial* trial = standing_.find(key.first); trial && is_final_row(trial_rows_[trial->row]))
       continue;  // its result is in: these samples were left by an earlier run
     snapshot.running_trials.push_back(view_of(key, attempt));
@@ -360,7 +397,126 @@ std::optional<double> SweepFollower::eta_of(const SweepSnapshot& snapshot, const
   // Without the sweep's text the left ones have no ids: alike, unnamed.
   for (auto i = static_cast<std::int64_t>(left_ids.size()); i < snapshot.left; ++i)
     waiting.push_back(cost_of({}, limits));
-  return eta_.seconds_left(finished, running, waiting, snapshot.workers, seconds_since_epoch(now));
+  const std::optional<double> seconds =
+      eta_.seconds_left(finished, running, waiting, snapshot.workers, seconds_since_epoch(now));
+  // Never past what the trials' time limits allow, where every trial has one.
+  std::vector<TimeLimited> running_limits;
+  for (const TrialView& trial : snapshot.running_trials) {
+    const auto spec = planned_.find(trial.trial_id);
+    running_limits.push_back({time_limit_of(spec == planned_.end() ? nullptr : &spec->second), trial.elapsed_s});
+  }
+  std::vector<TimeLimited> waiting_limits;
+  for (const TrialCost& cost : waiting) {
+    const auto spec = planned_.find(cost.trial_id);
+    waiting_limits.push_back({time_limit_of(spec == planned_.end() ? nullptr : &spec->second), 0.0});
+  }
+  return capped_by_time_limits(seconds, running_limits, waiting_limits, snapshot.workers);
+}
+
+std::optional<double> SweepFollower::time_limit_of(const TrialSpec* trial) const {
+  std::optional<double> limit;
+  if (!runs_.empty() && runs_.back().trial_timeout > 0.0) limit = runs_.back().trial_timeout;
+  if (trial == nullptr) return planned_.empty() ? limit : std::nullopt;  // an unknown trial: its own limit unknown
+  if (trial->timeout_seconds) limit = std::min(limit.value_or(*trial->timeout_seconds), *trial->timeout_seconds);
+  return limit;
+}
+
+std::string SweepFollower::probe_text(const std::string& id) const {
+  // A probe run again (its earlier attempt interrupted) has a row that says what it is.
+  if (const StandingRows::Trial* trial = standing_.find(id)) {
+    const TrialRow& row = trial_rows_[trial->row];
+    if (row.search >= 0)
+      return fmt::format("search {} probe {}: {}={}", row.search, row.probe, search_->axis, row.axis_value);
+  }
+  return "a search's probe (its search and value come with its row)";
+}
+
+void SweepFollower::count_searches(SweepSnapshot& snapshot) const {
+  SearchProgress progress;
+  progress.searches = searches_planned();
+  std::set<std::int32_t> ended;
+  for (const SearchRow& row : search_rows_)
+    if (ended.insert(row.search).second && get_fixed(row.status) == search_status::kFailed) ++progress.failed;
+  progress.ended = static_cast<std::int64_t>(ended.size());
+  for (const TrialRow& row : trial_rows_) progress.probes_finished += row.search >= 0 ? 1 : 0;
+  progress.probes_running = static_cast<std::int64_t>(snapshot.running_trials.size());
+  std::int64_t possible = 0;
+  for (std::int64_t search = 0; search < progress.searches; ++search) {
+    if (ended.contains(static_cast<std::int32_t>(search))) continue;
+    const auto probed = searches_.find(static_cast<std::int32_t>(search));
+    const std::int64_t used = probed == searches_.end() ? 0 : probed->second.trials;
+    possible += std::max<std::int64_t>(search_->max_trials - used, 0);
+  }
+  progress.probes_at_most = std::max<std::int64_t>(possible - progress.probes_running, 0);
+  snapshot.planned = progress.searches;
+  snapshot.failed = progress.failed;
+  snapshot.done = progress.ended - progress.failed;
+  snapshot.left = std::max<std::int64_t>(progress.searches - progress.ended, 0);
+  snapshot.running = progress.probes_running;
+  snapshot.search_progress = progress;
+}
+
+// A search sweep's probes are made as its searches go: how many are left
+// is not known, only how many at most (each open search's max_trials less
+// its results). The ETA is then that many probes, each taking what this
+// run's probes of its search took on average (of every search, before one
+// of its own ended), handed out round the open searches as the board does:
+// an upper figure, shown as one ("ETA at most ..."). A probe's FLOPs would
+// say nothing here: the axis changes them, and the search is what is alike.
+std::optional<double> SweepFollower::search_eta_of(const SweepSnapshot& snapshot,
+                                                   std::chrono::system_clock::time_point now) {
+  const auto probe_cost = [](std::int64_t search) {
+    TrialCost cost;
+    cost.trainer = cost.kind = "search probe";
+    cost.work = 1.0;
+    cost.configuration = search >= 0 ? fmt::format("search {}", search) : std::string("search ?");
+    return cost;
+  };
+  const RunRow& run = runs_.back();
+  std::vector<FinishedTrial> finished;
+  for (const TrialRow& row : trial_rows_) {
+    if (row.run != run.run || row.search < 0 || !is_final_row(row)) continue;
+    // Every final probe took a probe's time, whether it fit or not.
+    FinishedTrial trial;
+    trial.cost = probe_cost(row.search);
+    trial.wall_seconds = row.wall_seconds;
+    trial.start_seconds = row.start_seconds;
+    trial.ran_to_end = true;
+    finished.push_back(std::move(trial));
+  }
+  const SearchProgress& progress = *snapshot.search_progress;
+  std::vector<RunningTrial> running;
+  for (const TrialView& trial : snapshot.running_trials) running.push_back({probe_cost(-1), trial.elapsed_s});
+  // Round the open searches, as the board hands their probes out.
+  std::map<std::int64_t, std::int64_t> possible;
+  std::set<std::int32_t> ended;
+  for (const SearchRow& row : search_rows_) ended.insert(row.search);
+  for (std::int64_t search = 0; search < progress.searches; ++search) {
+    if (ended.contains(static_cast<std::int32_t>(search))) continue;
+    const auto probed = searches_.find(static_cast<std::int32_t>(search));
+    possible[search] = search_->max_trials - (probed == searches_.end() ? 0 : probed->second.trials);
+  }
+  std::vector<TrialCost> waiting;
+  for (std::int64_t round = 0; round < search_->max_trials; ++round)
+    for (const auto& [search, count] : possible)
+      if (round < count) waiting.push_back(probe_cost(search));
+  waiting.resize(static_cast<std::size_t>(progress.probes_at_most));  // those running are among them
+  const std::optional<double> seconds =
+      eta_.seconds_left(finished, running, waiting, snapshot.workers, seconds_since_epoch(now));
+  // Every probe's time limit, where the run or every configuration has one.
+  std::optional<double> limit;
+  for (const std::string& id : planned_order_) {
+    const std::optional<double> own = time_limit_of(&planned_.at(id));
+    if (!own) {
+      limit.reset();
+      break;
+    }
+    limit = std::max(limit.value_or(*own), *own);
+  }
+  std::vector<TimeLimited> running_limits;
+  for (const RunningTrial& trial : running) running_limits.push_back({limit, trial.elapsed_seconds});
+  const std::vector<TimeLimited> waiting_limits(waiting.size(), TimeLimited{limit, 0.0});
+  return capped_by_time_limits(seconds, running_limits, waiting_limits, snapshot.workers);
 }
 
 }  // namespace memsweep::watch

@@ -86,10 +86,20 @@ class SweepFollower {
   std::vector<std::string> count_trials(SweepSnapshot& snapshot) const;
   void count_trial(const std::string& id, const std::set<std::string>& running_ids, SweepSnapshot& snapshot,
                    std::vector<std::string>& left_ids) const;
+  // A search sweep's counts (snapshot.hpp, SearchProgress).
+  void count_searches(SweepSnapshot& snapshot) const;
   static SweepState state_of(const SweepSnapshot& snapshot, std::optional<bool> writer_live);
   void add_times(SweepSnapshot& snapshot, std::chrono::system_clock::time_point now) const;
   std::optional<double> eta_of(const SweepSnapshot& snapshot, const std::vector<std::string>& left_ids,
                                std::chrono::system_clock::time_point now);
+  std::optional<double> search_eta_of(const SweepSnapshot& snapshot, std::chrono::system_clock::time_point now);
+  // A trial's time limit in this run (the run's --trial-timeout or its own
+  // `timeout`, the smaller); nullopt: none, or not known.
+  std::optional<double> time_limit_of(const TrialSpec* trial) const;
+  // What a running probe is: from an earlier attempt's row when it has
+  // one (its search and value), else only that it is a probe.
+  std::string probe_text(const std::string& id) const;
+  std::int64_t searches_planned() const;
 
   std::filesystem::path path_;
   std::string follow_trial_;
@@ -107,6 +117,10 @@ class SweepFollower {
   std::map<std::int32_t, SearchView> searches_;  // by search number, from the probes' rows
   std::vector<SearchRow> search_rows_;
   SweepEta eta_;
+  // [search] of the sweep text: planned_ then holds its configurations, and
+  // search s is configuration s / limits, limit s % limits.
+  std::optional<SearchSpec> search_;
+  bool all_programs_ = false;  // every configuration a user's program
 };
 
 }  // namespace memsweep::watch

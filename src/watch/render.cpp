@@ -139,20 +139,31 @@ std::string title(const SweepSnapshot& snapshot) {
 std::string state_line(const SweepSnapshot& snapshot) {
   switch (snapshot.state) {
     case SweepState::running: return "running";
-    case SweepState::finished: return "finished: every planned trial has a final result";
+    case SweepState::finished:
+      return snapshot.search_progress ? "finished: every search has ended"
+                                      : "finished: every planned trial has a final result";
     case SweepState::stopped:
-      return fmt::format("stopped: {} trials left; continue with: memsweep run ... --resume", snapshot.left);
+      return fmt::format("stopped: {} {} left; continue with: memsweep run ... --resume", snapshot.left,
+                         snapshot.search_progress ? "searches" : "trials");
   }
   return {};
 }
 
+// A search sweep's trials are probes, made as its searches go: the searches
+// ended of all, then the probes finished, running and how many more at most.
+std::string search_counts_line(const SearchProgress& p) {
+  return fmt::format("searches {}/{} ended ({} failed); probes: finished {}, running {}, at most {} more", p.ended,
+                     p.searches, p.failed, p.probes_finished, p.probes_running, p.probes_at_most);
+}
+
 std::string counts_line(const SweepSnapshot& s) {
+  if (s.search_progress) return search_counts_line(*s.search_progress);
   return fmt::format("trials {}/{}: done {}, running {}, failed {}, left {}", s.planned - s.left, s.planned, s.done,
                      s.running, s.failed, s.left);
 }
 
 std::string times_line(const SweepSnapshot& s) {
-  const std::string eta = eta_text(s.eta_s);
+  const std::string eta = (s.eta_is_bound ? "at most " : "") + eta_text(s.eta_s);
   const std::string age = s.file_age_s >= 0.0 ? "updated " + format_duration(s.file_age_s) + " ago" : "updated -";
   return fmt::format("elapsed {}  ETA {}  ranks {}  workers {}  {}", format_duration(s.elapsed_s), eta, s.ranks,
                      s.workers, age);

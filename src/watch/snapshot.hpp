@@ -73,8 +73,25 @@ struct SearchView {
   std::optional<std::int64_t> fits;          // the largest axis value that fit so far
   std::optional<std::int64_t> does_not_fit;  // the smallest that did not
   std::int32_t trials = 0;                   // probes with a result (not those to run again)
-  std::string axis;                          // empty until the search's /searches row is in
-  std::string status = "running";            // the /searches row's status once the search ended
+  std::string axis;                          // the sweep file's [search] axis (the /searches row's once in)
+  // The /searches row's status once the search ended; before, "running"
+  // once a probe of it has ended, "waiting" until then (one may be running:
+  // a probe's search is known only from its row).
+  std::string status = "running";
+};
+
+// A sweep with [search] makes its trials as the searches go (docs/search.md):
+// what it has done is counted in searches and probes, not in planned trials.
+struct SearchProgress {
+  std::int64_t searches = 0;         // configurations x limits
+  std::int64_t ended = 0;            // with a /searches row
+  std::int64_t failed = 0;           // of those, ended `failed`
+  std::int64_t probes_finished = 0;  // probe attempts with a row, in every run
+  std::int64_t probes_running = 0;
+  // The most probes the open searches may still run: each one's max_trials
+  // less its probes with a result, less those running. A search usually ends
+  // sooner.
+  std::int64_t probes_at_most = 0;
 };
 
 enum class SweepState {
@@ -89,7 +106,9 @@ struct SweepSnapshot {
   std::string part;        // "dataset=mnist" for one part of a split sweep; empty: the whole sweep
   SweepState state = SweepState::running;
   // Trials counted once each, by their newest attempt:
-  // planned = done + failed + running + left.
+  // planned = done + failed + running + left. Of a search sweep: searches
+  // (done: ended, failed: ended failed, left: not ended) and running probes;
+  // `search_progress` says more.
   std::int64_t planned = 0;
   std::int64_t done = 0;     // a final row with status ok
   std::int64_t failed = 0;   // a final row not ok (failed, diverged, over_budget, timeout) or killed
@@ -97,7 +116,11 @@ struct SweepSnapshot {
   std::int64_t left = 0;     // not started, or interrupted and to run again
   double elapsed_s = 0.0;    // since the current run (the last /runs row) started
   std::optional<double> eta_s;
-  std::int32_t ranks = 0;  // of the current run
+  // The ETA is an upper figure: a search sweep's, as if every open search
+  // used all its max_trials (most end sooner).
+  bool eta_is_bound = false;
+  std::optional<SearchProgress> search_progress;  // a sweep with [search] only
+  std::int32_t ranks = 0;                         // of the current run
   std::int32_t workers = 0;
   double file_age_s = -1.0;                // since the file was last written (its mtime); -1: unknown
   std::vector<std::string> counter_names;  // /samples' counter columns

@@ -1,6 +1,8 @@
 // `memsweep summary` of a file with searches (schema 6): a capacity table,
 // one line per search, after the dataset tables; none for other files.
 
+#include "memsweep/config.hpp"
+#include "memsweep/results.hpp"
 #include "memsweep/store.hpp"
 #include "memsweep/summary_text.hpp"
 #include "store/store_fixtures.hpp"
@@ -72,6 +74,98 @@ TEST(SummarySearches, ACapacityLinePerSearch) {
   EXPECT_THAT(failed, HasSubstr("failed"));
   EXPECT_THAT(failed, HasSubstr(" - "));  // no answer, no slope
   EXPECT_THAT(out, HasSubstr("search 5: trial t00000000021 failed: no such dataset"));
+}
+
+// Issue 43: a program's searches were named "wlm//" (its model and dataset
+// blank), its params left out when they were the same in every search, so
+// two searches of word_language_model read alike.
+constexpr char kProgramSearchText[] = R"([sweep]
+name = "wlm-capacity"
+[programs.wlm]
+command = ["python3", "main.py", "--model", "{arch}", "--bptt", "{bptt}", "--batch_size", "{batch}"]
+[defaults]
+program = "wlm"
+params = { arch = "LSTM" }
+[grid]
+params.bptt = [35, 140]
+[search]
+axis = "params.batch"
+range = [8, 512]
+limit = ["1GiB"]
+)";
+
+// The board's row for configuration `configuration` (search = configuration: one limit).
+SearchRow program_search(const SweepSpec& sweep, int configuration) {
+  const TrialRow trial = trial_row_for(sweep.trials[static_cast<std::size_t>(configuration)], 0);
+  SearchRow row = example_search(configuration);
+  row.search = configuration;
+  row.configuration = configuration;
+  row.trainer = trial.trainer;
+  row.dataset = trial.dataset;
+  row.model = trial.model;
+  row.optimizer = trial.optimizer;
+  row.learning_rate = trial.learning_rate;
+  row.epochs = trial.epochs;
+  row.batch_size = trial.batch_size;
+  row.depth = trial.depth;
+  row.hidden = trial.hidden;
+  row.channels = trial.channels;
+  row.repeat = trial.repeat;
+  row.params = trial.params;
+  row.memory_plan = trial.memory_plan;
+  row.recompute_every = trial.recompute_every;
+  set_fixed(row.axis, "params.batch");
+  row.limit = 1 << 30;
+  return row;
+}
+
+TEST(SummarySearches, AProgramsSearchesAreNamedByTheProgramAndItsParams) {
+  const SweepSpec sweep = parse_sweep(kProgramSearchText, "wlm.toml");
+  ASSERT_EQ(sweep.trials.size(), 2u);
+  FileHeader header = example_header();
+  header.sweep_text = kProgramSearchText;
+  header.sweep_file = "wlm.toml";
+  header.part.clear();
+  const SearchRow first = program_search(sweep, 0);
+  const SearchRow second = program_search(sweep, 1);
+  const std::string out = format_summary({SummaryInput{"results.h5", header, {example_trial(0)}, {}, {first, second}}});
+  EXPECT_THAT(out, Not(HasSubstr("wlm//")));
+  const std::string line_0 = line_with(out, "wlm arch=LSTM bptt=35");
+  const std::string line_1 = line_with(out, "wlm arch=LSTM bptt=140");
+  EXPECT_THAT(line_0, HasSubstr("params.batch")) << out;
+  EXPECT_THAT(line_1, HasSubstr("params.batch")) << out;
+  // The axis is the search's, not part of the configuration (held at the range's low end).
+  EXPECT_THAT(line_0, Not(HasSubstr("batch=8")));
+
+  // One search alone still says what it is: a program's params are always shown.
+  const std::string alone = format_summary({SummaryInput{"results.h5", header, {example_trial(0)}, {}, {second}}});
+  EXPECT_THAT(line_with(alone, "1 GiB"), HasSubstr("wlm arch=LSTM bptt=140"));
+
+  // A sweep text that no longer parses: the row's params as they are.
+  header.sweep_text = "not toml [";
+  const std::string unparsed = format_summary({SummaryInput{"results.h5", header, {example_trial(0)}, {}, {second}}});
+  EXPECT_THAT(line_with(unparsed, "1 GiB"), HasSubstr(R"(wlm params={"arch":"LSTM","batch":8,"bptt":140})"));
+}
+
+// Its configurations never get rows (its trials are probes): a search
+// sweep's file said "2 planned; ... 2 not run yet" and how to continue once
+// every search had ended.
+TEST(SummarySearches, ASearchSweepCountsItsSearchesNotItsConfigurationsAsNotRun) {
+  const SweepSpec sweep = parse_sweep(kProgramSearchText, "wlm.toml");
+  FileHeader header = example_header();
+  header.sweep_text = kProgramSearchText;
+  header.sweep_file = "wlm.toml";
+  header.part.clear();
+  header.planned_trials = 2;
+  TrialRow probe = example_trial(0, "ok");
+  probe.search = 0;
+  const std::string one_ended =
+      format_summary({SummaryInput{"results.h5", header, {probe}, {}, {program_search(sweep, 0)}}});
+  EXPECT_THAT(one_ended, HasSubstr("searches: 2 planned, 1 ended; their probes: 1 ok"));
+  EXPECT_THAT(one_ended, Not(HasSubstr("not run yet")));
+  const std::string both = format_summary(
+      {SummaryInput{"results.h5", header, {probe}, {}, {program_search(sweep, 0), program_search(sweep, 1)}}});
+  EXPECT_THAT(both, HasSubstr("searches: 2 planned, 2 ended"));
 }
 
 TEST(SummarySearches, NoneWithoutSearches) {

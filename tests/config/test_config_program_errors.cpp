@@ -54,7 +54,7 @@ const BadProgram kCases[] = {
      "epochs, epsilon, hidden, learning_rate, max_test_examples, max_train_examples, memory_plan, model, momentum, "
      "optimizer, recompute_every, repeat, seed, synthetic.classes, synthetic.noise, synthetic.shape, "
      "synthetic.test_size, synthetic.train_size, "
-     "threads, trial_id; or a name in the trial's [params] (dropout)"},
+     "threads, trial_dir, trial_id; or a name in the trial's [params] (dropout)"},
     {"unknown_placeholder_no_params", "[[trial]]\nprogram = ['./t', '{lr}']\n", 2, "trial[0].program[1]",
      "unknown placeholder {lr}; expected one of: attempt,"},
     {"unknown_placeholder_in_env", "[[trial]]\nprogram = ['./t']\nenv = { OMP_NUM_THREADS = '{thread}' }\n", 3,
@@ -112,6 +112,19 @@ const BadProgram kCases[] = {
     {"program_table_env_not_string", "[programs.x]\ncommand = ['x']\nenv = { A = 1 }\n[[trial]]\n", 3,
      "programs.x.env.A", "expected a string, found the integer 1"},
     {"programs_not_table", "programs = 3\n[[trial]]\n", 1, "programs", "expected a table"},
+    {"keep_trial_dir_word", "[programs.x]\ncommand = ['x']\nkeep_trial_dir = 'yes'\n[[trial]]\n", 3,
+     "programs.x.keep_trial_dir",
+     "expected true (keep every attempt's {trial_dir}), false (remove it once the attempt "
+     "ends) or \"failed\""},
+    {"keep_trial_dir_number", "[programs.x]\ncommand = ['x']\nkeep_trial_dir = 1\n[[trial]]\n", 3,
+     "programs.x.keep_trial_dir", "found the integer 1"},
+    {"log_limit_not_a_size", "[programs.x]\ncommand = ['x']\nlog_limit = '64 MB of it'\n[[trial]]\n", 3,
+     "programs.x.log_limit", "expected a size such as \"2GiB\""},
+    {"log_limit_too_small", "[programs.x]\ncommand = ['x']\nlog_limit = 100\n[[trial]]\n", 3, "programs.x.log_limit",
+     "from 1KiB to 1 EiB (2^60 bytes) (what each of the program's stdout and stderr logs keeps per attempt: its first "
+     "and last halves), or 0 for no limit, found the integer 100"},
+    {"log_limit_negative", "[programs.x]\ncommand = ['x']\nlog_limit = -1\n[[trial]]\n", 3, "programs.x.log_limit",
+     "or 0 for no limit"},
     // trainer
     {"trainer_too_long", "[[trial]]\nprogram = ['./t']\ntrainer = 'a-very-long-trainer'\n", 3, "trial[0].trainer",
      "expected a name of 1 to 16 characters"},

@@ -237,7 +237,7 @@ program = ["./train", "--dataset={dataset}", "{model}", "--channels", "{channels
 )",
                                       "p.toml");
   const TrialSpec& t = sweep.trials.at(0);
-  ProgramRunValues values{"/data/synthetic", 4, 1000, 200, 2};
+  ProgramRunValues values{"/data/synthetic", 4, 1000, 200, 2, ""};
   EXPECT_THAT(argv_of(t, values),
               ElementsAre("./train", "--dataset=synthetic", "cnn", "--channels", "16,32", "--hidden=128,64",
                           "adam:0.001:0.5:0.8:0.99:1e-07", "2x64", "--seed=5", "--shape=3,16,12", "4/100/20/0.25", t.id,
@@ -304,6 +304,7 @@ std::optional<std::string> value_of(const TrialSpec& t, const ProgramRunValues& 
       {"repeat", std::to_string(t.repeat)},
       {"attempt", std::to_string(run.attempt)},
       {"data_dir", run.data_dir},
+      {"trial_dir", run.trial_dir},
       {"threads", std::to_string(run.threads)},
       {"max_train_examples", std::to_string(run.max_train_examples)},
       {"max_test_examples", std::to_string(run.max_test_examples)},
@@ -325,7 +326,7 @@ TEST(Placeholders, EveryBuiltinNameIsAcceptedAndFilledWithItsOwnValue) {
   const SweepSpec sweep = parse_sweep(std::string(kDistinctFields) + command, "p.toml");
   ASSERT_EQ(sweep.trials.size(), 2u);
   const TrialSpec& t = sweep.trials[1];
-  const ProgramRunValues run{"/data/synthetic", 6, 1000, 200, 7};
+  const ProgramRunValues run{"/data/synthetic", 6, 1000, 200, 7, "/out/r.logs/t-7"};
 
   const std::vector<std::string> argv = argv_of(t, run);
   ASSERT_EQ(argv.size(), names.size() + 1);
@@ -613,6 +614,55 @@ TEST(ProgramFields, DataDirMakesTheDatasetMoreThanALabel) {
   EXPECT_TRUE(uses("program = [\"./t\"]\nenv = { D = \"{data_dir}\" }\n"));
   EXPECT_TRUE(uses("program = [\"./t\"]\nworkdir = \"{data_dir}\"\n"));
   EXPECT_FALSE(uses("program = [\"./t\", \"{{data_dir}}\"]\n")) << "literal braces are no placeholder";
+}
+
+// Issue 43: {trial_dir} (item 12) and the log limit (item 6), set in a
+// [programs.NAME] table; a command has their defaults. Neither is part of
+// the trial's id: they say what becomes of its files, not what it trains.
+TEST(ProgramFields, TrialDirAndLogLimitFromTheProgramsTable) {
+  const auto program_of = [](const std::string& table) {
+    return *only_trial(parse_sweep("[programs.x]\ncommand = ['./t', '--save={trial_dir}/m.pt']\n" + table +
+                                       "[[trial]]\nprogram = 'x'\n",
+                                   "k.toml"))
+                .program;
+  };
+  const ProgramSpec defaults = program_of("");
+  EXPECT_TRUE(defaults.uses_trial_dir);
+  EXPECT_EQ(defaults.keep_trial_dir, KeepTrialDir::failed);
+  EXPECT_EQ(defaults.log_limit_bytes, 64U << 20);
+  EXPECT_EQ(program_of("keep_trial_dir = true\n").keep_trial_dir, KeepTrialDir::always);
+  EXPECT_EQ(program_of("keep_trial_dir = false\n").keep_trial_dir, KeepTrialDir::never);
+  EXPECT_EQ(program_of("keep_trial_dir = 'failed'\n").keep_trial_dir, KeepTrialDir::failed);
+  EXPECT_EQ(program_of("log_limit = '1MiB'\n").log_limit_bytes, 1U << 20);
+  EXPECT_EQ(program_of("log_limit = 4096\n").log_limit_bytes, 4096U);
+  EXPECT_EQ(program_of("log_limit = 0\n").log_limit_bytes, 0U) << "no limit";
+
+  const auto id_of = [](const std::string& table) {
+    return only_trial(parse_sweep("[programs.x]\ncommand = ['./t']\n" + table + "[[trial]]\nprogram = 'x'\n", "k.toml"))
+        .id;
+  };
+  EXPECT_EQ(id_of(""), id_of("keep_trial_dir = true\nlog_limit = '1MiB'\n"));
+
+  const auto uses = [](const std::string& where) {
+    return only_trial(parse_sweep("[[trial]]\n" + where, "d.toml")).program->uses_trial_dir;
+  };
+  EXPECT_FALSE(uses("program = [\"./t\"]\n"));
+  EXPECT_TRUE(uses("program = [\"/bin/t\"]\nworkdir = \"{trial_dir}\"\n"));
+  EXPECT_TRUE(uses("program = [\"./t\"]\nenv = { OUT = \"{trial_dir}/x\" }\n"));
+  EXPECT_FALSE(uses("program = [\"./t\", \"{{trial_dir}}\"]\n")) << "literal braces are no placeholder";
+}
+
+TEST(Placeholders, TrialDirIsFilledFromTheRunInEveryText) {
+  const TrialSpec t =
+      only_trial(parse_sweep("[[trial]]\nprogram = ['./t', '--save={trial_dir}/model.pt']\nworkdir = '{trial_dir}'\n"
+                             "env = { OUT = '{trial_dir}' }\n",
+                             "p.toml"));
+  ProgramRunValues run;
+  run.trial_dir = "/r/res.logs/abc-1";
+  const ProgramInvocation invocation = program_invocation(t, run);
+  EXPECT_THAT(invocation.argv, ElementsAre("./t", "--save=/r/res.logs/abc-1/model.pt"));
+  EXPECT_EQ(invocation.workdir, "/r/res.logs/abc-1");
+  EXPECT_THAT(invocation.env, ElementsAre(std::pair<std::string, std::string>("OUT", "/r/res.logs/abc-1")));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -185,6 +186,49 @@ TEST(TrialsOnDemand, TenMillionPointGridIsNotExpanded) {
   EXPECT_EQ(sweep.sections[0].trials, 10'000'000U);
   ASSERT_EQ(sweep.sections[0].fields.size(), 3U);
   EXPECT_THAT(sweep.sections[0].fields[0].second, ::testing::StartsWith("1000 values: 0.001, 0.002, 0.003 … 1"));
+}
+
+// A grid too large to walk: every_value() gives each kind of trial (each
+// synthetic shape) but only a spread of a numeric axis's values (issue 43:
+// 262,144 batch sizes were 262,144 trials, three times over); the parser
+// still checks each of those values.
+std::string shapes_by_batches(int batches, const std::string& bad_batch_at_middle) {
+  std::string text = "[grid]\ndataset = [\"synthetic\"]\nsynthetic = [";
+  for (int k = 1; k <= 20; ++k) text += fmt::format("{}{{ shape = [1, {}, 8] }}", k == 1 ? "" : ", ", k);
+  text += "]\nbatch_size = [";
+  for (int k = 1; k <= batches; ++k)
+    text += fmt::format("{}{}", k == 1 ? "" : ", ",
+                        k == batches / 2 && !bad_batch_at_middle.empty() ? bad_batch_at_middle : std::to_string(k));
+  return text + "]\n";
+}
+
+TEST(TrialsOnDemand, ALargeGridListsEachKindOnceAndAFewOfItsNumbers) {
+  constexpr int kBatches = 60'000;  // x 20 shapes: past kWalkedTrials
+  const SweepSpec sweep = parse_sweep(shapes_by_batches(kBatches, ""), "big.toml");
+  ASSERT_GT(sweep.trials.size(), kWalkedTrials);
+  const std::vector<TrialSpec> listed = sweep.trials.every_value();
+  std::set<std::string> shapes;
+  std::set<int> batches;
+  for (const TrialSpec& trial : listed) {
+    shapes.insert(split_value(trial, "dataset"));
+    batches.insert(trial.batch_size);
+  }
+  EXPECT_EQ(shapes.size(), 20U) << "every shape, each a kind of trial";
+  EXPECT_THAT(shapes, ::testing::Contains("synthetic:1x20x8"));
+  EXPECT_EQ(batches.size(), kCoveredNumbers) << "a spread of the batch sizes, not each";
+  EXPECT_EQ(*batches.begin(), 1);
+  EXPECT_EQ(*batches.rbegin(), kBatches);
+  EXPECT_LT(listed.size(), 20U + kCoveredNumbers + 4U);
+}
+
+TEST(TrialsOnDemand, ALargeGridStillChecksEachOfItsNumbers) {
+  try {
+    (void)parse_sweep(shapes_by_batches(60'000, "-5"), "big.toml");
+    FAIL() << "a batch size of -5 among 60,000 was accepted";
+  } catch (const ConfigError& error) {
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("big.toml:4: grid.batch_size: "));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("found -5"));
+  }
 }
 
 // Split by each axis of a grid (strided positions) and by looking at every

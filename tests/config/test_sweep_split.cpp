@@ -177,7 +177,7 @@ TEST(SplitSweep, AnUnknownFieldIsNamedWithTheAcceptedOnes) {
     } catch (const InputError& error) {
       EXPECT_THAT(error.what(), HasSubstr(std::string("\"") + field + "\""));
       EXPECT_THAT(error.what(), HasSubstr("dataset, model, optimizer, learning_rate, epochs, batch_size, hidden, "
-                                          "channels, memory_plan, repeat"));
+                                          "channels, memory_plan, repeat, params.NAME"));
     }
   }
   EXPECT_THROW(split_value(sweep.trials[0], "width"), InputError);
@@ -242,6 +242,92 @@ TEST(SelectNamedPart, AppliesWhatAResultsFileRecords) {
   EXPECT_THROW(select_named_part(sweep, "dataset"), InputError);
   EXPECT_THROW(select_named_part(sweep, "dataset=cifar-10"), InputError);
   EXPECT_THROW(select_named_part(sweep, "depth=2"), InputError);
+}
+
+// A program's parameter as the split field (issue 43: --split-by params.bptt
+// was "not a field"): a grid axis of it is split in strides like any other;
+// each part's value is the parameter's text, its label file-name safe.
+constexpr const char* kParamsGrid = R"(
+[sweep]
+name = "wlm"
+seed = 3
+[programs.wlm]
+command = ["sh", "-c", "exit 0", "{bptt}", "{emsize}"]
+[defaults]
+program = "wlm"
+[grid]
+params.bptt = [35, 70, 140]
+params.emsize = [200, 650]
+)";
+
+TEST(SplitSweep, ByAProgramsParameterOfAGridAxis) {
+  const SweepSpec sweep = parse_sweep(kParamsGrid, "wlm.toml");
+  ASSERT_EQ(sweep.trials.size(), 6u);
+  const auto& t = sweep.trials;
+  const std::vector<SweepPart> parts = split_sweep(sweep, "params.bptt");
+  EXPECT_THAT(values_of(parts), ElementsAre("35", "70", "140"));
+  EXPECT_THAT(labels_of(parts), ElementsAre("params.bptt-35", "params.bptt-70", "params.bptt-140"));
+  EXPECT_EQ(parts[1].name(), "params.bptt=70");
+  EXPECT_THAT(ids_of(parts[1].trials), ElementsAre(t[2].id, t[3].id));
+  const std::vector<SweepPart> inner = split_sweep(sweep, "params.emsize");
+  EXPECT_THAT(values_of(inner), ElementsAre("200", "650"));
+  EXPECT_THAT(ids_of(inner[1].trials), ElementsAre(t[1].id, t[3].id, t[5].id));
+  EXPECT_EQ(split_value(t[5], "params.bptt"), "140");
+  // As summary applies a results file's part attribute.
+  EXPECT_THAT(ids_of(select_named_part(sweep, "params.bptt=140").trials), ElementsAre(t[4].id, t[5].id));
+  const SelectedPart selected = select_part(sweep, "params.emsize", 0);
+  EXPECT_EQ(selected.sweep.part, "params.emsize=200");
+  EXPECT_EQ(selected.count, 2);
+}
+
+// Trials without the parameter (the built-in trainer's, another program's)
+// are a part of their own, never merged with a value's; a parameter that no
+// trial has is refused (a typo would otherwise be one part of everything).
+TEST(SplitSweep, ByAParameterSomeTrialsLack) {
+  const SweepSpec sweep = parse_sweep(R"(
+[sweep]
+name = "mixed"
+seed = 3
+[programs.wlm]
+command = ["sh", "-c", "exit 0", "{arch}"]
+[[trial]]
+program = "wlm"
+params = { arch = "lstm" }
+[[trial]]
+dataset = "synthetic"
+[[trial]]
+program = "wlm"
+params = { arch = "none" }
+[[trial]]
+program = "wlm"
+params = { arch = "lstm", layers = [2, 4] }
+)",
+                                      "mixed.toml");
+  ASSERT_EQ(sweep.trials.size(), 4u);
+  const auto& t = sweep.trials;
+  const std::vector<SweepPart> parts = split_sweep(sweep, "params.arch");
+  EXPECT_THAT(values_of(parts), ElementsAre("lstm", "(none)", "none"));
+  EXPECT_THAT(ids_of(parts[0].trials), ElementsAre(t[0].id, t[3].id));
+  EXPECT_THAT(ids_of(parts[1].trials), ElementsAre(t[1].id));
+  // A list's text is its placeholder's: comma-separated; the label has _ for the comma.
+  const std::vector<SweepPart> layers = split_sweep(sweep, "params.layers");
+  EXPECT_THAT(values_of(layers), ElementsAre("(none)", "2,4"));
+  EXPECT_THAT(labels_of(layers), ElementsAre("params.layers-_none_", "params.layers-2_4"));
+  for (const char* field : {"params.dropout", "params.", "params"}) {
+    SCOPED_TRACE(field);
+    try {
+      split_sweep(sweep, field);
+      ADD_FAILURE() << "no error";
+    } catch (const InputError& error) {
+      EXPECT_THAT(error.what(), HasSubstr("--split-by"));
+      EXPECT_THAT(error.what(), HasSubstr(field));
+    }
+  }
+  try {
+    split_sweep(sweep, "params.dropout");
+  } catch (const InputError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("no trial of the sweep has a parameter dropout"));
+  }
 }
 
 }  // namespace

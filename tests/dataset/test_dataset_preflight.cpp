@@ -29,7 +29,10 @@ TrialSpec trial_on(DatasetKind kind, Reader reader = Reader::memsweep) {
   TrialSpec trial;
   trial.dataset.kind = kind;
   if (reader != Reader::memsweep) {
-    trial.program = ProgramSpec{"script", {"/bin/true"}, {}, {}, "sweep.toml:3: trial[0].program", {}, false};
+    trial.program = ProgramSpec{};
+    trial.program->name = "script";
+    trial.program->command = {"/bin/true"};
+    trial.program->place = "sweep.toml:3: trial[0].program";
     trial.program->uses_data_dir = reader == Reader::program_with_data_dir;
   }
   return trial;

@@ -1,6 +1,7 @@
 // plan_resume: which trials run again, with which attempt number, and the
-// rows for attempts lost with their rank (`killed`) or with rank 0
-// (`interrupted`). Pure: rows and series by hand.
+// rows for attempts lost with their rank or with rank 0 (`interrupted`, or
+// `killed` when the attempt before was lost with its rank too). Pure: rows
+// and series by hand.
 
 #include "memsweep/results.hpp"
 
@@ -28,6 +29,7 @@ struct RowSpec {
   int trial;  // index into four_trials(); -1: a trial of another sweep
   int attempt;
   std::string_view status;
+  std::string_view end_cause = {};
 };
 struct SeriesSpec {
   int trial;
@@ -42,7 +44,7 @@ struct PlanCase {
   std::vector<PendingTrial> pending;
   std::size_t already_final;
   std::size_t killed_not_retried;
-  std::size_t killed_rows;
+  std::vector<std::string_view> lost_statuses;  // of the rows written for lost attempts, in order
   std::size_t unknown_rows;
 };
 
@@ -80,6 +82,7 @@ TEST_P(ResumePlans, PendingTrialsAndCounts) {
     set_fixed(row.trial_id, id_for(trials, spec.trial));
     row.attempt = spec.attempt;
     set_fixed(row.status, spec.status);
+    set_fixed(row.end_cause, spec.end_cause);
     rows.push_back(row);
   }
   std::vector<SeriesSummary> series;
@@ -90,9 +93,10 @@ TEST_P(ResumePlans, PendingTrialsAndCounts) {
   EXPECT_EQ(plan.pending.count(trials.size()), c.pending.size());
   EXPECT_EQ(plan.already_final, c.already_final);
   EXPECT_EQ(plan.killed_not_retried, c.killed_not_retried);
-  EXPECT_EQ(plan.lost_rows.size(), c.killed_rows);
+  std::vector<std::string> lost_statuses;
+  for (const TrialRecord& lost : plan.lost_rows) lost_statuses.push_back(get_fixed(lost.row.status));
+  EXPECT_EQ(lost_statuses, std::vector<std::string>(c.lost_statuses.begin(), c.lost_statuses.end()));
   EXPECT_EQ(plan.unknown_rows, c.unknown_rows);
-  for (const TrialRecord& lost : plan.lost_rows) EXPECT_EQ(get_fixed(lost.row.status), "killed");
 }
 
 std::vector<PendingTrial> all_first_attempts() { return {{0, 0}, {1, 0}, {2, 0}, {3, 0}}; }
@@ -100,8 +104,8 @@ std::vector<PendingTrial> all_first_attempts() { return {{0, 0}, {1, 0}, {2, 0},
 INSTANTIATE_TEST_SUITE_P(
     Cases, ResumePlans,
     ::testing::Values(
-        PlanCase{"EmptyFileRunsEverything", {}, {}, 0, all_first_attempts(), 0, 0, 0, 0},
-        PlanCase{"OkIsDone", {{0, 0, "ok"}}, {{0, 0}}, 0, {{1, 0}, {2, 0}, {3, 0}}, 1, 0, 0, 0},
+        PlanCase{"EmptyFileRunsEverything", {}, {}, 0, all_first_attempts(), 0, 0, {}, 0},
+        PlanCase{"OkIsDone", {{0, 0, "ok"}}, {{0, 0}}, 0, {{1, 0}, {2, 0}, {3, 0}}, 1, 0, {}, 0},
         PlanCase{"FailedDivergedOverBudgetTimeoutAreDone",
                  {{0, 0, "failed"}, {1, 0, "diverged"}, {2, 0, "over_budget"}, {3, 0, "timeout"}},
                  {},
@@ -109,7 +113,7 @@ INSTANTIATE_TEST_SUITE_P(
                  {},
                  4,
                  0,
-                 0,
+                 {},
                  0},
         PlanCase{"InterruptedRunsAgainWithTheNextAttempt",
                  {{1, 0, "interrupted"}},
@@ -118,21 +122,68 @@ INSTANTIATE_TEST_SUITE_P(
                  {{0, 0}, {1, 1}, {2, 0}, {3, 0}},
                  0,
                  0,
-                 0,
+                 {},
                  0},
-        PlanCase{"KilledRowNotRetriedByDefault", {{2, 0, "killed"}}, {}, 0, {{0, 0}, {1, 0}, {3, 0}}, 0, 1, 0, 0},
+        PlanCase{"KilledRowNotRetriedByDefault", {{2, 0, "killed"}}, {}, 0, {{0, 0}, {1, 0}, {3, 0}}, 0, 1, {}, 0},
         PlanCase{
-            "KilledRowRetriedOnceWhenAsked", {{2, 0, "killed"}}, {}, 1, {{0, 0}, {1, 0}, {2, 1}, {3, 0}}, 0, 0, 0, 0},
-        PlanCase{"OrphanSeriesBecomesAKilledRow", {}, {{2, 0}}, 0, {{0, 0}, {1, 0}, {3, 0}}, 0, 1, 1, 0},
-        PlanCase{"OrphanSeriesRetried", {}, {{2, 0}}, 1, {{0, 0}, {1, 0}, {2, 1}, {3, 0}}, 0, 0, 1, 0},
-        PlanCase{"KilledTwiceIsMoreThanOneRetry",
-                 {{2, 0, "killed"}},
+            "KilledRowRetriedOnceWhenAsked", {{2, 0, "killed"}}, {}, 1, {{0, 0}, {1, 0}, {2, 1}, {3, 0}}, 0, 0, {}, 0},
+        // A lost rank is no result: the attempt is interrupted and runs again
+        // without --retry-killed.
+        PlanCase{"OrphanSeriesIsInterruptedAndRunsAgain",
+                 {},
+                 {{2, 0}},
+                 0,
+                 {{0, 0}, {1, 0}, {2, 1}, {3, 0}},
+                 0,
+                 0,
+                 {"interrupted"},
+                 0},
+        // The rule of two: lost with its rank both of the last two times.
+        PlanCase{"TwoOrphansInARowAreKilled",
+                 {},
                  {{2, 0}, {2, 1}},
-                 1,
+                 0,
                  {{0, 0}, {1, 0}, {3, 0}},
                  0,
                  1,
+                 {"interrupted", "killed"},
+                 0},
+        PlanCase{"TwoOrphansInARowRetriedWhenAsked",
+                 {},
+                 {{2, 0}, {2, 1}},
                  1,
+                 {{0, 0}, {1, 0}, {2, 2}, {3, 0}},
+                 0,
+                 0,
+                 {"interrupted", "killed"},
+                 0},
+        PlanCase{"OrphanAfterARowLostWithItsRankIsKilled",
+                 {{1, 0, "interrupted", "rank_lost"}},
+                 {{1, 0}, {1, 1}},
+                 0,
+                 {{0, 0}, {2, 0}, {3, 0}},
+                 0,
+                 1,
+                 {"killed"},
+                 0},
+        PlanCase{"OrphanAfterANodeLostOrSilentRowIsKilled",
+                 {{1, 0, "interrupted", "node_lost"}, {2, 0, "interrupted", "silent"}},
+                 {{1, 1}, {2, 1}},
+                 0,
+                 {{0, 0}, {3, 0}},
+                 0,
+                 2,
+                 {"killed", "killed"},
+                 0},
+        // A finished attempt between two losses breaks the pair.
+        PlanCase{"AnOrphanAfterAKilledAttemptIsOnlyInterrupted",
+                 {{2, 0, "killed"}},
+                 {{2, 0}, {2, 1}},
+                 1,
+                 {{0, 0}, {1, 0}, {2, 2}, {3, 0}},
+                 0,
+                 0,
+                 {"interrupted"},
                  0},
         PlanCase{"OrphanAfterAnInterruptedAttempt",
                  {{3, 0, "interrupted"}},
@@ -141,7 +192,7 @@ INSTANTIATE_TEST_SUITE_P(
                  {{0, 0}, {1, 0}, {2, 0}, {3, 2}},
                  0,
                  0,
-                 1,
+                 {"interrupted"},
                  0},
         PlanCase{"FinalWinsOverLaterInterruptions",
                  {{0, 0, "interrupted"}, {0, 1, "ok"}, {0, 2, "interrupted"}},
@@ -150,9 +201,9 @@ INSTANTIATE_TEST_SUITE_P(
                  {{1, 0}, {2, 0}, {3, 0}},
                  1,
                  0,
-                 0,
+                 {},
                  0},
-        PlanCase{"UnreadableStatusRunsAgain", {{1, 4, "bogus"}}, {}, 0, {{0, 0}, {1, 5}, {2, 0}, {3, 0}}, 0, 0, 0, 0},
+        PlanCase{"UnreadableStatusRunsAgain", {{1, 4, "bogus"}}, {}, 0, {{0, 0}, {1, 5}, {2, 0}, {3, 0}}, 0, 0, {}, 0},
         PlanCase{"OtherSweepsRowsAreCountedAndKept",
                  {{-1, 0, "ok"}, {-1, 1, "ok"}},
                  {{-1, 2}},
@@ -160,11 +211,11 @@ INSTANTIATE_TEST_SUITE_P(
                  all_first_attempts(),
                  0,
                  0,
-                 0,
+                 {},
                  2}),
     [](const ::testing::TestParamInfo<PlanCase>& case_info) { return case_info.param.name; });
 
-TEST(ResumeKilledRow, CarriesTheSeriesFiguresAndTheTrialsHyperparameters) {
+TEST(ResumeLostRow, CarriesTheSeriesFiguresAndTheTrialsHyperparameters) {
   const std::vector<TrialSpec> trials = four_trials();
   const SeriesSummary series = series_of(trials[1].id, 2);
   const ResumePlan plan = plan_resume(trials, {}, {series}, 0, 7, LostAttempts::rank_died);
@@ -186,15 +237,41 @@ TEST(ResumeKilledRow, CarriesTheSeriesFiguresAndTheTrialsHyperparameters) {
   EXPECT_EQ(row.wall_seconds, 2.5);
   const std::string message = plan.lost_rows[0].message;
   EXPECT_EQ(get_fixed(row.message), message) << "short enough for the row's column";
-  EXPECT_THAT(message, HasSubstr("rank 3 died"));
+  EXPECT_THAT(message, HasSubstr("rank 3 was lost"));
   EXPECT_THAT(message, HasSubstr("2.500 s"));
   EXPECT_THAT(message, HasSubstr("250 samples"));
   EXPECT_THAT(message, HasSubstr("300.00 MiB"));
-  EXPECT_EQ(get_fixed(row.status), "killed");
+  EXPECT_EQ(get_fixed(row.status), "interrupted");
   EXPECT_EQ(get_fixed(row.end_cause), "rank_lost");
-  // The attempt after the dead one.
-  EXPECT_EQ(plan_resume(trials, {}, {series}, 1, 7, LostAttempts::rank_died).pending.expand(trials)[1],
-            (PendingTrial{1, 3}));
+  // The attempt after the lost one, without --retry-killed.
+  EXPECT_EQ(plan.pending.expand(trials)[1], (PendingTrial{1, 3}));
+}
+
+// The job script knows a node was lost: that is the rows' cause.
+TEST(ResumeLostRow, TheJobScriptsCauseIsRecorded) {
+  const std::vector<TrialSpec> trials = four_trials();
+  const ResumePlan plan =
+      plan_resume(trials, {}, {series_of(trials[1].id, 0)}, 0, 2, LostAttempts::rank_died, end_cause::kNodeLost);
+  ASSERT_EQ(plan.lost_rows.size(), 1u);
+  EXPECT_EQ(get_fixed(plan.lost_rows[0].row.status), "interrupted");
+  EXPECT_EQ(get_fixed(plan.lost_rows[0].row.end_cause), "node_lost");
+  EXPECT_THAT(plan.lost_rows[0].message, HasSubstr("a node of the job was lost"));
+}
+
+// The second loss in a row: killed, saying why, and not run again by default.
+TEST(ResumeLostRow, TheSecondLossInARowSaysTheTrialIsTheLikelyCause) {
+  const std::vector<TrialSpec> trials = four_trials();
+  const ResumePlan first = plan_resume(trials, {}, {series_of(trials[0].id, 0)}, 0, 1, LostAttempts::rank_died);
+  ASSERT_EQ(first.lost_rows.size(), 1u);
+  const ResumePlan second =
+      plan_resume(trials, {first.lost_rows[0].row}, {series_of(trials[0].id, 0), series_of(trials[0].id, 1)}, 0, 2,
+                  LostAttempts::rank_died);
+  ASSERT_EQ(second.lost_rows.size(), 1u);
+  EXPECT_EQ(second.lost_rows[0].row.attempt, 1);
+  EXPECT_EQ(get_fixed(second.lost_rows[0].row.status), "killed");
+  EXPECT_THAT(second.lost_rows[0].message, HasSubstr("its rank died both times it ran"));
+  EXPECT_THAT(second.lost_rows[0].message, HasSubstr("--retry-killed"));
+  EXPECT_EQ(second.pending.expand(trials), (std::vector<PendingTrial>{{1, 0}, {2, 0}, {3, 0}}));
 }
 
 // Rank 0 died (its run has no stop mark): the workers' trials were healthy,
@@ -219,7 +296,7 @@ TEST(ResumeLostRow, AttemptsLostWithRankZeroAreInterruptedAndRunAgain) {
   EXPECT_EQ(plan.killed_not_retried, 1u);
 }
 
-TEST(ResumeKilledRow, RowsComeInTheSweepsOrderWhateverTheSamplesOrder) {
+TEST(ResumeLostRow, RowsComeInTheSweepsOrderWhateverTheSamplesOrder) {
   const std::vector<TrialSpec> trials = four_trials();
   const ResumePlan plan =
       plan_resume(trials, {}, {series_of(trials[3].id, 0), series_of(trials[0].id, 1), series_of(trials[0].id, 0)}, 0,

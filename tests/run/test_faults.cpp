@@ -6,6 +6,8 @@
 // the sweep with exactly one final row per trial. docs/reliability.md has
 // the figures.
 
+#include "faults/small_disk.hpp"
+#include "memsweep/results.hpp"
 #include "run/results_file.hpp"
 #include "support/background_process.hpp"
 #include "support/cgroups.hpp"
@@ -63,8 +65,11 @@ std::vector<std::string> memsweep_on_ranks_argv(int ranks, const std::vector<std
   return on_ranks(MEMSWEEP_MPIEXEC, ranks, memsweep_argv(args));
 }
 
-bool is_final(const std::string& status) {
-  return status == "ok" || status == "failed" || status == "diverged" || status == "over_budget";
+// memsweep's own list (a trial that ran past its time limit on a loaded
+// machine is `timeout`, final too).
+bool is_final(const std::string& text) {
+  const std::optional<TrialStatus> status = parse_status(text);
+  return status && memsweep::is_final(*status);
 }
 
 // Final rows by trial id, each as all its columns.
@@ -207,21 +212,17 @@ TEST_P(FaultDuringSweep, NoFinishedTrialIsLostAndResumeCompletes) {
 
   resume_completes(sweep, out, dir.path());
 
-  // Attempts the fault cut short are recorded by the resume: `killed` only
-  // for the trial of a rank that was killed (its process died with it);
-  // when rank 0 died, the workers' healthy trials are `interrupted` and ran
-  // again. And no trial process outlived the fault.
+  // Attempts the fault cut short are recorded by the resume as
+  // `interrupted` and ran again, whichever rank died: a lost rank is no
+  // result of the trial's. And no trial process outlived the fault.
   const TsvTable resumed = h5py_table(out, "trials");
   for (std::size_t row = 0; row < resumed.rows.size(); ++row) {
     if (resumed.at(row, "end_cause") != "rank_lost") continue;
     const std::string status_text = resumed.at(row, "status");
     std::cout << fmt::format("fault {}: lost attempt on rank {}: {}: {}\n", fault_name(fault), resumed.at(row, "rank"),
                              status_text, resumed.at(row, "message"));
-    if (fault.signal_number == SIGKILL && fault.rank == 0) {
-      EXPECT_EQ(status_text, "interrupted") << "rank 0 died, not this trial's process";
-    } else if (fault.signal_number == SIGKILL) {
-      EXPECT_EQ(status_text, "killed") << "the killed run's end_state: \"" << h5py_table(out, "runs").at(0, "end_state")
-                                       << "\" (rank 0 marks it when mpirun's SIGTERM comes)";
+    EXPECT_EQ(status_text, "interrupted") << "its rank (or rank 0) died, not this trial's process";
+    if (fault.signal_number == SIGKILL && fault.rank != 0) {
       EXPECT_EQ(resumed.at(row, "rank"), std::to_string(fault.rank));
     }
   }
@@ -369,6 +370,17 @@ TEST(StoppedWorker, IsGivenUpAndTheSweepCompletesWithStatusFour) {
   ASSERT_EQ(rank2.size(), 1U);
   ASSERT_EQ(::kill(rank2.front(), SIGSTOP), 0);
   const auto stopped = std::chrono::steady_clock::now();
+  // Bounded: under ctest -j beside the cluster tests this job once never
+  // ended (a ctest timeout at 600 s, and in CI no timeout at all); the
+  // processes still there then say where it stood.
+  if (!run.wait_until_ended(std::chrono::seconds(180))) {
+    ADD_FAILURE() << "the job did not end within 180 s of rank 2's SIGSTOP; its processes:\n"
+                  << run_command({"ps", "-eo", "pid,ppid,stat,etimes,wchan:24,args", "--forest"}).out
+                  << "\nits stderr:\n"
+                  << run.err();
+    run.signal(SIGKILL);
+    for (const pid_t pid : processes_with_environment("MEMSWEEP_FAULT_TEST", out)) ::kill(pid, SIGKILL);
+  }
   const int status = run.wait();
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped).count();
 
@@ -394,7 +406,7 @@ TEST(StoppedWorker, IsGivenUpAndTheSweepCompletesWithStatusFour) {
     ++interrupted;
     EXPECT_EQ(status_text, "interrupted");
     EXPECT_EQ(trials.at(row, "rank"), "2");
-    EXPECT_EQ(trials.at(row, "end_cause"), "rank_lost");
+    EXPECT_EQ(trials.at(row, "end_cause"), "silent");
     EXPECT_THAT(trials.at(row, "message"), HasSubstr("went silent"));
   }
   std::cout << fmt::format("SIGSTOP of rank 2: the job ended {:.1f} s later with status {}; {} interrupted, {} final\n",
@@ -438,43 +450,20 @@ TEST(CtrlC, UnderMpirunStopsCleanlyAndTheStatusFileSaysThree) {
   std::cout << fmt::format("SIGINT to mpirun: mpirun exited with {}; memsweep's status file says {}", status,
                            slurp(status_file));
   EXPECT_THAT(status, ::testing::AnyOf(1, kStopped)) << "README: mpirun reports 1 when it ends the job itself";
-  EXPECT_EQ(slurp(status_file), std::to_string(kStopped) + "\n") << run.err();
   EXPECT_THAT(run.err(), HasSubstr("exit status 3"));
   const TsvTable trials = h5py_table(out, "trials");
-  for (std::size_t row = 0; row < trials.rows.size(); ++row)
+  std::size_t finished = 0;
+  for (std::size_t row = 0; row < trials.rows.size(); ++row) {
     EXPECT_TRUE(is_final(trials.at(row, "status")) || trials.at(row, "status") == "interrupted");
+    if (is_final(trials.at(row, "status"))) ++finished;
+  }
+  // Its status, then the trials a requeue would have to run (jobs/sweep.sbatch).
+  EXPECT_EQ(slurp(status_file), fmt::format("{}\nleft {}\n", kStopped, kTrials - finished)) << run.err();
   resume_completes(sweep, out, dir.path());
   EXPECT_TRUE(processes_with_environment("MEMSWEEP_FAULT_TEST", out).empty()) << "a rank or a trial survived";
 }
 
 // ---- the disk filling up ---------------------------------------------------------
-
-// A small filesystem of its own for the results file: a tmpfs, mounted as
-// root (the CI runs as root; Open MPI's own shared-memory files rule out a
-// file size limit instead, which makes MPI_Init fail).
-class SmallDisk {
- public:
-  SmallDisk(const std::filesystem::path& folder, int kib) : folder_(folder) {
-    std::filesystem::create_directories(folder);
-    const CommandResult mounted = run_command(
-        {"/bin/mount", "-t", "tmpfs", "-o", fmt::format("size={}k", kib), "memsweep-test", folder.string()});
-    mounted_ = mounted.exit_status == 0;
-    problem_ = mounted.err;
-  }
-  ~SmallDisk() {
-    if (mounted_) run_command({"/bin/umount", folder_.string()});
-  }
-  SmallDisk(const SmallDisk&) = delete;
-  SmallDisk& operator=(const SmallDisk&) = delete;
-
-  bool mounted() const { return mounted_; }
-  const std::string& problem() const { return problem_; }
-
- private:
-  std::filesystem::path folder_;
-  bool mounted_ = false;
-  std::string problem_;
-};
 
 // Trials of 0.2 to 0.5 s sampled every millisecond. A new file takes about
 // 100 KB; each trial's row comes with its samples (a partial chunk, whose

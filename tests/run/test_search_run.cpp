@@ -152,8 +152,10 @@ TEST(SearchRun, ThreeConfigurationsOnThreeRanksEachAnswerTrainedInFullWithinItsL
   const TsvTable trials = h5py_table(dir.path() / "s.h5", "trials");
   ASSERT_EQ(searches.rows.size(), 3U);
   expect_answers_hold(searches, trials, static_cast<double>(limit_mib) * 1024 * 1024);
-  // Wider networks fit smaller batches.
-  EXPECT_GT(searches.number(0, "fits"), searches.number(2, "fits"));
+  // No order between the three answers is checked: the trainer's footprint
+  // is not monotone in the batch (its sawtooth, issue 47), and at a limit
+  // between two measured peaks the narrowest network once fit 587 where the
+  // widest fit 991 (CI, 2026-12-02), each answer verified.
 
   const CommandResult summary = run_memsweep({"summary", (dir.path() / "s.h5").string()});
   ASSERT_EQ(summary.exit_status, kOk) << summary.err;

@@ -19,6 +19,8 @@
 #include <cstdio>
 #include <fstream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace memsweep::testing {
 namespace {
@@ -343,6 +345,112 @@ TEST_F(ProgramTrialTest, OverItsBudgetInACgroupTheKernelStopsIt) {
   EXPECT_LT(row.cgroup_peak, static_cast<std::int64_t>(160 * kMiB)) << message_of(row);
   const TrialRow next = runner.run(program_trial({}), plain_context(), sink).row;
   EXPECT_EQ(status_of(next), "ok") << "the runner goes on: " << message_of(next);
+}
+
+// ---------------------------------------------------------------- issue 43: logs and folders
+
+// A shell script as a program trial.
+TrialSpec shell_trial(const std::string& script, std::vector<std::string> arguments = {}) {
+  TrialSpec trial = synthetic_trial({16}, 1);
+  ProgramSpec program;
+  program.name = "sh";
+  program.command = {"/bin/sh", "-c", script, "sh"};
+  program.command.insert(program.command.end(), arguments.begin(), arguments.end());
+  program.place = "test.toml:1: program";
+  trial.program = program;
+  trial.id = trial_id(trial);
+  return trial;
+}
+
+std::string seq_output(int from, int to) {
+  std::string text;
+  for (int i = from; i <= to; ++i) text += std::to_string(i) + "\n";
+  return text;
+}
+
+std::string whole_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Item 6: a program writing ~20 MB on stdout and ~7 MB on stderr under a
+// 1 MiB log_limit: each log is its first and last 512 KiB with one line
+// between, and a failure's message still ends with stderr's last line.
+TEST_F(ProgramTrialTest, LogsPastTheirLimitKeepTheirHeadAndTailAndTheFailureItsStderrEnd) {
+  constexpr std::uint64_t kLimit = 1 << 20;
+  TrialSpec trial = shell_trial("seq 1 3000000; seq 1 1000000 >&2; exit 3");
+  trial.program->log_limit_bytes = kLimit;
+  TrainingRunner runner(options());
+  RecordingSink sink;
+  const TrialRow row = runner.run(trial, plain_context(), sink).row;
+  EXPECT_EQ(status_of(row), "failed");
+  EXPECT_THAT(message_of(row), HasSubstr("exited with status 3"));
+  EXPECT_THAT(message_of(row), HasSubstr("999999 | 1000000")) << "stderr's last lines, past the limit";
+  EXPECT_THAT(message_of(row), ::testing::Not(HasSubstr("log"))) << "nothing went wrong with the logs";
+
+  for (const auto& [extension, last] : {std::pair{".out", 3000000}, std::pair{".err", 1000000}}) {
+    const std::string stream = seq_output(1, last);
+    const std::string kept = whole_file(logs_.path() / (trial.id + "-0" + extension));
+    std::printf("%s: %zu bytes written, %zu kept\n", extension, stream.size(), kept.size());
+    EXPECT_LE(kept.size(), kLimit + 200) << extension;
+    EXPECT_TRUE(kept.starts_with(stream.substr(0, kLimit / 2))) << extension;
+    EXPECT_TRUE(kept.ends_with(stream.substr(stream.size() - kLimit / 2))) << extension;
+    EXPECT_THAT(kept, HasSubstr(std::to_string(stream.size() - kLimit) + " bytes of " +
+                                (extension == std::string(".out") ? "stdout" : "stderr") + " dropped here"));
+  }
+}
+
+// Item 12: {trial_dir} as the working directory. Each attempt starts in
+// an empty folder of its own beside its logs; by default it is removed
+// after an ok attempt and kept after one that failed; `always` and `never`
+// keep or remove it whatever the outcome. A folder of the same name from
+// an earlier run is emptied first.
+TEST_F(ProgramTrialTest, EachAttemptRunsInAnEmptyTrialDirOfItsOwnKeptAsAsked) {
+  const std::filesystem::path report = scratch("cwd.txt");
+  TrialSpec trial = shell_trial("pwd > \"$1\"; ls -A | wc -l >> \"$1\"; echo {trial_id} > model.pt; exit $2",
+                                {report.string(), "{attempt}"});
+  trial.program->workdir = "{trial_dir}";
+  trial.program->uses_trial_dir = true;
+  trial.id = trial_id(trial);
+  TrainingRunner runner(options());
+  RecordingSink sink;
+  const auto run = [&](int attempt, KeepTrialDir keep) {
+    trial.program->keep_trial_dir = keep;
+    TrialContext context = plain_context();
+    context.attempt = attempt;
+    return runner.run(trial, context, sink).row;
+  };
+  const auto folder = [&](int attempt) { return logs_.path() / (trial.id + "-" + std::to_string(attempt)); };
+  const auto seen = [&] {
+    std::ifstream in(report);
+    std::string cwd, count;
+    std::getline(in, cwd);
+    std::getline(in, count);
+    return std::pair{cwd, std::stoi(count.empty() ? "-1" : count)};
+  };
+
+  // attempt 0 exits 0: ok, its folder removed.
+  TrialRow row = run(0, KeepTrialDir::failed);
+  EXPECT_EQ(status_of(row), "ok") << message_of(row);
+  EXPECT_EQ(seen(), std::pair(std::filesystem::canonical(logs_.path()).string() + "/" + trial.id + "-0", 0));
+  EXPECT_FALSE(std::filesystem::exists(folder(0))) << "an ok attempt's folder is removed by default";
+
+  // attempt 1 exits 1: failed, its folder kept with what the program left.
+  ASSERT_TRUE(std::filesystem::create_directories(folder(1)));
+  { std::ofstream(folder(1) / "stale.pt") << "an earlier run's"; }
+  row = run(1, KeepTrialDir::failed);
+  EXPECT_EQ(status_of(row), "failed");
+  EXPECT_EQ(seen().second, 0) << "an earlier run's file was left in the folder";
+  EXPECT_EQ(whole_file(folder(1) / "model.pt"), trial.id + "\n") << "a failed attempt's folder is kept";
+
+  row = run(2, KeepTrialDir::never);
+  EXPECT_EQ(status_of(row), "failed");
+  EXPECT_FALSE(std::filesystem::exists(folder(2))) << "never: removed even after a failure";
+
+  row = run(0, KeepTrialDir::always);
+  EXPECT_EQ(status_of(row), "ok");
+  EXPECT_TRUE(std::filesystem::exists(folder(0) / "model.pt")) << "always: kept after an ok attempt";
+  std::filesystem::remove(report);
 }
 
 }  // namespace

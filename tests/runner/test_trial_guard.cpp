@@ -7,6 +7,9 @@
 #include "support/background_process.hpp"
 #include "support/cgroups.hpp"
 #include "support/skip_or_fail.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gmock/gmock.h>
 
 #include <gtest/gtest.h>
 
@@ -16,11 +19,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -74,6 +80,7 @@ TEST(GuardGroupsLine, RoundTripsTheRankAndAFolderAndNamesNoTrial) {
 struct FakeRank {
   pid_t pid = -1;
   pid_t program = -1;
+  pid_t guard = -1;  // the first guard
   FakeRank() = default;
   FakeRank(const FakeRank&) = delete;
   FakeRank& operator=(const FakeRank&) = delete;
@@ -84,13 +91,24 @@ struct FakeRank {
   }
 };
 
-void start_fake_rank(FakeRank& started, const std::string& mark, bool release_before_death) {
+struct FakeRankSettings {
+  bool release_before_death = false;
+  std::string executable = MEMSWEEP_EXECUTABLE;
+  std::filesystem::path stderr_file{};  // empty: the test's own
+};
+
+void start_fake_rank(FakeRank& started, const std::string& mark, const FakeRankSettings& settings = {}) {
   int report[2];
   if (::pipe(report) != 0) throw std::runtime_error("pipe");
   const pid_t rank = ::fork();
   if (rank == 0) {
     ::close(report[0]);
-    std::optional<TrialGuard> guard = TrialGuard::start(MEMSWEEP_EXECUTABLE);
+    if (!settings.stderr_file.empty()) {
+      const int err = ::open(settings.stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (err < 0 || ::dup2(err, STDERR_FILENO) < 0) ::_exit(2);
+    }
+    ::setenv("OMPI_COMM_WORLD_RANK", "7", 1);  // how a rank under mpirun names itself
+    std::optional<TrialGuard> guard = TrialGuard::start(settings.executable);
     if (!guard) ::_exit(3);
     const pid_t program = ::fork();
     if (program == 0) {
@@ -101,13 +119,18 @@ void start_fake_rank(FakeRank& started, const std::string& mark, bool release_be
     }
     ::setpgid(program, program);
     guard->watch({.root = program, .own_group = true, .cgroup = {}});
-    if (release_before_death) guard->release();
-    [[maybe_unused]] const ssize_t wrote = ::write(report[1], &program, sizeof program);
+    if (settings.release_before_death) guard->release();
+    const pid_t pids[2] = {program, guard->pid()};
+    [[maybe_unused]] const ssize_t wrote = ::write(report[1], pids, sizeof pids);
     for (;;) ::pause();  // until the test kills it
   }
   ::close(report[1]);
   started.pid = rank;
-  if (::read(report[0], &started.program, sizeof started.program) != sizeof started.program) started.program = -1;
+  pid_t pids[2] = {-1, -1};
+  if (::read(report[0], pids, sizeof pids) == sizeof pids) {
+    started.program = pids[0];
+    started.guard = pids[1];
+  }
   ::close(report[0]);
 }
 
@@ -130,7 +153,7 @@ bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds lim
 TEST(TrialGuard, EndsTheWatchedTreeOnceItsRankIsKilled) {
   const std::string mark = "watched-" + std::to_string(::getpid());
   FakeRank rank;
-  start_fake_rank(rank, mark, false);
+  start_fake_rank(rank, mark);
   ASSERT_GT(rank.program, 0);
   ASSERT_TRUE(wait_until([&] { return marked(mark) == 6; }, std::chrono::seconds(10))) << marked(mark);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -148,7 +171,7 @@ TEST(TrialGuard, EndsTheWatchedTreeOnceItsRankIsKilled) {
 TEST(TrialGuard, LeavesAReleasedTrialAlone) {
   const std::string mark = "released-" + std::to_string(::getpid());
   FakeRank rank;
-  start_fake_rank(rank, mark, true);
+  start_fake_rank(rank, mark, {.release_before_death = true});
   ASSERT_GT(rank.program, 0);
   ASSERT_TRUE(wait_until([&] { return marked(mark) == 6; }, std::chrono::seconds(10))) << marked(mark);
   ::kill(rank.pid, SIGKILL);
@@ -158,6 +181,89 @@ TEST(TrialGuard, LeavesAReleasedTrialAlone) {
   EXPECT_EQ(marked(mark), 6U);
   ::kill(-rank.program, SIGKILL);
   EXPECT_TRUE(wait_until([&] { return marked(mark) == 0; }, std::chrono::seconds(5)));
+}
+
+std::string text_of(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Issue 43, item 4: a guard killed alone was never noticed, and the rank's
+// death later left the program's children running. Now the rank starts
+// another at once, tells it of the running trial, and says so in one line
+// on stderr; the rank's death then ends the whole tree again.
+TEST(TrialGuard, AGuardKilledAloneIsReplacedAndTheTreeStillEndsWithTheRank) {
+  const std::string mark = "replaced-" + std::to_string(::getpid());
+  const memsweep::testing::TempDir dir;
+  const std::filesystem::path err = dir.path() / "rank.err";
+  FakeRank rank;
+  start_fake_rank(rank, mark, {.stderr_file = err});
+  ASSERT_GT(rank.program, 0);
+  ASSERT_GT(rank.guard, 0);
+  ASSERT_TRUE(wait_until([&] { return marked(mark) == 6; }, std::chrono::seconds(10))) << marked(mark);
+  ASSERT_EQ(::kill(rank.guard, SIGKILL), 0);
+  ASSERT_TRUE(
+      wait_until([&] { return text_of(err).find("started another") != std::string::npos; }, std::chrono::seconds(10)))
+      << "nothing said of the guard's death: " << text_of(err);
+  const std::string note = text_of(err);
+  EXPECT_EQ(std::count(note.begin(), note.end(), '\n'), 1) << note;
+  EXPECT_THAT(
+      note, ::testing::HasSubstr("memsweep: rank 7 (pid " + std::to_string(rank.pid) + "): its trial guard (process " +
+                                 std::to_string(rank.guard) + ") was killed by signal 9"));
+  EXPECT_THAT(note, ::testing::HasSubstr("which guards the trial running now"));
+  EXPECT_EQ(marked(mark), 6U) << "the new guard touches nothing while its rank lives";
+
+  ::kill(rank.pid, SIGKILL);
+  ::waitpid(rank.pid, nullptr, 0);
+  rank.pid = -1;
+  EXPECT_TRUE(wait_until([&] { return marked(mark) == 0; }, std::chrono::seconds(5)))
+      << marked(mark) << " processes of the trial outlived its rank, its first guard killed before it";
+  for (const pid_t pid : memsweep::testing::processes_with_environment("MEMSWEEP_GUARD_TEST", mark))
+    ::kill(pid, SIGKILL);
+}
+
+// Where no other guard can start (its executable gone), one line says the
+// rank's trials are unguarded from then on.
+TEST(TrialGuard, AGuardThatCannotBeReplacedIsSaidToLeaveTheRankUnguarded) {
+  const std::string mark = "unguarded-" + std::to_string(::getpid());
+  const memsweep::testing::TempDir dir;
+  const std::filesystem::path err = dir.path() / "rank.err";
+  const std::filesystem::path executable = dir.path() / "memsweep";
+  std::filesystem::create_symlink(MEMSWEEP_EXECUTABLE, executable);
+  FakeRank rank;
+  start_fake_rank(rank, mark, {.executable = executable.string(), .stderr_file = err});
+  ASSERT_GT(rank.guard, 0);
+  ASSERT_TRUE(wait_until([&] { return marked(mark) == 6; }, std::chrono::seconds(10))) << marked(mark);
+  std::filesystem::remove(executable);
+  ASSERT_EQ(::kill(rank.guard, SIGKILL), 0);
+  ASSERT_TRUE(wait_until([&] { return text_of(err).find("unguarded") != std::string::npos; }, std::chrono::seconds(10)))
+      << text_of(err);
+  const std::string note = text_of(err);
+  EXPECT_EQ(std::count(note.begin(), note.end(), '\n'), 1) << note;
+  EXPECT_THAT(note, ::testing::HasSubstr("no other could start (" + executable.string() + ")"));
+  EXPECT_THAT(note, ::testing::HasSubstr("this rank's trials are unguarded from now on"));
+  ::kill(-rank.program, SIGKILL);
+  EXPECT_TRUE(wait_until([&] { return marked(mark) == 0; }, std::chrono::seconds(5)));
+}
+
+TEST(RankLabel, NamesTheMpiRankFromTheLaunchersEnvironmentElseTheProcess) {
+  const auto with = [](std::map<std::string, std::string> values) {
+    return [values](const char* name) -> const char* {
+      const auto found = values.find(name);
+      return found == values.end() ? nullptr : found->second.c_str();
+    };
+  };
+  EXPECT_EQ(rank_label(with({{"OMPI_COMM_WORLD_RANK", "2"}, {"SLURM_PROCID", "9"}}), 41), "rank 2 (pid 41)");
+  EXPECT_EQ(rank_label(with({{"PMI_RANK", "3"}}), 41), "rank 3 (pid 41)");
+  EXPECT_EQ(rank_label(with({{"SLURM_PROCID", "0"}}), 41), "rank 0 (pid 41)");
+  EXPECT_EQ(rank_label(with({{"PMIX_RANK", "x1"}}), 41), "memsweep (pid 41)") << "not a number";
+  EXPECT_EQ(rank_label(with({}), 41), "memsweep (pid 41)");
+}
+
+TEST(GuardEndText, SaysTheSignalOrTheExitStatus) {
+  EXPECT_EQ(guard_end_text(SIGKILL), "was killed by signal 9 (Killed)");  // a wait status: signalled
+  EXPECT_EQ(guard_end_text(3 << 8), "exited with status 3");
+  EXPECT_EQ(guard_end_text(-1), "ended (its status could not be read)");
 }
 
 // The window a CI run once hit: the rank killed after making a trial's

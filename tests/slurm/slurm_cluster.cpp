@@ -65,9 +65,9 @@ long memory_mib() {
 
 bool process_alive(pid_t pid) { return ::kill(pid, 0) == 0; }
 
-// "Key=Value Key=Value ..." (scontrol -o) into fields; values hold no spaces
-// except the few (Command=, WorkDir=) the tests do not read.
-std::map<std::string, std::string> parse_fields(const std::string& line) {
+}  // namespace
+
+std::map<std::string, std::string> scontrol_fields(const std::string& line) {
   std::map<std::string, std::string> fields;
   std::istringstream words(line);
   for (std::string word; words >> word;) {
@@ -76,8 +76,6 @@ std::map<std::string, std::string> parse_fields(const std::string& line) {
   }
   return fields;
 }
-
-}  // namespace
 
 std::string program_path(const std::string& name) {
   const char* path = std::getenv("PATH");
@@ -218,25 +216,20 @@ CommandResult SlurmCluster::run(const std::vector<std::string>& argv, const fs::
   return run_command(full, working_dir.string(), env);
 }
 
-std::vector<std::map<std::string, std::string>> SlurmCluster::jobs(const std::string& id) const {
+std::vector<std::map<std::string, std::string>> scontrol_jobs(const SlurmCommand& run, const std::string& id) {
   const CommandResult show = run({"scontrol", "--oneliner", "show", "job", id});
   std::vector<std::map<std::string, std::string>> found;
   if (show.exit_status != 0) return found;
   std::istringstream lines(show.out);
   for (std::string line; std::getline(lines, line);)
-    if (!line.empty()) found.push_back(parse_fields(line));
+    if (!line.empty()) found.push_back(scontrol_fields(line));
   return found;
 }
 
-std::map<std::string, std::string> SlurmCluster::job(const std::string& id) const {
-  const auto found = jobs(id);
-  return found.empty() ? std::map<std::string, std::string>{} : found.front();
-}
-
-bool SlurmCluster::wait_for_jobs(const std::string& id, std::chrono::seconds timeout) const {
+bool wait_until_jobs_end(const SlurmCommand& run, const std::string& id, std::chrono::seconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
-    const auto found = jobs(id);
+    const auto found = scontrol_jobs(run, id);
     const bool ended = !found.empty() && std::all_of(found.begin(), found.end(), [](const auto& fields) {
       const auto state = fields.find("JobState");
       return state != fields.end() && job_state_final(state->second);
@@ -245,6 +238,19 @@ bool SlurmCluster::wait_for_jobs(const std::string& id, std::chrono::seconds tim
     std::this_thread::sleep_for(500ms);
   }
   return false;
+}
+
+std::vector<std::map<std::string, std::string>> SlurmCluster::jobs(const std::string& id) const {
+  return scontrol_jobs([this](const std::vector<std::string>& argv) { return run(argv); }, id);
+}
+
+std::map<std::string, std::string> SlurmCluster::job(const std::string& id) const {
+  const auto found = jobs(id);
+  return found.empty() ? std::map<std::string, std::string>{} : found.front();
+}
+
+bool SlurmCluster::wait_for_jobs(const std::string& id, std::chrono::seconds timeout) const {
+  return wait_until_jobs_end([this](const std::vector<std::string>& argv) { return run(argv); }, id, timeout);
 }
 
 std::string SlurmCluster::logs() const {

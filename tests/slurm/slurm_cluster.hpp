@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -73,5 +74,19 @@ std::string program_path(const std::string& name);
 
 // Whether a Slurm job state is final (COMPLETED, FAILED, TIMEOUT, ...).
 bool job_state_final(const std::string& state);
+
+// "Key=Value Key=Value ..." (scontrol --oneliner) into fields; values hold
+// no spaces except the few (Command=, WorkDir=, Reason=) the tests do not read.
+std::map<std::string, std::string> scontrol_fields(const std::string& line);
+
+// How a cluster runs a Slurm command: its run(), on its login node.
+using SlurmCommand = std::function<CommandResult(const std::vector<std::string>&)>;
+
+// `scontrol show job ID` through `run`, one map of fields per job (an array
+// job's tasks); empty when Slurm does not know it.
+std::vector<std::map<std::string, std::string>> scontrol_jobs(const SlurmCommand& run, const std::string& id);
+
+// Polls scontrol_jobs until every job of `id` has ended; false on timeout.
+bool wait_until_jobs_end(const SlurmCommand& run, const std::string& id, std::chrono::seconds timeout);
 
 }  // namespace memsweep::testing

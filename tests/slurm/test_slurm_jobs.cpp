@@ -312,6 +312,24 @@ TEST_F(SlurmJobs, ArrayModeRunsOnePartPerTaskIntoItsOwnFile) {
   EXPECT_THAT(summary.out, HasSubstr("4 trials")) << summary.out;
 }
 
+// A trial that kills its rank before any of its samples reach the file
+// leaves no trace for the rule of two: the job is requeued after each loss,
+// and stops once MEMSWEEP_MAX_IDLE_REQUEUES starts in a row finished no
+// trial, saying why.
+TEST_F(SlurmJobs, RequeuesWithoutATrialFinishingStopAfterTheLimit) {
+  work_.write("doomed.toml",
+              "[sweep]\nname = \"doomed\"\n[defaults]\ndataset = \"synthetic\"\n"
+              "program = [\"/bin/sh\", \"-c\", \"kill -9 $PPID; sleep 30\"]\n[grid]\nbatch_size = [1]\n");
+  const std::string id =
+      sbatch({"--ntasks=2", "--mem-per-cpu=1G", kBatchScript, "doomed.toml"}, {{"MEMSWEEP_MAX_IDLE_REQUEUES", "2"}});
+  const auto job = wait_for_job(id, 180s);
+  const std::string log = slurp(work_.path() / ("memsweep-" + id + ".out"));
+  EXPECT_EQ(job.at("Restarts"), "1") << log;
+  EXPECT_NE(job.at("JobState"), "COMPLETED") << log;
+  EXPECT_THAT(log, HasSubstr("requeuing job " + id + " to run them again"));
+  EXPECT_THAT(log, HasSubstr("no trial finished in the last 2 starts: not requeued"));
+}
+
 TEST_F(SlurmJobs, BadInputIsNeitherSubmittedNorRequeued) {
   // A sweep file with an error: submit checks it and submits nothing.
   work_.write("bad.toml", "[sweep]\nname = \"bad\"\n[defaults]\nbatch_size = -3\n[grid]\nepochs = [1]\n");

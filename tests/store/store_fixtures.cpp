@@ -489,8 +489,12 @@ void rewrite_as_schema_version(const std::filesystem::path& path, int version) {
   ASSERT_TRUE(version >= 1 && version <= kSchemaVersion - 1) << "no such older version: " << version;
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   ASSERT_GE(file, 0) << path;
-  std::vector<std::string> dropped = kTrialColumnsOfVersion10;
-  EXPECT_GE(H5Adelete(file, "final_statuses"), 0) << "schema 10's final_statuses";
+  EXPECT_GE(H5Ldelete(file, "metrics", H5P_DEFAULT), 0) << "schema 11's /metrics";
+  std::vector<std::string> dropped;
+  if (version < 10) {
+    dropped = kTrialColumnsOfVersion10;
+    EXPECT_GE(H5Adelete(file, "final_statuses"), 0) << "schema 10's final_statuses";
+  }
   if (version < 9) drop_columns(file, "runs", {"trial_process_cost"});
   if (version < 8) dropped.insert(dropped.end(), kTrialColumnsOfVersion8.begin(), kTrialColumnsOfVersion8.end());
   std::vector<std::string> dropped_samples;

@@ -40,7 +40,7 @@ std::string read_bytes(const std::filesystem::path& path);
 std::string store_error(const std::function<void()>& action);
 
 // Turns a closed results file written by this memsweep into one of an older
-// schema `version` (1 to 9), as that version's memsweep wrote it: the
+// schema `version` (1 to 10), as that version's memsweep wrote it: the
 // columns added since are dropped from their tables (which are rewritten,
 // keeping their storage and unit attributes), tables added since are
 // deleted, and schema_version is set. Schema 2 added /samples' sys_total;
@@ -51,7 +51,7 @@ std::string store_error(const std::function<void()>& action);
 // kSampleColumnsOfVersion7; schema 8 the memory plan's columns of
 // kTrialColumnsOfVersion8; schema 9 /runs' trial_process_cost; schema 10
 // the /trials columns of kTrialColumnsOfVersion10 and the root attribute
-// final_statuses.
+// final_statuses; schema 11 the /metrics table.
 void rewrite_as_schema_version(const std::filesystem::path& path, int version);
 // `row` with its GPU memory (schema 7) not measured, as an older file or a
 // trial without NVML reads.

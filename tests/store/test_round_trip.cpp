@@ -194,22 +194,24 @@ TEST_P(RoundTrip, ResumePlanFromWhatTheFileHolds) {
   EXPECT_EQ(plan.already_final, 1u);
   EXPECT_EQ(plan.pending.expand(sweep.trials), (std::vector<PendingTrial>{{1, 1}, {2, 0}}));
   ASSERT_EQ(plan.lost_rows.size(), 1u);
-  const TrialRow& killed = plan.lost_rows[0].row;
-  EXPECT_EQ(killed.rank, 2);
-  EXPECT_EQ(killed.run, 1);
-  EXPECT_EQ(killed.rss_peak, 7'000'000 + 4096 * 119);
-  EXPECT_EQ(killed.rss_baseline, 7'000'000);
-  EXPECT_EQ(killed.samples, 120u);
-  store.append_trial(killed, plan.lost_rows[0].message);
+  const TrialRow& lost = plan.lost_rows[0].row;
+  EXPECT_EQ(get_fixed(lost.status), "interrupted") << "a lost rank is no result of the trial's";
+  EXPECT_EQ(lost.rank, 2);
+  EXPECT_EQ(lost.run, 1);
+  EXPECT_EQ(lost.rss_peak, 7'000'000 + 4096 * 119);
+  EXPECT_EQ(lost.rss_baseline, 7'000'000);
+  EXPECT_EQ(lost.samples, 120u);
+  store.append_trial(lost, plan.lost_rows[0].message);
   store.close();
 
-  // The next resume sees the killed row and does not add it again.
+  // The next resume sees the lost attempt's row and does not add it again;
+  // the trial still runs, as the next attempt.
   ResultStore again = ResultStore::open_for_resume(path, example_run("resume 2"), options());
   const ResumePlan next = plan_resume(sweep.trials, again.read_trials(), again.scan_series(), 0, again.run_index(),
                                       LostAttempts::rank_died);
   EXPECT_TRUE(next.lost_rows.empty());
-  EXPECT_EQ(next.killed_not_retried, 1u);
-  EXPECT_EQ(next.pending.expand(sweep.trials), (std::vector<PendingTrial>{{2, 0}}));
+  EXPECT_EQ(next.killed_not_retried, 0u);
+  EXPECT_EQ(next.pending.expand(sweep.trials), (std::vector<PendingTrial>{{1, 1}, {2, 0}}));
 }
 
 TEST_P(RoundTrip, NoCountersAndNoEventLists) {

@@ -6,11 +6,11 @@
 namespace memsweep::testing {
 
 CommandResult run_command(const std::vector<std::string>& argv, const std::string& working_dir,
-                          const std::map<std::string, std::string>& environment) {
+                          const std::map<std::string, std::string>& environment, int signal_on_test_death) {
   // Output goes to files rather than pipes so a chatty child cannot block on
   // a full pipe while we wait for it.
   const TempDir capture;
-  BackgroundProcess process(argv, capture.path(), environment, working_dir);
+  BackgroundProcess process(argv, capture.path(), environment, working_dir, signal_on_test_death);
   const int status = process.wait();
   CommandResult result;
   result.exit_status = process.ended_by_signal() ? -1 : status;

@@ -19,8 +19,10 @@ struct CommandResult {
 };
 
 // `environment` entries are added to (or replace) the test's own environment.
+// `signal_on_test_death`: sent to the program if this test process dies
+// first (a ctest timeout), 0 for none.
 CommandResult run_command(const std::vector<std::string>& argv, const std::string& working_dir = "",
-                          const std::map<std::string, std::string>& environment = {});
+                          const std::map<std::string, std::string>& environment = {}, int signal_on_test_death = 0);
 
 // `args` with every "@" replaced by `file` (bad-input tables name the file
 // they write as "@").

@@ -1,12 +1,14 @@
 // The ETA's cost model (memsweep/eta.hpp) on scripted trial times, and the
 // forward FLOP count it rests on.
 
+#include "memsweep/config.hpp"
 #include "memsweep/estimate.hpp"
 #include "memsweep/eta.hpp"
 #include "memsweep/model_spec.hpp"
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -98,9 +100,43 @@ TEST(TrialCost, RealDatasetsUseTheirPublishedSizesAndProgramsTheirTrainer) {
   EXPECT_DOUBLE_EQ(trial_cost(trial, {}).work, forward * (3 * 60'000 + 10'000));
   trial.program = ProgramSpec{};
   trial.program->name = "torch";
-  trial.program->command = {"python3", "train.py"};
+  trial.program->command = {"python3", "train.py", "--model={model}", "--channels={channels}"};
+  trial.program->fields = {"channels", "dataset", "model"};
   EXPECT_EQ(trial_cost(trial, {}).kind, "torch cnn");
   EXPECT_EQ(trial_cost(trial, {}).trainer, "torch");
+  EXPECT_TRUE(trial_cost(trial, {}).network_known);
+  EXPECT_DOUBLE_EQ(trial_cost(trial, {}).work, forward * (3 * 60'000 + 10'000));
+}
+
+// Issue 43: a program passed no model (word_language_model over bptt and
+// its architecture) was costed as memsweep's default MLP, the same for every
+// trial: its FLOPs say nothing, and its kind is its trainer and the params
+// that name a variant.
+TEST(TrialCost, AProgramPassedNoModelIsCostedByItsEpochsAndItsVariantParams) {
+  const SweepSpec sweep = parse_sweep(R"([sweep]
+name = "wlm"
+[programs.wlm]
+command = ["python3", "main.py", "--model", "{arch}", "--bptt", "{bptt}", "--epochs", "{epochs}", "--tied={tied}"]
+[defaults]
+program = "wlm"
+epochs = 2
+params = { tied = true }
+[grid]
+params.arch = ["Transformer", "LSTM"]
+params.bptt = [35, 280]
+)",
+                                      "wlm.toml");
+  ASSERT_EQ(sweep.trials.size(), 4u);
+  std::map<std::string, std::vector<TrialCost>> by_kind;
+  for (const TrialSpec& trial : sweep.trials) {
+    const TrialCost cost = trial_cost(trial, {});
+    EXPECT_FALSE(cost.network_known);
+    EXPECT_DOUBLE_EQ(cost.work, 2.0) << "its epochs";
+    by_kind[cost.kind].push_back(cost);
+  }
+  ASSERT_EQ(by_kind.size(), 2u);
+  EXPECT_EQ(by_kind["wlm arch=LSTM tied=true"].size(), 2u);
+  EXPECT_EQ(by_kind["wlm arch=Transformer tied=true"].size(), 2u);
 }
 
 TEST(TrialCost, RepeatsAndASearchsProbesShareAConfigurationOtherFieldsDoNot) {
@@ -302,6 +338,46 @@ TEST(RemainingSeconds, AKindWithoutFinishedTrialsBorrowsItsTrainersRateThenEvery
   EXPECT_NEAR(fitted_rate(finished, cost("c", "torch", "cnn", 1e9))->seconds_per_flop, 5e-9, 1e-20);
   // jax: no trial of it yet, everyone's: 6 s over 2e9 FLOPs.
   EXPECT_NEAR(fitted_rate(finished, cost("d", "jax", "cnn", 1e9))->seconds_per_flop, 3e-9, 1e-20);
+}
+
+// Issue 43: long Transformer and short LSTM program trials (2 workers).
+// Taking the first Transformer's time for every trial said 26 min at the
+// start of a 7 min 44 s run. A kind without an ended trial now leaves the
+// ETA unknown; once each kind has one, each kind is timed by its own.
+TEST(RemainingSeconds, AProgramKindWithoutAnEndedTrialLeavesTheEtaUnknownThenEachHasItsOwn) {
+  const auto program_trial = [](const std::string& id, const std::string& kind) {
+    TrialCost cost{id, "wlm", "wlm arch=" + kind, 1, 1.0, "wlm " + id};
+    cost.network_known = false;
+    return cost;
+  };
+  std::vector<FinishedTrial> finished = {ended(program_trial("t1", "Transformer"), 90.0)};
+  std::vector<TrialCost> waiting;
+  for (int i = 0; i < 8; ++i) waiting.push_back(program_trial("l" + std::to_string(i), "LSTM"));
+  waiting.push_back(program_trial("t2", "Transformer"));
+  // Before: 9 trials at the Transformer's 90 s on 2 workers, 450 s; the
+  // true figure 8 x 10 s + 90 s spread, 90 s.
+  EXPECT_FALSE(remaining_seconds(finished, {}, waiting, 2)) << "no LSTM has ended";
+  finished.push_back(ended(program_trial("l-first", "LSTM"), 10.0));
+  const std::optional<double> left = remaining_seconds(finished, {}, waiting, 2);
+  ASSERT_TRUE(left);
+  // Worker A: 4 LSTMs (40 s) then t2 (90 s) = 130 s; B: 4 LSTMs = 40 s.
+  EXPECT_NEAR(*left, 130.0, 1e-9);
+  // A program whose network memsweep counts still borrows another kind's rate.
+  TrialCost counted{"c", "torch", "torch cnn", 1, 1e9, "torch c"};
+  EXPECT_TRUE(remaining_seconds(finished, {}, std::vector<TrialCost>{counted}, 2));
+}
+
+// The ETA is never past what the trials' time limits allow.
+TEST(CappedByTimeLimits, TheLatestEndIfEveryTrialTookItsLimit) {
+  const std::vector<TimeLimited> running = {{10.0, 4.0}};
+  const std::vector<TimeLimited> waiting(3, TimeLimited{10.0, 0.0});
+  // Worker A frees at 6 s, B at 0: B 10, A 16, B 20.
+  EXPECT_DOUBLE_EQ(*capped_by_time_limits(6.5e10, running, waiting, 2), 20.0);
+  EXPECT_DOUBLE_EQ(*capped_by_time_limits(12.0, running, waiting, 2), 12.0) << "below the cap: unchanged";
+  EXPECT_FALSE(capped_by_time_limits(std::nullopt, running, waiting, 2)) << "no estimate is not made one";
+  std::vector<TimeLimited> one_unlimited = waiting;
+  one_unlimited.push_back({std::nullopt, 0.0});
+  EXPECT_DOUBLE_EQ(*capped_by_time_limits(6.5e10, running, one_unlimited, 2), 6.5e10) << "a trial without a limit";
 }
 
 TEST(RemainingSeconds, ProcessStartIsAFixedCostPerTrial) {

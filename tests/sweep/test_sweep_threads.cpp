@@ -270,7 +270,7 @@ TEST(SilentWorker, IsGivenUpItsTrialRecordedInterruptedAndRunAgainElsewhere) {
     EXPECT_EQ(row.attempt, 0);
     EXPECT_EQ(row.samples, 3U) << "the samples it sent, which the file holds";
     EXPECT_EQ(row.rss_peak, 3 << 20);
-    EXPECT_EQ(get_fixed(row.end_cause), end_cause::kRankLost);
+    EXPECT_EQ(get_fixed(row.end_cause), end_cause::kSilent);
     EXPECT_NE(sink.messages[i].find("rank 2 went silent"), std::string::npos) << sink.messages[i];
   }
   EXPECT_EQ(interrupted, 1U);

@@ -406,6 +406,145 @@ TEST(SweepFollower, ShowsEachSearchsBracketAsItsProbesEnd) {
   ASSERT_EQ(follower.search_rows().size(), 1u);
 }
 
+// Two configurations searched at one limit: two searches along batch_size.
+constexpr char kSearchSweepText[] = R"([sweep]
+name = "follow-search"
+[defaults]
+dataset = "synthetic"
+synthetic = { shape = [1, 8, 8], classes = 4, train_size = 64, test_size = 16 }
+epochs = 2
+[grid]
+hidden = [[16], [32]]
+[search]
+axis = "batch_size"
+range = [8, 512]
+limit = ["1GiB"]
+max_trials = 10
+)";
+
+// Configuration `configuration`'s probe number `probe` at `value`, as the
+// board makes it (its own id, in no plan), and its row.
+TrialSpec probe_trial(const SweepSpec& sweep, std::size_t configuration, std::int32_t probe, std::int64_t value) {
+  const SearchPoint point{.search = static_cast<std::int32_t>(configuration),
+                          .probe = probe,
+                          .value = value,
+                          .limit_bytes = sweep.search->limits[0],
+                          .full = false};
+  return search_trial(sweep.trials[configuration], *sweep.search, point);
+}
+
+TrialRow probe_row(const TrialSpec& probe, std::string_view status, double wall_seconds) {
+  TrialRow row = row_of(probe, 0, status, wall_seconds);
+  row.rss_peak = status == "ok" ? 100'000'000 : 1'200'000'000;
+  return row;
+}
+
+std::string text_of(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  return text;
+}
+
+// Issue 43: a search sweep's trials are probes, in no plan. Watch said
+// "trials 0/2: done 0, running 0" and "no trial running" while probes ran,
+// an ETA of 18,252,178 hours (the probes' rate per unit taken as per FLOP
+// of the configurations), and each search's axis as "-" until it ended.
+TEST(SweepFollower, ASearchSweepCountsSearchesAndProbesAndShowsItsRunningProbes) {
+  const memsweep::testing::TempDir dir;
+  const auto path = dir.path() / "results.h5";
+  const SweepSpec sweep = parse_sweep(kSearchSweepText, "follow-search.toml");
+  ASSERT_EQ(sweep.trials.size(), 2u);
+  FileHeader header = follow_header();
+  header.sweep_name = "follow-search";
+  header.sweep_text = kSearchSweepText;
+  header.planned_trials = 20;
+  // Search 0: three probes of 2 s; search 1: one of 1 s. Running: one probe of each.
+  const std::vector<TrialRow> ended = {
+      probe_row(probe_trial(sweep, 0, 0, 8), "ok", 2.0), probe_row(probe_trial(sweep, 0, 1, 512), "over_budget", 2.0),
+      probe_row(probe_trial(sweep, 0, 2, 64), "ok", 2.0), probe_row(probe_trial(sweep, 1, 0, 8), "ok", 1.0)};
+  const std::vector<SampleRow> running_a = samples_of(probe_trial(sweep, 0, 3, 200).id, 0, 1, 50, 50'000'000, 1 << 30);
+  const std::vector<SampleRow> running_b = samples_of(probe_trial(sweep, 1, 1, 512).id, 0, 2, 50, 60'000'000, 1 << 30);
+
+  ChildProcess writer([&](const ChildProcess::Channel& parent) {
+    ResultStore store = ResultStore::create(path, header, false, StoreOptions{true});
+    store.flush();
+    parent.send('0');
+    parent.receive();
+    for (const TrialRow& row : ended) store.append_trial(row);
+    store.append_samples(running_a);
+    store.append_samples(running_b);
+    make_visible(store);
+    parent.send('1');
+    parent.receive();
+    for (std::int32_t search = 0; search < 2; ++search) {
+      SearchRow row = memsweep::testing::example_search(search);
+      row.search = search;
+      row.configuration = search;
+      row.limit = 1 << 30;
+      store.append_search(row);
+    }
+    store.close();
+    parent.send('2');
+  });
+
+  // Before any probe ended: every search, its axis and limit from the sweep file.
+  ASSERT_EQ(writer.receive(), '0');
+  SweepFollower follower(path);
+  const SweepSnapshot start = follower.update(writer_is_live(path), std::chrono::system_clock::now());
+  ASSERT_EQ(start.searches.size(), 2u);
+  for (const SearchView& search : start.searches) {
+    EXPECT_EQ(search.axis, "batch_size");
+    EXPECT_EQ(search.limit, 1 << 30);
+    EXPECT_EQ(search.status, "waiting");
+  }
+  EXPECT_FALSE(start.eta_s) << "nothing ran: no ETA";
+  EXPECT_EQ(start.state, SweepState::running);
+
+  writer.send('n');
+  ASSERT_EQ(writer.receive(), '1');
+  const SweepSnapshot live = follower.update(writer_is_live(path), std::chrono::system_clock::now());
+  EXPECT_EQ(live.state, SweepState::running);
+  ASSERT_TRUE(live.search_progress);
+  const SearchProgress& progress = *live.search_progress;
+  EXPECT_EQ(progress.searches, 2);
+  EXPECT_EQ(progress.ended, 0);
+  EXPECT_EQ(progress.probes_finished, 4);
+  EXPECT_EQ(progress.probes_running, 2);
+  EXPECT_EQ(progress.probes_at_most, (10 - 3) + (10 - 1) - 2);
+  ASSERT_EQ(live.running_trials.size(), 2u);
+  EXPECT_EQ(live.running_trials[0].trial_id, probe_trial(sweep, 0, 3, 200).id);
+  EXPECT_EQ(live.running_trials[0].rank, 1);
+  EXPECT_EQ(live.running_trials[1].rank, 2);
+  EXPECT_THAT(live.running_trials[0].hyperparameters, ::testing::HasSubstr("probe"));
+  for (const SearchView& search : live.searches) EXPECT_EQ(search.axis, "batch_size");
+  EXPECT_EQ(live.searches[0].fits, 64);
+  EXPECT_EQ(live.searches[0].does_not_fit, 512);
+  EXPECT_EQ(live.searches[0].status, "running");
+
+  // At most 14 more probes at 1 to 2 s each on 2 workers, with the two
+  // running ones' rest: between 7 s and 16 s, and shown as an upper figure.
+  ASSERT_TRUE(live.eta_s);
+  EXPECT_TRUE(live.eta_is_bound);
+  EXPECT_GE(*live.eta_s, 14 * 1.0 / 2);
+  EXPECT_LE(*live.eta_s, 16 * 2.0 / 2);
+
+  const std::string text = text_of(render_overview(live, {160, 0, Glyphs::ascii()}));
+  EXPECT_THAT(text,
+              ::testing::HasSubstr("searches 0/2 ended (0 failed); probes: finished 4, running 2, at most 14 more"));
+  EXPECT_THAT(text, ::testing::Not(::testing::HasSubstr("no trial running")));
+  EXPECT_THAT(text, ::testing::HasSubstr("ETA at most "));
+  EXPECT_THAT(text, ::testing::HasSubstr(probe_trial(sweep, 1, 1, 512).id));
+
+  writer.send('n');
+  ASSERT_EQ(writer.receive(), '2');
+  ASSERT_EQ(writer.wait(), 0);
+  const SweepSnapshot done = follower.update(writer_is_live(path), std::chrono::system_clock::now());
+  EXPECT_EQ(done.state, SweepState::finished) << "every search ended, nothing runs";
+  EXPECT_EQ(done.search_progress->ended, 2);
+  EXPECT_EQ(done.search_progress->probes_at_most, 0);
+  EXPECT_FALSE(done.eta_s);
+}
+
 TEST(SweepFollower, ASweepWithoutSearchesShowsNone) {
   const memsweep::testing::TempDir dir;
   const auto path = dir.path() / "results.h5";
