@@ -1,9 +1,14 @@
 #pragma once
 // What `memsweep run` decides about its results file before the sweep
 // (rank 0, in the session's steps, session.hpp): the counter columns a new
-// file records, the header it starts with, and on a resume whether the file
-// holds this run's trials, what the run takes from the file's last run and
-// what became of the attempts the last run left unfinished.
+// file records, the header it starts with, and on a resume, in one decision
+// (decide_resume), whether the file holds this run's trials, what the run
+// takes from the file's last run and what became of the attempts the last
+// run left unfinished. The rules a resume follows:
+//  - it reuses what the last run measured with unless told otherwise;
+//  - it refuses an option that changes what a trial measures (the example
+//    limits, the threads, the counters' source) and differs from the stored
+//    one, unless --allow-changed-options, which /runs then records.
 //
 // Pure functions over what the command line, the sweep file, the machine
 // and the file gave: probing the counters, opening the file and printing
@@ -12,7 +17,6 @@
 
 #include "memsweep/config.hpp"
 #include "memsweep/results.hpp"
-#include "memsweep/run_record.hpp"
 #include "memsweep/sampler.hpp"
 #include "memsweep/store.hpp"
 
@@ -44,6 +48,39 @@ std::optional<std::string> left_out_note(const CounterColumns& columns);
 // that served it when the file was created; a file that does not say
 // (written before there were two sources) from either, PAPI first.
 std::vector<CounterRequest> counter_requests(const FileHeader& header);
+
+// Which of a run's options were given on its command line (the others take
+// the stored run's values on a resume, the defaults on a new file).
+struct GivenOptions {
+  bool data_dir = false;
+  bool max_train_examples = false;
+  bool max_test_examples = false;
+  bool threads = false;
+  bool counter_source = false;
+  bool mem_budget = false;
+  bool trial_timeout = false;
+  bool flush_interval = false;
+};
+
+// One option whose value differs between the stored run and this one.
+struct OptionChange {
+  std::string option;  // as on the command line: "--max-train-examples"
+  std::string stored;  // the value the stored run used, as the option takes it
+  std::string given;
+  bool allowed = false;  // true: --allow-changed-options may let it differ
+};
+
+// `given` (this run's row with its options and defaults) with the options
+// not given taken from `stored`, the last run's row.
+RunRow reuse_stored_options(const RunRow& given, const RunRow& stored, const GivenOptions& which);
+
+// The options that differ between `stored` and `resumed` and change what a
+// trial measures. The counters' source is never allowed to differ: the
+// file's columns stay opened from the sources that created them.
+std::vector<OptionChange> measurement_changes(const RunRow& stored, const RunRow& resumed);
+
+// "--threads 2 (run 0) -> 4; ...": for RunRow::changed_options.
+std::string changes_text(const std::vector<OptionChange>& changes, int stored_run);
 
 // The sweep (or the part of it) a run runs, as a results file names it.
 struct SweepIdentity {
@@ -81,6 +118,29 @@ ResumedRunRow resume_run_row(const RunRow& fresh, const RunRow& stored, const Gi
 // "--data-dir /x, --max-train-examples 1000": the options `run` took from
 // the run before it (those not given), where they are not the defaults.
 std::string reused_options_text(const RunRow& run, const GivenOptions& which);
+
+// What a resume asks: the run's sweep, its row as the command line gives it,
+// which options it was given, and whether it may measure differently.
+struct ResumeRequest {
+  SweepIdentity identity;
+  RunRow fresh;
+  GivenOptions which;
+  bool allow_changed_options = false;
+  std::filesystem::path output;
+};
+
+// Everything a resume decides from the file it continues.
+struct ResumeDecision {
+  RunRow run;                                   // this run's row of /runs
+  LostAttempts lost = LostAttempts::rank_died;  // what the last run's unfinished attempts were lost to
+  std::vector<std::string> notes;               // the lines rank 0 prints
+};
+
+// From the file's header and /runs (ResultStore::hold_for_resume): refuses
+// (InputError naming the file) one that holds other trials than the
+// request's, or a change of what a trial measures (resume_run_row); this
+// run's row, and lost_attempts() for this run, the next row of /runs.
+ResumeDecision decide_resume(const FileHeader& found, const std::vector<RunRow>& runs, const ResumeRequest& request);
 
 // A new file's header as the sweep (or part) `run` names and the counters
 // chosen decide it: the sweep, its sampler settings and trial count, the

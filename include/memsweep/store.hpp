@@ -146,6 +146,15 @@ class ResultStore {
   // throws to refuse the file (e.g. another sweep's): it is left untouched.
   static ResultStore open_for_resume(const std::filesystem::path& path, const RunRow& run, const StoreOptions& options,
                                      const std::function<void(const FileHeader&)>& accept = {});
+  // The same in two steps, for a caller that decides this run's row from
+  // the file (results_file_policy.hpp, decide_resume): hold_for_resume()
+  // takes the writer's lock (with SWMR), checks format and schema version
+  // and reads /runs, writing nothing; HeldForResume::resume() then opens it
+  // for writing with the row decided. So the file is read once for the
+  // decision, and no other writer can come between the decision and the
+  // writing. A HeldForResume dropped gives the lock back, the file untouched.
+  class HeldForResume;
+  static HeldForResume hold_for_resume(const std::filesystem::path& path, const StoreOptions& options);
 
   ResultStore(ResultStore&&) noexcept;
   ResultStore& operator=(ResultStore&&) noexcept;
@@ -202,6 +211,25 @@ class ResultStore {
   struct Impl;
   explicit ResultStore(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+};
+
+class ResultStore::HeldForResume {
+ public:
+  HeldForResume(HeldForResume&&) noexcept;
+  HeldForResume& operator=(HeldForResume&&) noexcept;
+  ~HeldForResume();
+
+  const FileHeader& header() const;
+  const std::vector<RunRow>& runs() const;  // the file's /runs, as the last flush left it
+  // Appends `run` to /runs and starts writing: ResultStore::open_for_resume's
+  // second half. Consumes the hold.
+  ResultStore resume(const RunRow& run) &&;
+
+ private:
+  friend class ResultStore;
+  HeldForResume(std::unique_ptr<Impl> impl, std::vector<RunRow> runs);
+  std::unique_ptr<Impl> impl_;
+  std::vector<RunRow> runs_;
 };
 
 // A reader: summary, watch, tests. Opens with SWMR read access when the file

@@ -305,8 +305,10 @@ class RunSteps final : public SessionSteps {
   std::vector<std::string> notes() const override { return notes_; }
   std::string results_path() const override { return settings_.output.string(); }
 
+  // Rank 0 only; a resume's file stays held in decided_ until open_results.
   RunRow decide_run_row(int ranks, const std::vector<std::string>& hosts, ProgressReporter& notes) override {
-    return cli::decide_run_row(input(), ranks, hosts, notes);
+    decided_ = cli::decide_run_row(input(), ranks, hosts, notes);
+    return decided_.run;
   }
 
   // Each rank resolves --data-dir (or $MEMSWEEP_DATA, ./data) itself, as
@@ -323,7 +325,7 @@ class RunSteps final : public SessionSteps {
 
   OpenedResults open_results(const RunRow& run, const Communicator& comm, const std::vector<std::string>& hosts,
                              ProgressReporter& notes) override {
-    OpenedStore opened = open_results_file(input(), run, comm, hosts, notes);
+    OpenedStore opened = open_results_file(input(), run, std::move(decided_), comm, hosts, notes);
     store_ = std::move(opened.store);
     sink_.emplace(*store_);
     return {.sink = &*sink_,
@@ -416,6 +418,7 @@ class RunSteps final : public SessionSteps {
   std::vector<std::string> notes_;
   std::vector<fs::path> data_dirs_;
   TrialProcessCost trial_process_cost_;  // added to each built-in trial's prediction
+  DecidedRun decided_;                   // rank 0's, from decide_run_row to open_results
   std::optional<ResultStore> store_;     // rank 0's
   std::optional<StoreSink> sink_;
 };

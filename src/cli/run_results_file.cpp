@@ -7,6 +7,7 @@
 
 #include "common/file_kind.hpp"
 #include "memsweep/results_file_policy.hpp"
+#include "memsweep/run_record.hpp"
 #include "memsweep/sampler.hpp"
 #include "memsweep/trainer.hpp"
 #include "memsweep/trial_process_cost.hpp"
@@ -62,15 +63,6 @@ RunRow fresh_run_row(const RunInput& input, int ranks, const std::vector<std::st
   return run;
 }
 
-// The file's /runs, after checking that it holds this run's trials; empty
-// for an older file, which opening it for the resume refuses with its reason.
-std::vector<RunRow> runs_to_resume(const RunInput& input) {
-  const ResultReader reader(input.settings.output);
-  check_file_holds_sweep(reader.header(), input.settings.output, sweep_identity(input));
-  if (reader.header().schema_version != kSchemaVersion) return {};
-  return reader.runs();
-}
-
 // Whether -o names a file to resume. A name that is neither a file nor free
 // (a link that loops or whose target is missing) is bad input, said here:
 // std::filesystem would throw a bare "filesystem error", and the store would
@@ -105,16 +97,12 @@ std::string resume_note(const RunInput& input, const ResumePlan& plan, int run_i
                                                  : std::string());
 }
 
-OpenedStore resume_results_file(const RunInput& input, const RunRow& run, ProgressReporter& notes) {
-  const auto same_sweep = [&](const FileHeader& found) {
-    check_file_holds_sweep(found, input.settings.output, sweep_identity(input));
-  };
-  ResultStore store =
-      ResultStore::open_for_resume(input.settings.output, run, StoreOptions{.swmr = run.no_swmr == 0}, same_sweep);
+OpenedStore resume_results_file(const RunInput& input, const RunRow& run, DecidedRun decided, ProgressReporter& notes) {
+  ResultStore store = std::move(*decided.held).resume(run);
   const std::vector<TrialRow> rows = store.read_trials();
   const std::vector<SeriesSummary> series = store.scan_series();
   const ResumePlan plan = plan_resume(input.sweep.trials, rows, series, input.settings.retry, store.run_index(),
-                                      lost_attempts(store.read_runs(), store.run_index()), input.options.lost_cause);
+                                      decided.resume.lost, input.options.lost_cause);
   for (const TrialRecord& lost : plan.lost_rows) {
     store.append_trial(lost.row, lost.message);
     notes.note(fmt::format("trial {} attempt {}: {}", get_fixed(lost.row.trial_id), lost.row.attempt,
@@ -180,23 +168,29 @@ OpenedStore create_results_file(const RunInput& input, const RunRow& run, const 
 
 }  // namespace
 
-RunRow decide_run_row(const RunInput& input, int ranks, const std::vector<std::string>& hosts,
-                      ProgressReporter& notes) {
-  const RunRow run = fresh_run_row(input, ranks, hosts);
-  if (!input.options.resume || !output_exists(input.settings.output)) return run;
-  const std::vector<RunRow> runs = runs_to_resume(input);
-  if (runs.empty()) return run;
-  ResumedRunRow resumed = resume_run_row(run, runs.back(), input.settings.which, input.options.allow_changed_options,
-                                         input.settings.output);
-  for (const std::string& note : resumed.notes) notes.note(note);
-  return resumed.run;
+DecidedRun decide_run_row(const RunInput& input, int ranks, const std::vector<std::string>& hosts,
+                          ProgressReporter& notes) {
+  check_not_the_sweep_file(input);
+  DecidedRun decided{.run = fresh_run_row(input, ranks, hosts), .held = std::nullopt, .resume = {}};
+  // Asked even without --resume: a name that is neither a file nor free is refused.
+  const bool exists = output_exists(input.settings.output);
+  if (!input.options.resume || !exists) return decided;
+  decided.held.emplace(
+      ResultStore::hold_for_resume(input.settings.output, StoreOptions{.swmr = decided.run.no_swmr == 0}));
+  decided.resume = decide_resume(decided.held->header(), decided.held->runs(),
+                                 ResumeRequest{.identity = sweep_identity(input),
+                                               .fresh = decided.run,
+                                               .which = input.settings.which,
+                                               .allow_changed_options = input.options.allow_changed_options,
+                                               .output = input.settings.output});
+  for (const std::string& note : decided.resume.notes) notes.note(note);
+  decided.run = decided.resume.run;
+  return decided;
 }
 
-OpenedStore open_results_file(const RunInput& input, const RunRow& run, const Communicator& comm,
+OpenedStore open_results_file(const RunInput& input, const RunRow& run, DecidedRun decided, const Communicator& comm,
                               const std::vector<std::string>& hosts, ProgressReporter& notes) {
-  check_not_the_sweep_file(input);
-  const bool exists = output_exists(input.settings.output);
-  if (input.options.resume && exists) return resume_results_file(input, run, notes);
+  if (decided.held) return resume_results_file(input, run, std::move(decided), notes);
   return create_results_file(input, run, comm, hosts, notes);
 }
 

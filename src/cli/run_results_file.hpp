@@ -4,7 +4,7 @@
 // file's last run did), and the file created or reopened for the sweep.
 
 #include "cli/run_command.hpp"
-#include "memsweep/run_record.hpp"
+#include "memsweep/results_file_policy.hpp"
 #include "memsweep/session.hpp"
 #include "memsweep/store.hpp"
 #include "memsweep/trial_process_cost.hpp"
@@ -46,8 +46,16 @@ std::string join(std::span<const std::string> parts, std::string_view separator)
 // Rank 0, before anything is written: this run's row of /runs, with what it
 // measures with. A resume takes what the file's last run measured with,
 // except the options given, and refuses (InputError) one that changes what
-// a trial measures unless --allow-changed-options.
-RunRow decide_run_row(const RunInput& input, int ranks, const std::vector<std::string>& hosts, ProgressReporter& notes);
+// a trial measures unless --allow-changed-options (decide_resume). The file
+// a resume continues is read once, for that decision, and held (its
+// writer's lock taken) until open_results_file() starts writing it.
+struct DecidedRun {
+  RunRow run;
+  std::optional<ResultStore::HeldForResume> held;  // a resume's file; none for a new one
+  ResumeDecision resume;                           // a resume's decision (when `held`)
+};
+DecidedRun decide_run_row(const RunInput& input, int ranks, const std::vector<std::string>& hosts,
+                          ProgressReporter& notes);
 
 // Rank 0's open results file, and the attempts still to run.
 struct OpenedStore {
@@ -58,8 +66,9 @@ struct OpenedStore {
 };
 
 // Rank 0 before the sweep: the results file created (with `run`, the row
-// decide_run_row() gave) or reopened, and the attempts still to run.
-OpenedStore open_results_file(const RunInput& input, const RunRow& run, const Communicator& comm,
+// decide_run_row() gave) or, with the file `decided` holds, continued; and
+// the attempts still to run.
+OpenedStore open_results_file(const RunInput& input, const RunRow& run, DecidedRun decided, const Communicator& comm,
                               const std::vector<std::string>& hosts, ProgressReporter& notes);
 
 // Rank 0's writer behind the scheduler's sink interface.

@@ -87,6 +87,24 @@ LostAttempts lost_attempts(const std::vector<RunRow>& runs, int run_index) {
 
 namespace {
 
+std::string count_text(std::int64_t value) { return value == 0 ? "0 (all)" : std::to_string(value); }
+std::string threads_text(std::int32_t value) {
+  return value == 0 ? "0 (the CPUs the rank may use)" : std::to_string(value);
+}
+std::string source_text(const RunRow& run) {
+  const std::string source = get_fixed(run.counter_source);
+  return source.empty() ? "auto" : source;
+}
+
+template <std::size_t N>
+void copy_if(bool keep_given, FixedString<N>& out, const FixedString<N>& stored) {
+  if (!keep_given) out = stored;
+}
+template <typename T>
+void copy_if(bool keep_given, T& out, const T& stored) {
+  if (!keep_given) out = stored;
+}
+
 // Refuses (InputError) a change the file's counter columns cannot take,
 // and, without --allow-changed-options, any other.
 void check_changes_allowed(const std::vector<OptionChange>& changes, const RunRow& stored, bool allow_changed_options,
@@ -109,6 +127,41 @@ void check_changes_allowed(const std::vector<OptionChange>& changes, const RunRo
 }
 
 }  // namespace
+
+RunRow reuse_stored_options(const RunRow& given, const RunRow& stored, const GivenOptions& which) {
+  RunRow run = given;
+  copy_if(which.data_dir, run.data_dirs, stored.data_dirs);
+  copy_if(which.max_train_examples, run.max_train_examples, stored.max_train_examples);
+  copy_if(which.max_test_examples, run.max_test_examples, stored.max_test_examples);
+  copy_if(which.threads, run.threads, stored.threads);
+  copy_if(which.counter_source, run.counter_source, stored.counter_source);
+  copy_if(which.mem_budget, run.mem_budget, stored.mem_budget);
+  copy_if(which.trial_timeout, run.trial_timeout, stored.trial_timeout);
+  copy_if(which.flush_interval, run.flush_interval, stored.flush_interval);
+  return run;
+}
+
+std::vector<OptionChange> measurement_changes(const RunRow& stored, const RunRow& resumed) {
+  std::vector<OptionChange> changes;
+  if (stored.max_train_examples != resumed.max_train_examples)
+    changes.push_back(
+        {"--max-train-examples", count_text(stored.max_train_examples), count_text(resumed.max_train_examples), true});
+  if (stored.max_test_examples != resumed.max_test_examples)
+    changes.push_back(
+        {"--max-test-examples", count_text(stored.max_test_examples), count_text(resumed.max_test_examples), true});
+  if (stored.threads != resumed.threads)
+    changes.push_back({"--threads", threads_text(stored.threads), threads_text(resumed.threads), true});
+  if (source_text(stored) != source_text(resumed))
+    changes.push_back({"--counter-source", source_text(stored), source_text(resumed), false});
+  return changes;
+}
+
+std::string changes_text(const std::vector<OptionChange>& changes, int stored_run) {
+  std::vector<std::string> parts;
+  for (const OptionChange& change : changes)
+    parts.push_back(fmt::format("{} {} (run {}) -> {}", change.option, change.stored, stored_run, change.given));
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
 
 ResumedRunRow resume_run_row(const RunRow& fresh, const RunRow& stored, const GivenOptions& which,
                              bool allow_changed_options, const fs::path& output) {
@@ -140,6 +193,20 @@ std::string reused_options_text(const RunRow& run, const GivenOptions& which) {
   if (!which.flush_interval && run.flush_interval != kDefaultFlushSeconds)
     parts.push_back(fmt::format("--flush-interval {}", run.flush_interval));
   return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+ResumeDecision decide_resume(const FileHeader& found, const std::vector<RunRow>& runs, const ResumeRequest& request) {
+  check_file_holds_sweep(found, request.output, request.identity);
+  const int run_index = static_cast<int>(runs.size());
+  ResumeDecision decision{.run = request.fresh, .lost = lost_attempts(runs, run_index), .notes = {}};
+  // A file of another schema (which opening it for writing refuses) or one
+  // without a run (written before /runs) has no options to reuse.
+  if (found.schema_version != kSchemaVersion || runs.empty()) return decision;
+  ResumedRunRow resumed =
+      resume_run_row(request.fresh, runs.back(), request.which, request.allow_changed_options, request.output);
+  decision.run = std::move(resumed.run);
+  decision.notes = std::move(resumed.notes);
+  return decision;
 }
 
 FileHeader new_file_header(const SweepSpec& sweep, const SweepIdentity& run, const CounterColumns& counters,

@@ -6,63 +6,9 @@
 
 #include <cstdlib>
 
+// The command that continues a stopped sweep (run_record.hpp).
+
 namespace memsweep {
-namespace {
-
-std::string count_text(std::int64_t value) { return value == 0 ? "0 (all)" : std::to_string(value); }
-std::string threads_text(std::int32_t value) {
-  return value == 0 ? "0 (the CPUs the rank may use)" : std::to_string(value);
-}
-std::string source_text(const RunRow& run) {
-  const std::string source = get_fixed(run.counter_source);
-  return source.empty() ? "auto" : source;
-}
-
-template <std::size_t N>
-void copy_if(bool keep_given, FixedString<N>& out, const FixedString<N>& stored) {
-  if (!keep_given) out = stored;
-}
-template <typename T>
-void copy_if(bool keep_given, T& out, const T& stored) {
-  if (!keep_given) out = stored;
-}
-
-}  // namespace
-
-RunRow reuse_stored_options(const RunRow& given, const RunRow& stored, const GivenOptions& which) {
-  RunRow run = given;
-  copy_if(which.data_dir, run.data_dirs, stored.data_dirs);
-  copy_if(which.max_train_examples, run.max_train_examples, stored.max_train_examples);
-  copy_if(which.max_test_examples, run.max_test_examples, stored.max_test_examples);
-  copy_if(which.threads, run.threads, stored.threads);
-  copy_if(which.counter_source, run.counter_source, stored.counter_source);
-  copy_if(which.mem_budget, run.mem_budget, stored.mem_budget);
-  copy_if(which.trial_timeout, run.trial_timeout, stored.trial_timeout);
-  copy_if(which.flush_interval, run.flush_interval, stored.flush_interval);
-  return run;
-}
-
-std::vector<OptionChange> measurement_changes(const RunRow& stored, const RunRow& resumed) {
-  std::vector<OptionChange> changes;
-  if (stored.max_train_examples != resumed.max_train_examples)
-    changes.push_back(
-        {"--max-train-examples", count_text(stored.max_train_examples), count_text(resumed.max_train_examples), true});
-  if (stored.max_test_examples != resumed.max_test_examples)
-    changes.push_back(
-        {"--max-test-examples", count_text(stored.max_test_examples), count_text(resumed.max_test_examples), true});
-  if (stored.threads != resumed.threads)
-    changes.push_back({"--threads", threads_text(stored.threads), threads_text(resumed.threads), true});
-  if (source_text(stored) != source_text(resumed))
-    changes.push_back({"--counter-source", source_text(stored), source_text(resumed), false});
-  return changes;
-}
-
-std::string changes_text(const std::vector<OptionChange>& changes, int stored_run) {
-  std::vector<std::string> parts;
-  for (const OptionChange& change : changes)
-    parts.push_back(fmt::format("{} {} (run {}) -> {}", change.option, change.stored, stored_run, change.given));
-  return fmt::format("{}", fmt::join(parts, "; "));
-}
 
 std::string shell_word(std::string_view text) {
   const bool plain = !text.empty() && text.find_first_not_of(

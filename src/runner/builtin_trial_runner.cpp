@@ -10,7 +10,6 @@
 
 #include <fmt/format.h>
 
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 
@@ -65,8 +64,6 @@ class BuiltinTrial {
 
   void run(const TrialContext& context, TrialSink& sink) {
     if (!open_dataset()) return;
-    ++runner_.trials_started;
-    attempt_.oom_before = read_oom_counters(runner_.cgroups);
     if (!spawn_trial_process()) return;
     if (!hand_over_job()) return;
     take_baseline();
@@ -154,10 +151,9 @@ bool BuiltinTrial::spawn_trial_process() {
   request.control_fd = control_.read_end.get();
   request.report_fd = reports_.write_end.get();
   request.dataset_fd = data_->fd();
-  if (!spawn(runner_, attempt_, request)) return false;
+  if (!spawn(runner_, attempt_, request, reports_.read_end.get())) return false;
   control_.read_end.reset();
   reports_.write_end.reset();  // the process holds the only write end: its end closes the pipe
-  ::fcntl(reports_.read_end.get(), F_SETFL, O_NONBLOCK);
   report_reader_.emplace(reports_.read_end.get());
   return true;
 }
@@ -167,7 +163,7 @@ bool BuiltinTrial::hand_over_job() {
   FrameReader& reports = *report_reader_;
   TrialJob job;
   job.trial = trial_;
-  job.threads = runner_.options.threads > 0 ? runner_.options.threads : default_thread_count();
+  job.threads = trial_threads(runner_.options);
   job.predicted_bytes = predicted_ ? static_cast<std::int64_t>(*predicted_) : -1;
   if (!write_frame(control_.write_end.get(), encode(job))) {
     record_end(runner_, attempt_, {}, "the trial process ended before its job");
@@ -193,8 +189,7 @@ bool BuiltinTrial::hand_over_job() {
     return false;
   }
   decode_ready(*first);  // checks that it is a whole ready report
-  attempt_.row.start_seconds = seconds_between(attempt_.spawned, Clock::now());
-  runner_.timings.start_seconds = attempt_.row.start_seconds;
+  record_started(runner_, attempt_);
   return true;
 }
 

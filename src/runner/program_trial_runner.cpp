@@ -203,8 +203,6 @@ class ProgramTrial {
         gate_(make_pipe("a program's start gate")) {}
 
   void run(const TrialContext& context, TrialSink& sink) {
-    ++runner_.trials_started;
-    attempt_.oom_before = read_oom_counters(runner_.cgroups);
     run_steps(context, sink);
     end_output();
     end_trial_dir();
@@ -244,7 +242,7 @@ class ProgramTrial {
 bool ProgramTrial::prepare(const TrialContext& context) {
   const TrainingRunnerOptions& options = runner_.options;
   ProgramRunValues values;
-  values.threads = options.threads > 0 ? options.threads : default_thread_count();
+  values.threads = trial_threads(options);
   values.max_train_examples = options.max_train_examples;
   values.max_test_examples = options.max_test_examples;
   values.attempt = context.attempt;
@@ -290,14 +288,13 @@ bool ProgramTrial::spawn_program() {
   request.stdout_fd = program_.output.out.write_end.get();
   request.stderr_fd = program_.output.err.write_end.get();
   request.start_gate_fd = gate_.read_end.get();
-  const bool spawned = spawn(runner_, attempt_, request);
+  const bool spawned = spawn(runner_, attempt_, request, events_.read_end.get());
   // The program's copies alone: their end is the pipes' end.
   program_.output.out.write_end.reset();
   program_.output.err.write_end.reset();
   if (!spawned) return false;
   events_.write_end.reset();
   gate_.read_end.reset();
-  ::fcntl(events_.read_end.get(), F_SETFL, O_NONBLOCK);
   return true;
 }
 
@@ -334,8 +331,7 @@ bool ProgramTrial::open_gate() {
     record_end(runner_, attempt_, {}, one_line(error.what()));
     return false;
   }
-  attempt_.row.start_seconds = seconds_between(attempt_.spawned, Clock::now());
-  runner_.timings.start_seconds = attempt_.row.start_seconds;
+  record_started(runner_, attempt_);
   return true;
 }
 

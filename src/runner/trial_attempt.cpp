@@ -1,11 +1,13 @@
 #include "runner/trial_attempt.hpp"
 
 #include "common/duration_text.hpp"
+#include "memsweep/trainer.hpp"
 #include "runner/budget.hpp"
 #include "runner/trial_messages.hpp"
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -83,7 +85,9 @@ void finish(Attempt& attempt, TrialStatus status, std::string_view message) {
   row.wall_seconds = seconds_between(attempt.entry, Clock::now());
 }
 
-bool spawn(RunnerState& runner, Attempt& attempt, const SpawnRequest& request) {
+bool spawn(RunnerState& runner, Attempt& attempt, const SpawnRequest& request, int reports_fd) {
+  ++runner.trials_started;
+  attempt.oom_before = read_oom_counters(runner.cgroups);
   attempt.spawned = Clock::now();
   try {
     attempt.process.emplace(ChildProcess::spawn(request));
@@ -91,6 +95,7 @@ bool spawn(RunnerState& runner, Attempt& attempt, const SpawnRequest& request) {
     finish(attempt, TrialStatus::failed, one_line(error.what()));
     return false;
   }
+  ::fcntl(reports_fd, F_SETFL, O_NONBLOCK);
   const pid_t pid = attempt.process->pid();
   attempt.row.pid = pid;
   place_in_cgroup(runner, attempt);
@@ -100,6 +105,15 @@ bool spawn(RunnerState& runner, Attempt& attempt, const SpawnRequest& request) {
                          .cgroup = attempt.cgroup ? attempt.cgroup->path() : std::filesystem::path()});
   set_fixed(attempt.row.isolation, isolation_name(attempt.cgroup ? runner.cgroups.isolation() : Isolation::proc));
   return true;
+}
+
+int trial_threads(const TrainingRunnerOptions& options) {
+  return options.threads > 0 ? options.threads : default_thread_count();
+}
+
+void record_started(RunnerState& runner, Attempt& attempt) {
+  attempt.row.start_seconds = seconds_between(attempt.spawned, Clock::now());
+  runner.timings.start_seconds = attempt.row.start_seconds;
 }
 
 void join_cgroup(Attempt& attempt, std::unique_ptr<TrialCgroup> group, pid_t pid) {

@@ -93,11 +93,21 @@ struct Attempt {
 // The row's status and message, its end time and wall time.
 void finish(Attempt& attempt, TrialStatus status, std::string_view message);
 
-// The fork and exec, timed from here, and the process made the trial's:
-// its pid in the row, its cgroup, the isolation, the guard told what to
-// end should the rank die. A process that cannot start fails the trial
-// (false).
-[[nodiscard]] bool spawn(RunnerState& runner, Attempt& attempt, const SpawnRequest& request);
+// The prologue every kind of trial shares, so that a new kind writes only
+// what differs: the trial counted (its cgroup's name) and the OOM counters
+// read before it; the fork and exec, timed from here; the process made the
+// trial's: its pid in the row, its cgroup, the isolation, the guard told
+// what to end should the rank die; and `reports_fd`, the rank's end of the
+// channel the trial reports on, made non-blocking (the watch polls it). A
+// process that cannot start fails the trial (false).
+[[nodiscard]] bool spawn(RunnerState& runner, Attempt& attempt, const SpawnRequest& request, int reports_fd);
+
+// The threads a trial is given: --threads, or the CPUs the rank may use.
+int trial_threads(const TrainingRunnerOptions& options);
+
+// The trial's process is ready (memsweep's trainer) or has exec'd (a
+// program): the start cost, in the row and the runner's timings.
+void record_started(RunnerState& runner, Attempt& attempt);
 
 // `pid` into `group`, which becomes the trial's; a group it cannot join is
 // let go with a note: the trial is then measured through /proc alone.

@@ -139,9 +139,11 @@ struct ResultStore::Impl {
   static std::unique_ptr<Impl> create(const std::filesystem::path& path, const FileHeader& header, bool replace,
                                       const StoreOptions& options, const store::StoreLayout& layout,
                                       const std::optional<RunRow>& run);
-  static std::unique_ptr<Impl> open_for_resume(const std::filesystem::path& path, const RunRow& run,
-                                               const StoreOptions& options,
-                                               const std::function<void(const FileHeader&)>& accept);
+  // A resume's two steps (ResultStore::hold_for_resume): the lock taken,
+  // the file checked and its /runs read; then opened for writing.
+  static std::unique_ptr<Impl> hold_for_resume(const std::filesystem::path& path, const StoreOptions& options,
+                                               std::vector<RunRow>& runs);
+  void resume_held(const RunRow& run);
 
   void flush();
   // After a failed write: every table set back to its last flushed size,
@@ -284,9 +286,9 @@ std::unique_ptr<ResultStore::Impl> ResultStore::Impl::create(const std::filesyst
   return writer;
 }
 
-std::unique_ptr<ResultStore::Impl> ResultStore::Impl::open_for_resume(
-    const std::filesystem::path& path, const RunRow& run, const StoreOptions& options,
-    const std::function<void(const FileHeader&)>& accept) {
+std::unique_ptr<ResultStore::Impl> ResultStore::Impl::hold_for_resume(const std::filesystem::path& path,
+                                                                      const StoreOptions& options,
+                                                                      std::vector<RunRow>& runs) {
   store::silence_hdf5_errors();
   // The layout is the file's own; only the writer's policy comes from here.
   std::unique_ptr<Impl> writer(new Impl(path, options, store::StoreLayout{}));
@@ -298,23 +300,27 @@ std::unique_ptr<ResultStore::Impl> ResultStore::Impl::open_for_resume(
   } else {
     store::WriterLock::check_free(path, errors);
   }
-  // Checked read-only first: a read-write open writes to the file (its
-  // status flag), which must not happen to a file that is not ours.
-  const FileHeader found = store::read_header(store::open_file_to_inspect(path, errors).get(), errors);
-  store::check_resumable(found, errors);
-  if (accept) accept(found);
-  writer->file_ = store::open_file_for_writing(path, errors);
-  writer->published_ = true;
-  writer->header_ = store::read_header(writer->file_.get(), errors);
-  writer->open_tables();
+  // Read-only here: a read-write open writes to the file (its status flag),
+  // which must not happen to a file that is not ours.
+  const store::FileHandle inspected = store::open_file_to_inspect(path, errors);
+  writer->header_ = store::read_header(inspected.get(), errors);
+  store::check_resumable(writer->header_, errors);
+  runs = every_row<RunRow>(store::Table::open(inspected.get(), store::runs_schema(), kSchemaVersion, errors));
+  return writer;
+}
+
+void ResultStore::Impl::resume_held(const RunRow& run) {
+  file_ = store::open_file_for_writing(path_, errors_);
+  published_ = true;
+  header_ = store::read_header(file_.get(), errors_);
+  open_tables();
   // A writer without SWMR killed during a flush can leave a table's size
   // ahead of its data: the last rows read as zeros. They were never written.
-  for (store::Table* table : {&writer->tables_->trials, &writer->tables_->samples, &writer->tables_->epochs,
-                              &writer->tables_->messages, &writer->tables_->searches, &writer->tables_->metrics})
+  for (store::Table* table : {&tables_->trials, &tables_->samples, &tables_->epochs, &tables_->messages,
+                              &tables_->searches, &tables_->metrics})
     table->drop_unwritten_tail();
-  writer->append_run(run);
-  writer->start_writing();
-  return writer;
+  append_run(run);
+  start_writing();
 }
 
 void ResultStore::Impl::open_tables() {
@@ -561,7 +567,31 @@ ResultStore ResultStore::create(const std::filesystem::path& path, const FileHea
 ResultStore ResultStore::open_for_resume(const std::filesystem::path& path, const RunRow& run,
                                          const StoreOptions& options,
                                          const std::function<void(const FileHeader&)>& accept) {
-  return ResultStore(Impl::open_for_resume(path, run, options, accept));
+  HeldForResume held = hold_for_resume(path, options);
+  if (accept) accept(held.header());
+  return std::move(held).resume(run);
+}
+
+ResultStore::HeldForResume ResultStore::hold_for_resume(const std::filesystem::path& path,
+                                                        const StoreOptions& options) {
+  std::vector<RunRow> runs;
+  std::unique_ptr<Impl> impl = Impl::hold_for_resume(path, options, runs);
+  return HeldForResume(std::move(impl), std::move(runs));
+}
+
+ResultStore::HeldForResume::HeldForResume(std::unique_ptr<Impl> impl, std::vector<RunRow> runs)
+    : impl_(std::move(impl)), runs_(std::move(runs)) {}
+ResultStore::HeldForResume::HeldForResume(HeldForResume&&) noexcept = default;
+ResultStore::HeldForResume& ResultStore::HeldForResume::operator=(HeldForResume&&) noexcept = default;
+ResultStore::HeldForResume::~HeldForResume() = default;
+
+const FileHeader& ResultStore::HeldForResume::header() const { return impl_->header_; }
+const std::vector<RunRow>& ResultStore::HeldForResume::runs() const { return runs_; }
+
+ResultStore ResultStore::HeldForResume::resume(const RunRow& run) && {
+  std::unique_ptr<Impl> impl = std::move(impl_);
+  impl->resume_held(run);
+  return ResultStore(std::move(impl));
 }
 
 const FileHeader& ResultStore::header() const { return impl_->header_; }

@@ -6,6 +6,8 @@
 
 #include "memsweep/error.hpp"
 
+#include "stored_run.hpp"
+
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -258,6 +260,64 @@ RunRow fresh_run() {
   return run;
 }
 
+// ---- reuse_stored_options, measurement_changes ------------------------------
+
+// A resume given nothing takes every measured option from the stored run.
+TEST(ReuseStoredOptions, NothingGivenTakesEverything) {
+  RunRow given;  // the defaults
+  set_fixed(given.data_dirs, "/home/user/data");
+  set_fixed(given.counter_source, "auto");
+  const RunRow resumed = reuse_stored_options(given, run_with_every_option(), GivenOptions{});
+  EXPECT_EQ(get_fixed(resumed.data_dirs), "/scratch/data");
+  EXPECT_EQ(resumed.max_train_examples, 1000);
+  EXPECT_EQ(resumed.max_test_examples, 200);
+  EXPECT_EQ(resumed.threads, 2);
+  EXPECT_EQ(get_fixed(resumed.counter_source), "papi");
+  EXPECT_EQ(resumed.mem_budget, 2LL << 30);
+  EXPECT_EQ(resumed.trial_timeout, 90.0);
+  EXPECT_EQ(resumed.flush_interval, 5.0);
+  EXPECT_TRUE(measurement_changes(run_with_every_option(), resumed).empty());
+}
+
+// What is given wins; the measured ones are then reported, each with both
+// values; the data folder and the budget may differ freely.
+TEST(ReuseStoredOptions, GivenOptionsWinAndChangesAreNamed) {
+  RunRow given;
+  set_fixed(given.data_dirs, "/node-local/data");
+  given.max_train_examples = 500;
+  given.threads = 2;
+  given.mem_budget = 1LL << 30;
+  GivenOptions which;
+  which.data_dir = true;
+  which.max_train_examples = true;
+  which.threads = true;
+  which.mem_budget = true;
+  const RunRow resumed = reuse_stored_options(given, run_with_every_option(), which);
+  EXPECT_EQ(get_fixed(resumed.data_dirs), "/node-local/data");
+  EXPECT_EQ(resumed.mem_budget, 1LL << 30);
+  EXPECT_EQ(resumed.max_test_examples, 200);  // not given: the stored one
+
+  const std::vector<OptionChange> changes = measurement_changes(run_with_every_option(), resumed);
+  ASSERT_EQ(changes.size(), 1u);  // threads 2 == 2; data dir and budget are not measured options
+  EXPECT_EQ(changes[0].option, "--max-train-examples");
+  EXPECT_EQ(changes[0].stored, "1000");
+  EXPECT_EQ(changes[0].given, "500");
+  EXPECT_TRUE(changes[0].allowed);
+  EXPECT_EQ(changes_text(changes, 0), "--max-train-examples 1000 (run 0) -> 500");
+}
+
+TEST(MeasurementChanges, CounterSourceIsNeverAllowed) {
+  RunRow resumed = run_with_every_option();
+  set_fixed(resumed.counter_source, "kernel");
+  resumed.threads = 0;
+  const std::vector<OptionChange> changes = measurement_changes(run_with_every_option(), resumed);
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_EQ(changes[0].option, "--threads");
+  EXPECT_THAT(changes[0].given, HasSubstr("0 (the CPUs"));
+  EXPECT_EQ(changes[1].option, "--counter-source");
+  EXPECT_FALSE(changes[1].allowed);
+}
+
 // Nothing given: everything the stored run measured with is reused and said.
 TEST(ResumeRunRow, NothingGivenReusesAndSaysSo) {
   const ResumedRunRow resumed = resume_run_row(fresh_run(), stored_run(), GivenOptions{}, false, "out.h5");
@@ -365,6 +425,76 @@ INSTANTIATE_TEST_SUITE_P(
         ReusedCase{"given_left_out", GivenOptions{.data_dir = true, .threads = true, .mem_budget = true}, stored_run(),
                    "--max-train-examples 1000, --trial-timeout 1m30s, --flush-interval 5"}),
     [](const ::testing::TestParamInfo<ReusedCase>& case_info) { return case_info.param.name; });
+
+// ---- decide_resume --------------------------------------------------------------
+
+ResumeRequest request_for(const RunRow& fresh, bool allow_changed_options = false) {
+  return {.identity = kThisRun,
+          .fresh = fresh,
+          .which = GivenOptions{},
+          .allow_changed_options = allow_changed_options,
+          .output = "out.h5"};
+}
+
+FileHeader this_runs_file() { return header_of(kThisRun.name, kThisRun.part, kThisRun.hash); }
+
+RunRow last_run(std::string_view end_state) {
+  RunRow run = stored_run();
+  set_fixed(run.end_state, end_state);
+  return run;
+}
+
+// One decision from the file: the last run's options reused and said, and
+// its unfinished attempts lost with their ranks (it marked its stop).
+TEST(DecideResume, ReusesTheLastRunsOptionsAndReadsItsMark) {
+  const ResumeDecision decision =
+      decide_resume(this_runs_file(), {run_ending(0, "ended"), last_run("stopping")}, request_for(fresh_run()));
+  EXPECT_EQ(get_fixed(decision.run.data_dirs), "/scratch/data");
+  EXPECT_EQ(decision.run.max_train_examples, 1000);
+  EXPECT_EQ(decision.run.threads, 2);
+  EXPECT_EQ(decision.lost, LostAttempts::rank_died);
+  EXPECT_THAT(decision.notes, ElementsAre(HasSubstr("as run 1 did: --data-dir /scratch/data")));
+}
+
+// The last run has no mark: rank 0 died unaware, with its attempts.
+TEST(DecideResume, AnUnmarkedLastRunLostItsAttemptsWithItsWriter) {
+  EXPECT_EQ(decide_resume(this_runs_file(), {last_run("")}, request_for(fresh_run())).lost, LostAttempts::writer_died);
+}
+
+// Another sweep's file is refused, whatever its runs.
+TEST(DecideResume, AnotherSweepsFileIsRefused) {
+  EXPECT_THROW(
+      {
+        try {
+          decide_resume(header_of("mnist-mem", "", "cccc3333dddd4444"), {last_run("ended")}, request_for(fresh_run()));
+        } catch (const InputError& error) {
+          EXPECT_THAT(error.what(), AllOf(HasSubstr("out.h5"), HasSubstr("cccc3333dddd4444")));
+          throw;
+        }
+      },
+      InputError);
+}
+
+// A change of what a trial measures: refused, or recorded when allowed.
+TEST(DecideResume, AChangedMeasurementIsRefusedUnlessAllowed) {
+  RunRow fresh = fresh_run();
+  fresh.threads = 8;
+  ResumeRequest request = request_for(fresh);
+  request.which.threads = true;
+  EXPECT_THROW(decide_resume(this_runs_file(), {last_run("ended")}, request), InputError);
+  request.allow_changed_options = true;
+  const ResumeDecision decision = decide_resume(this_runs_file(), {last_run("ended")}, request);
+  EXPECT_EQ(decision.run.threads, 8);
+  EXPECT_EQ(get_fixed(decision.run.changed_options), "--threads 2 (run 1) -> 8");
+}
+
+// Nothing to reuse (no run recorded): the command line's row as it is.
+TEST(DecideResume, AFileWithoutRunsKeepsTheCommandLinesRow) {
+  const ResumeDecision decision = decide_resume(this_runs_file(), {}, request_for(fresh_run()));
+  EXPECT_EQ(get_fixed(decision.run.data_dirs), "/home/user/data");
+  EXPECT_EQ(decision.lost, LostAttempts::rank_died);
+  EXPECT_THAT(decision.notes, IsEmpty());
+}
 
 // ---- new_file_header ------------------------------------------------------------
 

@@ -336,6 +336,35 @@ INSTANTIATE_TEST_SUITE_P(SwmrAndNot, LiveWriter, ::testing::Bool(),
                            return case_info.param ? "Swmr" : "NoSwmr";
                          });
 
+// ---- a resume's file held between the decision and the writing ---------------
+
+// What a resume decides from is read while nothing is written; the lock is
+// held from then on (no second writer can come between), and a hold given
+// up leaves the file byte for byte as it was.
+TEST(HeldForResume, ReadsTheRunsHoldsTheLockAndWritesNothingUntilResumed) {
+  const testing::TempDir dir;
+  const auto path = dir.path() / "results.h5";
+  write_store(path, 2, 50);
+  const std::string before = read_bytes(path);
+  {
+    const ResultStore::HeldForResume held = ResultStore::hold_for_resume(path, StoreOptions{true});
+    ASSERT_EQ(held.runs().size(), 1u);
+    EXPECT_EQ(held.header().sweep_name, example_header().sweep_name);
+    EXPECT_THAT(store_error([&] { ResultStore::open_for_resume(path, example_run("second"), StoreOptions{true}); }),
+                HasSubstr("is writing this file"));
+  }
+  EXPECT_TRUE(read_bytes(path) == before) << "a hold given up changed the file";
+
+  ResultStore::HeldForResume held = ResultStore::hold_for_resume(path, StoreOptions{true});
+  ResultStore store = std::move(held).resume(example_run("resume"));
+  EXPECT_EQ(store.run_index(), 1);
+  store.close();
+  const ResultReader reader(path);
+  ASSERT_EQ(reader.runs().size(), 2u);
+  EXPECT_EQ(get_fixed(reader.runs()[1].command_line), get_fixed(example_run("resume").command_line));
+  EXPECT_EQ(reader.trials().size(), 2u);
+}
+
 // ---- files that are not memsweep's, or damaged -------------------------------
 
 // Both ways in: a reader, and a resume.
