@@ -19,7 +19,7 @@
 #include <optional>
 #include <utility>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 // The next frame from the process, or nullopt when it ends or `deadline`
@@ -258,4 +258,4 @@ void run_builtin_trial(RunnerState& runner, Attempt& attempt, const TrialSpec& t
   BuiltinTrial(runner, attempt, trial).run(context, sink);
 }
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail
