@@ -284,7 +284,7 @@ struct IngestRun {
 
 // Workers send for `seconds`; rank 0 receives until each says it is done.
 IngestRun ingest_over_mpi(Communicator& comm, const Settings& settings, bool write) {
-  namespace detail = memsweep::detail;
+  namespace detail = memsweep::sweep::detail;
   IngestRun result;
   const std::filesystem::path path = std::filesystem::path(settings.ingest_dir) / "memsweep-bench-ingest.h5";
   comm.all_gather("");

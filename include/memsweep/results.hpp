@@ -590,14 +590,14 @@ bool lost_with_its_rank(std::string_view status, std::string_view cause);
 
 // ---- template definitions ---------------------------------------------------
 
-namespace detail {
+namespace results::detail {
 std::size_t utf8_cut(std::string_view text, std::size_t max_bytes);
-}  // namespace detail
+}  // namespace results::detail
 
 template <std::size_t N>
 void set_fixed(FixedString<N>& out, std::string_view text) {
   out.fill('\0');
-  const std::size_t length = detail::utf8_cut(text, N);
+  const std::size_t length = results::detail::utf8_cut(text, N);
   for (std::size_t i = 0; i < length; ++i) out[i] = text[i];
 }
 

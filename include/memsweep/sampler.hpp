@@ -31,9 +31,9 @@ namespace gpu {
 class GpuMemoryReader;  // NVML, loaded at run time (src/sampler/gpu/gpu_memory.hpp)
 }  // namespace gpu
 
-namespace detail {
+namespace sampler::detail {
 class SampleBuffer;  // the chunk pool and its lock-free handoff (src/sampler/sample_buffer.hpp)
-}  // namespace detail
+}  // namespace sampler::detail
 
 // The results file has one column per counter, so a sample has a fixed
 // number of counter slots; chunks are then plain arrays.
@@ -401,7 +401,7 @@ class Sampler {
   SamplerOptions options_;
   std::unique_ptr<MemoryProbe> probe_;
   std::unique_ptr<CounterSource> counters_;
-  std::unique_ptr<detail::SampleBuffer> buffer_;
+  std::unique_ptr<sampler::detail::SampleBuffer> buffer_;
   std::unique_ptr<Shared> shared_;
   static std::uint64_t pack_phase(std::int32_t epoch, std::int32_t phase) noexcept {
     return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(epoch)) << 32) | static_cast<std::uint32_t>(phase);

@@ -108,7 +108,7 @@ class FieldReader {
   std::vector<std::string_view> last_read_;  // the path of the last field read, for bytes left over
 };
 
-namespace field_codec_detail {
+namespace common::detail {
 
 template <typename T>
 inline constexpr bool kIsVector = false;
@@ -190,13 +190,13 @@ void read_field(FieldReader& in, T& value, const Fields& fields) {
   }
 }
 
-}  // namespace field_codec_detail
+}  // namespace common::detail
 
 // `message`'s fields as bytes.
 template <typename T, typename Fields>
 std::vector<std::byte> encode_fields(const T& message, const Fields& fields) {
   FieldWriter out;
-  field_codec_detail::write_field(out, message, fields);
+  common::detail::write_field(out, message, fields);
   return std::move(out).take();
 }
 
@@ -205,7 +205,7 @@ template <typename T, typename Fields>
 T decode_fields(std::span<const std::byte> bytes, std::string_view message, const Fields& fields) {
   FieldReader in(bytes, message);
   T value{};
-  field_codec_detail::read_field(in, value, fields);
+  common::detail::read_field(in, value, fields);
   in.finish();
   return value;
 }

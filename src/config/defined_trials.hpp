@@ -10,7 +10,7 @@
 #include <optional>
 #include <vector>
 
-namespace memsweep::config_detail {
+namespace memsweep::config::detail {
 
 class DefinedTrials final : public SweepTrials::Source {
  public:
@@ -55,4 +55,4 @@ class DefinedTrials final : public SweepTrials::Source {
   bool walked_ = false;
 };
 
-}  // namespace memsweep::config_detail
+}  // namespace memsweep::config::detail

@@ -11,7 +11,7 @@
 #include <optional>
 #include <set>
 
-namespace memsweep::config_detail {
+namespace memsweep::config::detail {
 namespace {
 
 // `depth` and `width` are not trial fields: together they make `hidden`.
@@ -521,4 +521,4 @@ std::unique_ptr<TrialSection> random_section(const TomlTable& random, const Plac
   return std::make_unique<RandomSection>(random, random_place, sweep_seed);
 }
 
-}  // namespace memsweep::config_detail
+}  // namespace memsweep::config::detail

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace memsweep::config_detail {
+namespace memsweep::config::detail {
 
 // Runs (trials x repeats) a sweep may define. Ids are 48-bit hashes: at 10^8
 // distinct trials about 18 pairs would share one (docs/sweep.md, "Large
@@ -93,4 +93,4 @@ std::unique_ptr<TrialSection> grid_section(const TomlTable& grid, const Place& g
 std::unique_ptr<TrialSection> random_section(const TomlTable& random, const Place& random_place,
                                              std::uint64_t sweep_seed);
 
-}  // namespace memsweep::config_detail
+}  // namespace memsweep::config::detail

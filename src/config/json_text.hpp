@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace memsweep::config_detail {
+namespace memsweep::config::detail {
 
 // `text` as a JSON string, quoted. TOML text is valid UTF-8, so only the
 // quote, the backslash and control characters need escaping.
@@ -34,4 +34,4 @@ inline std::string json_quoted(std::string_view text) {
   return out + "\"";
 }
 
-}  // namespace memsweep::config_detail
+}  // namespace memsweep::config::detail

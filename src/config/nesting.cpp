@@ -7,7 +7,7 @@
 #include <climits>
 #include <vector>
 
-namespace memsweep::config_detail {
+namespace memsweep::config::detail {
 namespace {
 
 // An array or inline table not yet closed.
@@ -233,4 +233,4 @@ void reject_deep_nesting(std::string_view text, const std::string& source_name) 
                                   kMaxTomlNesting));
 }
 
-}  // namespace memsweep::config_detail
+}  // namespace memsweep::config::detail

@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-namespace memsweep::config_detail {
+namespace memsweep::config::detail {
 
 // Tables, arrays and inline tables inside one another. A sweep file needs
 // about 4 (`[[trial]]` is an array of tables, 2; `hidden = [[64], [128]]`
@@ -56,4 +56,4 @@ void reject_long_binary_integers(std::string_view text, const std::string& sourc
 // nests deeper than kMaxTomlNesting.
 void reject_deep_nesting(std::string_view text, const std::string& source_name);
 
-}  // namespace memsweep::config_detail
+}  // namespace memsweep::config::detail

@@ -7,7 +7,7 @@
 #include <cctype>
 #include <stdexcept>
 
-namespace memsweep::config_detail {
+namespace memsweep::config::detail {
 namespace {
 
 // Braces in a value or in literal text, doubled so that the result is still a template.
@@ -158,7 +158,7 @@ void fail_at_program(const ProgramSpec& program, const std::string& message) {
   throw ConfigError(place, 0, "", message);
 }
 
-}  // namespace memsweep::config_detail
+}  // namespace memsweep::config::detail
 
 namespace memsweep {
 

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-namespace memsweep::config_detail {
+namespace memsweep::config::detail {
 
 // Literal text or a placeholder's name; literal braces are already unescaped.
 struct TemplatePiece {
@@ -57,4 +57,4 @@ std::optional<std::string> run_placeholder(const ProgramRunValues& values, std::
 // that form is taken as the file, with line 0 and no key).
 [[noreturn]] void fail_at_program(const ProgramSpec& program, const std::string& message);
 
-}  // namespace memsweep::config_detail
+}  // namespace memsweep::config::detail

@@ -23,14 +23,14 @@ namespace memsweep {
 namespace {
 
 namespace fs = std::filesystem;
-using config_detail::fail_at_program;
+using config::detail::fail_at_program;
 
 // Every placeholder filled; the parser has checked the names, so one left
 // over means a TrialSpec built by hand with a name nothing gives.
 std::string filled(const ProgramSpec& program, const std::string& text,
-                   const config_detail::PlaceholderLookup& lookup) {
-  const std::string substituted = config_detail::substitute(text, lookup);
-  std::optional<std::string> literal = config_detail::literal_text(substituted);
+                   const config::detail::PlaceholderLookup& lookup) {
+  const std::string substituted = config::detail::substitute(text, lookup);
+  std::optional<std::string> literal = config::detail::literal_text(substituted);
   if (!literal)
     fail_at_program(program, fmt::format("\"{}\" names a placeholder that has no value: {}", text, substituted));
   return std::move(*literal);
@@ -38,8 +38,8 @@ std::string filled(const ProgramSpec& program, const std::string& text,
 
 // What the trial alone fills; nullopt while a run-time value is missing.
 std::optional<std::string> known_before_run(const TrialSpec& trial, const std::string& text) {
-  return config_detail::literal_text(config_detail::substitute(
-      text, [&](std::string_view name) { return config_detail::trial_placeholder(trial, name, true); }));
+  return config::detail::literal_text(config::detail::substitute(
+      text, [&](std::string_view name) { return config::detail::trial_placeholder(trial, name, true); }));
 }
 
 // execvp's search path when PATH is unset.
@@ -95,9 +95,9 @@ std::optional<std::string> find_on_path(const std::string& name, std::string_vie
 ProgramInvocation program_invocation(const TrialSpec& trial, const ProgramRunValues& values) {
   if (!trial.program) throw std::logic_error("program_invocation: trial " + trial.id + " has no program");
   const ProgramSpec& program = *trial.program;
-  const config_detail::PlaceholderLookup lookup = [&](std::string_view name) {
-    if (config_detail::is_run_time_placeholder(name)) return config_detail::run_placeholder(values, name);
-    return config_detail::trial_placeholder(trial, name, true);
+  const config::detail::PlaceholderLookup lookup = [&](std::string_view name) {
+    if (config::detail::is_run_time_placeholder(name)) return config::detail::run_placeholder(values, name);
+    return config::detail::trial_placeholder(trial, name, true);
   };
   ProgramInvocation invocation;
   for (const std::string& element : program.command) invocation.argv.push_back(filled(program, element, lookup));

@@ -14,7 +14,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-namespace memsweep::config_detail {
+namespace memsweep::config::detail {
 namespace {
 
 const std::vector<std::string_view> kProgramTableKeys{"command",        "env",      "workdir", "metrics",
@@ -454,4 +454,4 @@ void apply_program_fields(const TrialDraft& draft, const ProgramTables& programs
   record_fields_shown(draft, *trial.program);
 }
 
-}  // namespace memsweep::config_detail
+}  // namespace memsweep::config::detail

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-namespace memsweep::config_detail {
+namespace memsweep::config::detail {
 
 // The results file's trainer column is 16 bytes wide.
 inline constexpr std::size_t kMaxTrainerName = 16;
@@ -57,4 +57,4 @@ ProgramTables read_program_tables(const TomlTable& root, const std::string& file
 // trainer: they mean something only to a program.
 void apply_program_fields(const TrialDraft& draft, const ProgramTables& programs, TrialSpec& trial);
 
-}  // namespace memsweep::config_detail
+}  // namespace memsweep::config::detail

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <regex>
 
-namespace memsweep::config_detail {
+namespace memsweep::config::detail {
 namespace {
 
 constexpr std::string_view kMetricsHelp =
@@ -61,4 +61,4 @@ std::vector<ProgramMetric> read_program_metrics(const TomlValue& value, const Pl
   return metrics;  // a std::map's order: sorted by name
 }
 
-}  // namespace memsweep::config_detail
+}  // namespace memsweep::config::detail

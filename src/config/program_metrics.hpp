@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace memsweep::config_detail {
+namespace memsweep::config::detail {
 
 // `value` is the table's metrics value (place: where it is written). Each
 // name must be an identifier of at most kMaxMetricName characters, each
@@ -22,4 +22,4 @@ std::vector<ProgramMetric> read_program_metrics(const TomlValue& value, const Pl
 // ...", std::regex's own complaint), or empty when it can.
 std::string metric_pattern_problem(const std::string& pattern);
 
-}  // namespace memsweep::config_detail
+}  // namespace memsweep::config::detail

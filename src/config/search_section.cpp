@@ -29,7 +29,7 @@ std::optional<SearchStrategy> parse_strategy(std::string_view name) {
   return std::nullopt;
 }
 
-namespace config_detail {
+namespace config::detail {
 namespace {
 
 const std::vector<std::string_view> kSearchKeys{"axis",       "range",        "limit",    "resolution",
@@ -199,7 +199,7 @@ void give_axis_its_low_end(TrialDraft& defaults, const SearchSpec& search) {
   defaults[search.axis] = FieldValue{TomlValue(search.low), Place{search.place, 0, "search.range"}};
 }
 
-}  // namespace config_detail
+}  // namespace config::detail
 
 TrialSpec search_trial(const TrialSpec& configuration, const SearchSpec& search, const SearchPoint& point) {
   TrialSpec trial = configuration;

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-namespace memsweep::config_detail {
+namespace memsweep::config::detail {
 
 // The [search] table, or nullopt when the file has none. Throws ConfigError
 // naming the key for an axis that is no integer field, an empty or
@@ -25,4 +25,4 @@ void reject_axis_in_sections(const TomlTable& top, const SearchSpec& search, con
 // included), and its probes differ from it only in the axis.
 void give_axis_its_low_end(TrialDraft& defaults, const SearchSpec& search);
 
-}  // namespace memsweep::config_detail
+}  // namespace memsweep::config::detail

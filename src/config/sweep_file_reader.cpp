@@ -14,7 +14,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace memsweep::config_detail {
+namespace memsweep::config::detail {
 namespace {
 
 constexpr std::uint64_t kMiB = 1024 * 1024;
@@ -74,4 +74,4 @@ std::string read_sweep_text(const std::filesystem::path& path) {
   return text;
 }
 
-}  // namespace memsweep::config_detail
+}  // namespace memsweep::config::detail

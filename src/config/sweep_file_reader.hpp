@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-namespace memsweep::config_detail {
+namespace memsweep::config::detail {
 
 // A sweep file is text a person (or a script) writes: the examples are a
 // few KiB, and 10^5 explicit [[trial]] tables of five fields about 8 MiB.
@@ -20,4 +20,4 @@ inline constexpr std::uint64_t kMaxSweepFileBytes = 16 * 1024 * 1024;
 // kMaxSweepFileBytes + 1 bytes, and never waits for a writer.
 std::string read_sweep_text(const std::filesystem::path& path);
 
-}  // namespace memsweep::config_detail
+}  // namespace memsweep::config::detail

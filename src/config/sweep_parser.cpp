@@ -25,7 +25,7 @@ namespace {
 // The first bytes of every HDF5 file.
 constexpr std::string_view kHdf5Signature{"\x89HDF\r\n\x1a\n", 8};
 
-using namespace config_detail;
+using namespace config::detail;
 
 const std::vector<std::string_view> kSections{"sweep", "sampler", "programs", "defaults",
                                               "trial", "grid",    "random",   "search"};

@@ -92,7 +92,7 @@ SweepTrials SweepTrials::only(const StridedPositions& positions) const {
 
 }  // namespace memsweep
 
-namespace memsweep::config_detail {
+namespace memsweep::config::detail {
 
 DefinedTrials::DefinedTrials(std::vector<std::unique_ptr<TrialSection>> sections, TrialDraft defaults,
                              ProgramTables programs, std::uint64_t sweep_seed, int repeats)
@@ -183,4 +183,4 @@ TrialSpec DefinedTrials::at(std::size_t position) const {
   return trial;
 }
 
-}  // namespace memsweep::config_detail
+}  // namespace memsweep::config::detail

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <vector>
 
-namespace memsweep::config_detail {
+namespace memsweep::config::detail {
 
 namespace {
 
@@ -234,4 +234,4 @@ void reject_unknown_keys(const TomlTable& table, const Place& table_place,
   }
 }
 
-}  // namespace memsweep::config_detail
+}  // namespace memsweep::config::detail

@@ -15,7 +15,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace memsweep::config_detail {
+namespace memsweep::config::detail {
 
 // std::map keeps key iteration independent of hashing; the file's own order
 // is recovered from line numbers where it matters (grid axes).
@@ -78,4 +78,4 @@ const TomlArray& expect_array(const TomlValue& value, const Place& place);
 void reject_unknown_keys(const TomlTable& table, const Place& table_place,
                          const std::vector<std::string_view>& allowed);
 
-}  // namespace memsweep::config_detail
+}  // namespace memsweep::config::detail

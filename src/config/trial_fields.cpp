@@ -16,7 +16,7 @@
 #include <type_traits>
 #include <variant>
 
-namespace memsweep::config_detail {
+namespace memsweep::config::detail {
 namespace {
 
 constexpr int kMaxImageSide = 4096;
@@ -282,12 +282,12 @@ TrialSpec build_trial(const TrialDraft& defaults, const TrialSpec& defaults_appl
   return trial;
 }
 
-}  // namespace memsweep::config_detail
+}  // namespace memsweep::config::detail
 
 namespace memsweep {
 
 TrialSpec trial_from_fields(const std::vector<TrialField>& fields, const std::string& source_name) {
-  using namespace config_detail;
+  using namespace config::detail;
   const Place origin{source_name, 1, "trial[0]"};
   TrialDraft own;
   for (const TrialField& field : fields) {

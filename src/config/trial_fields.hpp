@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace memsweep::config_detail {
+namespace memsweep::config::detail {
 
 struct FieldValue {
   TomlValue value;
@@ -48,4 +48,4 @@ TrialSpec apply_defaults(const TrialDraft& defaults, std::uint64_t sweep_seed);
 TrialSpec build_trial(const TrialDraft& defaults, const TrialSpec& defaults_applied, const TrialDraft& own,
                       const Place& origin, const ProgramTables& programs);
 
-}  // namespace memsweep::config_detail
+}  // namespace memsweep::config::detail

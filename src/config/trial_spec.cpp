@@ -14,7 +14,7 @@
 namespace memsweep {
 namespace {
 
-using config_detail::json_quoted;
+using config::detail::json_quoted;
 
 // A program's template with what the trial knows filled in: the command it
 // runs, whichever fields its placeholders name (an sgd trial's {momentum}
@@ -24,9 +24,9 @@ using config_detail::json_quoted;
 // they would make a trial's repeats differ in their command as well, which
 // a reader would take for different configurations.
 std::string known_part(const TrialSpec& trial, const std::string& text) {
-  return config_detail::substitute(text, [&](std::string_view name) -> std::optional<std::string> {
+  return config::detail::substitute(text, [&](std::string_view name) -> std::optional<std::string> {
     if (name == "seed" || name == "repeat") return std::nullopt;
-    return config_detail::trial_placeholder(trial, name, false);
+    return config::detail::trial_placeholder(trial, name, false);
   });
 }
 

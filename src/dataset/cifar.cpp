@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-namespace memsweep::dataset_detail {
+namespace memsweep::dataset::detail {
 
 std::size_t count_cifar_records(std::span<const std::uint8_t> bytes, std::string_view source_name) {
   if (bytes.empty()) throw DatasetError(fmt::format("{}: empty file, expected CIFAR-10 records", source_name));
@@ -44,4 +44,4 @@ Split make_cifar_split(std::vector<CifarBatchBytes> batches) {
   return split;
 }
 
-}  // namespace memsweep::dataset_detail
+}  // namespace memsweep::dataset::detail

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace memsweep::dataset_detail {
+namespace memsweep::dataset::detail {
 
 inline constexpr ImageShape kCifarShape{3, 32, 32};
 inline constexpr int kCifarClasses = 10;
@@ -42,4 +42,4 @@ struct CifarBatchBytes {
 // floats of the whole split are not held twice.
 Split make_cifar_split(std::vector<CifarBatchBytes> batches);
 
-}  // namespace memsweep::dataset_detail
+}  // namespace memsweep::dataset::detail

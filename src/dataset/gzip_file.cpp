@@ -12,7 +12,7 @@
 #include <fstream>
 #include <string>
 
-namespace memsweep::dataset_detail {
+namespace memsweep::dataset::detail {
 namespace {
 
 constexpr unsigned kGzipBufferBytes = 1U << 17;  // zlib's default 8 KiB makes many small reads
@@ -157,4 +157,4 @@ std::vector<std::uint8_t> read_file_bytes(const std::filesystem::path& path) {
   return bytes;
 }
 
-}  // namespace memsweep::dataset_detail
+}  // namespace memsweep::dataset::detail

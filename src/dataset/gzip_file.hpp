@@ -9,7 +9,7 @@
 #include <optional>
 #include <vector>
 
-namespace memsweep::dataset_detail {
+namespace memsweep::dataset::detail {
 
 // Returns the file's (decompressed) bytes. Throws DatasetError naming the file
 // and zlib's or the system's message when it cannot be opened or a gzip
@@ -28,4 +28,4 @@ bool is_gzip_file(const std::filesystem::path& path);
 // exact for the single-member files of datasets under 4 GiB.
 std::optional<std::uint64_t> gzip_recorded_size(const std::filesystem::path& path);
 
-}  // namespace memsweep::dataset_detail
+}  // namespace memsweep::dataset::detail

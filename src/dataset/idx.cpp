@@ -7,7 +7,7 @@
 
 #include <utility>
 
-namespace memsweep::dataset_detail {
+namespace memsweep::dataset::detail {
 namespace {
 
 constexpr std::size_t kIdxFieldBytes = 4;
@@ -119,4 +119,4 @@ Split make_idx_split(const IdxImages& images, std::string_view images_name, std:
   return split;
 }
 
-}  // namespace memsweep::dataset_detail
+}  // namespace memsweep::dataset::detail

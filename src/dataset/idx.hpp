@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace memsweep::dataset_detail {
+namespace memsweep::dataset::detail {
 
 inline constexpr std::uint32_t kIdxImagesMagic = 0x00000803;  // unsigned bytes, 3 dimensions
 inline constexpr std::uint32_t kIdxLabelsMagic = 0x00000801;  // unsigned bytes, 1 dimension
@@ -50,4 +50,4 @@ std::vector<std::int32_t> parse_idx_labels(std::span<const std::uint8_t> bytes, 
 Split make_idx_split(const IdxImages& images, std::string_view images_name, std::vector<std::int32_t> labels,
                      std::string_view labels_name, ImageShape shape, int classes);
 
-}  // namespace memsweep::dataset_detail
+}  // namespace memsweep::dataset::detail

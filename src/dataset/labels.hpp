@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <string_view>
 
-namespace memsweep::dataset_detail {
+namespace memsweep::dataset::detail {
 
 // `unit` names what `index` counts ("index" in a label file, "record" in CIFAR).
 inline void check_label(unsigned value, std::size_t index, int classes, std::string_view source_name,
@@ -19,4 +19,4 @@ inline void check_label(unsigned value, std::size_t index, int classes, std::str
       fmt::format("{}: {} {}: label {} is out of range, allowed 0..{}", source_name, unit, index, value, classes - 1));
 }
 
-}  // namespace memsweep::dataset_detail
+}  // namespace memsweep::dataset::detail

@@ -13,21 +13,21 @@ namespace memsweep {
 namespace {
 
 namespace fs = std::filesystem;
-using dataset_detail::read_file_bytes;
+using dataset::detail::read_file_bytes;
 
 Split load_idx_split(const fs::path& images_path, const fs::path& labels_path, ImageShape shape, int classes) {
   // Labels first: they are small, so the large image bytes are only ever
   // held together with their own float copy, and freed on return.
   std::vector<std::int32_t> labels =
-      dataset_detail::parse_idx_labels(read_file_bytes(labels_path), labels_path.string(), classes);
+      dataset::detail::parse_idx_labels(read_file_bytes(labels_path), labels_path.string(), classes);
   const std::vector<std::uint8_t> image_bytes = read_file_bytes(images_path);
-  const auto images = dataset_detail::parse_idx_images(image_bytes, images_path.string());
-  return dataset_detail::make_idx_split(images, images_path.string(), std::move(labels), labels_path.string(), shape,
-                                        classes);
+  const auto images = dataset::detail::parse_idx_images(image_bytes, images_path.string());
+  return dataset::detail::make_idx_split(images, images_path.string(), std::move(labels), labels_path.string(), shape,
+                                         classes);
 }
 
 void load_idx_dataset(const std::vector<fs::path>& search_dirs, Dataset& dataset) {
-  const auto files = dataset_detail::locate_idx_files(dataset.spec.kind, search_dirs);
+  const auto files = dataset::detail::locate_idx_files(dataset.spec.kind, search_dirs);
   const ImageShape shape = input_shape(dataset.spec);
   const int classes = class_count(dataset.spec);
   dataset.train = load_idx_split(files.train_images, files.train_labels, shape, classes);
@@ -36,19 +36,19 @@ void load_idx_dataset(const std::vector<fs::path>& search_dirs, Dataset& dataset
 }
 
 Split load_cifar_split(const std::vector<fs::path>& paths, std::vector<std::string>& notes) {
-  std::vector<dataset_detail::CifarBatchBytes> batches;
+  std::vector<dataset::detail::CifarBatchBytes> batches;
   for (const fs::path& path : paths) {
     batches.push_back({path.string(), read_file_bytes(path)});
-    const std::size_t records = dataset_detail::count_cifar_records(batches.back().bytes, path.string());
-    if (records != dataset_detail::kCifarRecordsPerBatch)
+    const std::size_t records = dataset::detail::count_cifar_records(batches.back().bytes, path.string());
+    if (records != dataset::detail::kCifarRecordsPerBatch)
       notes.push_back(fmt::format("{} holds {} (the original batch holds {})", path.filename().string(),
-                                  dataset_detail::record_count(records), dataset_detail::kCifarRecordsPerBatch));
+                                  dataset::detail::record_count(records), dataset::detail::kCifarRecordsPerBatch));
   }
-  return dataset_detail::make_cifar_split(std::move(batches));
+  return dataset::detail::make_cifar_split(std::move(batches));
 }
 
 void load_cifar_dataset(const std::vector<fs::path>& search_dirs, Dataset& dataset) {
-  const auto files = dataset_detail::locate_cifar_files(search_dirs);
+  const auto files = dataset::detail::locate_cifar_files(search_dirs);
   std::vector<std::string> batch_names;
   for (const fs::path& path : files.train_batches) batch_names.push_back(path.filename().string());
   dataset.notes.push_back(fmt::format("{}: {} of {} training batches ({})", dataset.name, files.train_batches.size(),

@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-namespace memsweep::dataset_detail {
+namespace memsweep::dataset::detail {
 namespace {
 
 namespace fs = std::filesystem;
@@ -117,7 +117,7 @@ CifarFileSet locate_cifar_files(const std::vector<fs::path>& search_dirs) {
   return set;
 }
 
-}  // namespace memsweep::dataset_detail
+}  // namespace memsweep::dataset::detail
 
 namespace memsweep {
 namespace {

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace memsweep::dataset_detail {
+namespace memsweep::dataset::detail {
 
 inline constexpr std::string_view kGzipSuffix = ".gz";
 
@@ -67,4 +67,4 @@ std::optional<std::filesystem::path> find_data_file(const std::filesystem::path&
 IdxFileSet locate_idx_files(DatasetKind kind, const std::vector<std::filesystem::path>& search_dirs);
 CifarFileSet locate_cifar_files(const std::vector<std::filesystem::path>& search_dirs);
 
-}  // namespace memsweep::dataset_detail
+}  // namespace memsweep::dataset::detail

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <span>
 
-namespace memsweep::dataset_detail {
+namespace memsweep::dataset::detail {
 
 inline constexpr float kPixelMax = 255.0F;
 
@@ -27,4 +27,4 @@ inline void scale_pixels(std::span<const std::uint8_t> src, std::span<float> dst
   for (std::size_t i = 0; i < src.size(); ++i) dst[i] = table[src[i]];
 }
 
-}  // namespace memsweep::dataset_detail
+}  // namespace memsweep::dataset::detail

@@ -12,7 +12,7 @@
 #include <string>
 #include <utility>
 
-namespace memsweep::dataset_detail {
+namespace memsweep::dataset::detail {
 
 std::string errno_text(int error) { return std::strerror(error); }
 
@@ -94,4 +94,4 @@ ReadOnlyMapping::~ReadOnlyMapping() {
   if (base_ != nullptr) ::munmap(base_, size_);
 }
 
-}  // namespace memsweep::dataset_detail
+}  // namespace memsweep::dataset::detail

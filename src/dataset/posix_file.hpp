@@ -14,7 +14,7 @@
 #include <span>
 #include <string>
 
-namespace memsweep::dataset_detail {
+namespace memsweep::dataset::detail {
 
 std::string errno_text(int error);
 
@@ -55,4 +55,4 @@ class ReadOnlyMapping {
   int error_ = 0;
 };
 
-}  // namespace memsweep::dataset_detail
+}  // namespace memsweep::dataset::detail

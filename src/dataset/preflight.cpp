@@ -16,7 +16,7 @@ namespace memsweep {
 namespace {
 
 namespace fs = std::filesystem;
-using namespace dataset_detail;
+using namespace dataset::detail;
 
 std::string records_text(const std::optional<std::size_t>& records) {
   return records ? std::to_string(*records) : std::string("?");

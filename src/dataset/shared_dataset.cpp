@@ -43,10 +43,10 @@ namespace memsweep {
 namespace {
 
 namespace fs = std::filesystem;
-using dataset_detail::errno_text;
-using dataset_detail::lock_file;
-using dataset_detail::names_open_file;
-using dataset_detail::SharedFileHeader;
+using dataset::detail::errno_text;
+using dataset::detail::lock_file;
+using dataset::detail::names_open_file;
+using dataset::detail::SharedFileHeader;
 
 constexpr mode_t kCopyMode = 0444;  // nobody writes a copy once it has its name
 constexpr mode_t kLockFileMode = 0644;
@@ -129,17 +129,18 @@ std::string copy_problem(int fd, std::string_view key, bool verify_checksum, Sha
   const auto file_bytes = static_cast<std::uint64_t>(status.st_size);
   if (file_bytes < sizeof(SharedFileHeader))
     return fmt::format("{} bytes, shorter than the header ({} bytes)", file_bytes, sizeof(SharedFileHeader));
-  if (const int error = dataset_detail::read_exact(fd, std::as_writable_bytes(std::span(&header, 1)), 0))
+  if (const int error = dataset::detail::read_exact(fd, std::as_writable_bytes(std::span(&header, 1)), 0))
     return fmt::format("cannot read its header: {}", error > 0 ? errno_text(error) : "end of file");
-  if (std::string problem = dataset_detail::shared_header_problem(header, file_bytes); !problem.empty()) return problem;
+  if (std::string problem = dataset::detail::shared_header_problem(header, file_bytes); !problem.empty())
+    return problem;
   if (std::string_view(header.key.data(), header.key.size()) != key)
     return fmt::format("its header holds key {} (the file was renamed or copied)",
                        std::string_view(header.key.data(), header.key.size()));
   if (!verify_checksum) return {};
-  const dataset_detail::ReadOnlyMapping mapping(fd, file_bytes, /*populate=*/true);
+  const dataset::detail::ReadOnlyMapping mapping(fd, file_bytes, /*populate=*/true);
   if (mapping.failed() != 0) return fmt::format("cannot map it to check it: {}", errno_text(mapping.failed()));
   const std::uint64_t checksum =
-      dataset_detail::shared_checksum(header, dataset_detail::shared_view(header, mapping.bytes()));
+      dataset::detail::shared_checksum(header, dataset::detail::shared_view(header, mapping.bytes()));
   if (checksum != header.checksum)
     return fmt::format("its data do not match its checksum ({:08x}, the header says {:08x})", checksum,
                        header.checksum);
@@ -225,11 +226,11 @@ SplitView limited(const SplitView& split, std::size_t max_examples) {
 // Writes the dataset's arrays, then the header, then the completion mark.
 void write_copy(int fd, const SharedFileHeader& header, const DatasetView& view, const fs::path& dir) {
   const auto write_or_fail = [&](std::span<const std::byte> bytes, std::uint64_t offset) {
-    if (const int error = dataset_detail::write_all(fd, bytes, offset))
+    if (const int error = dataset::detail::write_all(fd, bytes, offset))
       fail_in_folder(dir, fmt::format("write the {} dataset ({} bytes)", view.name, header.file_bytes), error);
   };
-  const std::pair<const SplitView*, const dataset_detail::SharedSplitRecord*> splits[] = {{&view.train, &header.train},
-                                                                                          {&view.test, &header.test}};
+  const std::pair<const SplitView*, const dataset::detail::SharedSplitRecord*> splits[] = {{&view.train, &header.train},
+                                                                                           {&view.test, &header.test}};
   for (const auto& [split, record] : splits) {
     write_or_fail(std::as_bytes(split->images), record->images_offset);
     write_or_fail(std::as_bytes(split->labels), record->labels_offset);
@@ -237,7 +238,7 @@ void write_copy(int fd, const SharedFileHeader& header, const DatasetView& view,
   SharedFileHeader unfinished = header;
   unfinished.complete_mark = 0;
   write_or_fail(std::as_bytes(std::span(&unfinished, 1)), 0);
-  const std::uint64_t mark = dataset_detail::kSharedCompleteMark;
+  const std::uint64_t mark = dataset::detail::kSharedCompleteMark;
   write_or_fail(std::as_bytes(std::span(&mark, 1)), offsetof(SharedFileHeader, complete_mark));
 }
 
@@ -259,9 +260,9 @@ Copy create_copy(const SharedDatasetRequest& request, std::string_view key, cons
     DatasetView view = view_of(dataset);
     view.train = limited(view.train, request.max_train_examples);
     view.test = limited(view.test, request.max_test_examples);
-    copy.header = dataset_detail::make_shared_header(view, key, static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)));
-    copy.header.checksum = dataset_detail::shared_checksum(copy.header, view);
-    copy.header.complete_mark = dataset_detail::kSharedCompleteMark;
+    copy.header = dataset::detail::make_shared_header(view, key, static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)));
+    copy.header.checksum = dataset::detail::shared_checksum(copy.header, view);
+    copy.header.complete_mark = dataset::detail::kSharedCompleteMark;
     file = create_new_file(dir, path);
     write_copy(file.fd.get(), copy.header, view, dir);
   }
@@ -297,7 +298,7 @@ fs::path shared_dataset_dir_from_environment() {
 std::string shared_dataset_key(const SharedDatasetRequest& request) {
   const DatasetSpec& spec = request.spec;
   std::string text = fmt::format("memsweep shared dataset, format {}\ndataset {}\nmax_train {}\nmax_test {}\n",
-                                 dataset_detail::kSharedFormatVersion, dataset_name(spec.kind),
+                                 dataset::detail::kSharedFormatVersion, dataset_name(spec.kind),
                                  request.max_train_examples, request.max_test_examples);
   switch (spec.kind) {
     case DatasetKind::synthetic: {
@@ -310,13 +311,13 @@ std::string shared_dataset_key(const SharedDatasetRequest& request) {
     }
     case DatasetKind::mnist:
     case DatasetKind::fashion_mnist: {
-      const auto files = dataset_detail::locate_idx_files(spec.kind, request.search_dirs);
+      const auto files = dataset::detail::locate_idx_files(spec.kind, request.search_dirs);
       for (const fs::path* file : {&files.train_images, &files.train_labels, &files.test_images, &files.test_labels})
         describe_source_file(text, *file);
       break;
     }
     case DatasetKind::cifar10: {
-      const auto files = dataset_detail::locate_cifar_files(request.search_dirs);
+      const auto files = dataset::detail::locate_cifar_files(request.search_dirs);
       for (const fs::path& file : files.train_batches) describe_source_file(text, file);
       describe_source_file(text, files.test_batch);
       break;
@@ -409,12 +410,12 @@ const std::string& SharedDataset::replaced() const { return impl_->replaced; }
 // ---- MappedDataset ----------------------------------------------------------
 
 struct MappedDataset::Impl {
-  dataset_detail::ReadOnlyMapping mapping;
+  dataset::detail::ReadOnlyMapping mapping;
   DatasetView view;
 };
 
 MappedDataset::MappedDataset(int fd) : impl_(std::make_unique<Impl>()) {
-  const std::string target = dataset_detail::descriptor_target(fd);
+  const std::string target = dataset::detail::descriptor_target(fd);
   const std::string described =
       target.empty() ? fmt::format("descriptor {}", fd) : fmt::format("descriptor {} ({})", fd, target);
   const auto fail = [&](std::string_view what) {
@@ -429,15 +430,15 @@ MappedDataset::MappedDataset(int fd) : impl_(std::make_unique<Impl>()) {
                      sizeof(SharedFileHeader)));
   // Populated now, so that the pages are in this process (its RssShmem)
   // before the trial's baseline is taken, not faulted in during training.
-  impl_->mapping = dataset_detail::ReadOnlyMapping(fd, file_bytes, /*populate=*/true);
+  impl_->mapping = dataset::detail::ReadOnlyMapping(fd, file_bytes, /*populate=*/true);
   if (impl_->mapping.failed() != 0) fail(fmt::format("cannot map it: {}", errno_text(impl_->mapping.failed())));
   SharedFileHeader header;
   std::memcpy(&header, impl_->mapping.bytes().data(), sizeof(header));
   // Not the checksum: the rank checked it (or wrote it) before passing the
   // descriptor on, and the copy is read-only since; recomputing it would add
   // about 70 ms for MNIST (CRC-32 of 210 MiB) to every trial's start.
-  if (std::string problem = dataset_detail::shared_header_problem(header, file_bytes); !problem.empty()) fail(problem);
-  impl_->view = dataset_detail::shared_view(header, impl_->mapping.bytes());
+  if (std::string problem = dataset::detail::shared_header_problem(header, file_bytes); !problem.empty()) fail(problem);
+  impl_->view = dataset::detail::shared_view(header, impl_->mapping.bytes());
 }
 
 MappedDataset::MappedDataset(MappedDataset&&) noexcept = default;

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <optional>
 
-namespace memsweep::dataset_detail {
+namespace memsweep::dataset::detail {
 namespace {
 
 std::uint64_t align_up(std::uint64_t offset, std::uint64_t alignment) {
@@ -160,4 +160,4 @@ DatasetView shared_view(const SharedFileHeader& header, std::span<const std::byt
   return view;
 }
 
-}  // namespace memsweep::dataset_detail
+}  // namespace memsweep::dataset::detail

@@ -22,7 +22,7 @@
 #include <string_view>
 #include <type_traits>
 
-namespace memsweep::dataset_detail {
+namespace memsweep::dataset::detail {
 
 inline constexpr std::uint32_t kSharedFormatVersion = 1;
 inline constexpr std::array<char, 8> kSharedMagic{'M', 'S', 'W', 'P', 'D', 'A', 'T', 'A'};
@@ -93,4 +93,4 @@ std::string shared_header_problem(const SharedFileHeader& header, std::uint64_t 
 // whole file, e.g. a mapping).
 DatasetView shared_view(const SharedFileHeader& header, std::span<const std::byte> file);
 
-}  // namespace memsweep::dataset_detail
+}  // namespace memsweep::dataset::detail

@@ -14,7 +14,7 @@ namespace memsweep {
 
 std::uint64_t MemoryEstimate::total() const {
   std::uint64_t sum = 0;
-  for (const EstimatePart& p : parts) sum = estimate_detail::saturating_add(sum, p.bytes);
+  for (const EstimatePart& p : parts) sum = estimate::detail::saturating_add(sum, p.bytes);
   return sum;
 }
 

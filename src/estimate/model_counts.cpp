@@ -10,8 +10,8 @@
 namespace memsweep {
 namespace {
 
-using estimate_detail::saturating_add;
-using estimate_detail::saturating_mul;
+using estimate::detail::saturating_add;
+using estimate::detail::saturating_mul;
 
 // 3x3 convolutions (model_spec.hpp).
 constexpr std::uint64_t kKernelArea = 3 * 3;

@@ -14,8 +14,8 @@
 
 namespace memsweep {
 
-using estimate_detail::saturating_add;
-using estimate_detail::saturating_mul;
+using estimate::detail::saturating_add;
+using estimate::detail::saturating_mul;
 
 MemoryEstimate plain_floor_estimate(const TrainerConfig& config) {
   namespace part = estimate_part;
@@ -24,7 +24,7 @@ MemoryEstimate plain_floor_estimate(const TrainerConfig& config) {
   const ModelSpec& model = config.model;
   const std::uint64_t parameters = saturating_mul(parameter_count(model), kFloat);
   const auto copies =
-      static_cast<std::uint64_t>(trainer_detail::Optimizer(config.optimizer, config.learning_rate).state_copies());
+      static_cast<std::uint64_t>(trainer::detail::Optimizer(config.optimizer, config.learning_rate).state_copies());
   // Every layer's output (the logits included) and its gradient when the
   // network trains; the softmax's probabilities are one more output.
   const std::uint64_t outputs = activations_per_example(model);

@@ -9,7 +9,7 @@
 
 namespace memsweep {
 
-using estimate_detail::saturating_mul;
+using estimate::detail::saturating_mul;
 
 RuleCounts rule_counts(const ModelSpec& model, std::uint64_t batch) {
   return RuleCounts{parameter_count(model), activations_per_example(model), model.input.pixels(), batch};

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <limits>
 
-namespace memsweep::estimate_detail {
+namespace memsweep::estimate::detail {
 
 inline constexpr std::uint64_t kSaturated = std::numeric_limits<std::uint64_t>::max();
 
@@ -21,4 +21,4 @@ inline std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b) {
   return __builtin_mul_overflow(a, b, &product) ? kSaturated : product;
 }
 
-}  // namespace memsweep::estimate_detail
+}  // namespace memsweep::estimate::detail

@@ -77,7 +77,7 @@ std::string one_line_message(std::string_view message, std::size_t max_bytes) {
       line.begin(), line.end(), [](char c) { return c >= 0 && c < 0x20; }, ' ');
   if (line.size() <= max_bytes) return line;
   const std::size_t room = max_bytes > kEllipsis.size() ? max_bytes - kEllipsis.size() : 0;
-  line.resize(detail::utf8_cut(line, room));
+  line.resize(results::detail::utf8_cut(line, room));
   return line + std::string(kEllipsis);
 }
 
@@ -92,7 +92,7 @@ std::vector<MessageRow> message_rows(const TrialRow& row, std::string_view messa
   while (!message.empty()) {
     // A valid message's characters are at most 4 bytes, so a cut always
     // keeps some; the fallback only guards against an endless loop.
-    std::size_t length = detail::utf8_cut(message, kMessagePieceChars);
+    std::size_t length = results::detail::utf8_cut(message, kMessagePieceChars);
     if (length == 0) length = std::min(message.size(), kMessagePieceChars);
     MessageRow& out = rows.emplace_back();
     out.trial_id = row.trial_id;

@@ -36,7 +36,7 @@ bool is_utf8_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0
 
 }  // namespace
 
-namespace detail {
+namespace results::detail {
 
 std::size_t utf8_cut(std::string_view text, std::size_t max_bytes) {
   if (text.size() <= max_bytes) return text.size();
@@ -47,7 +47,7 @@ std::size_t utf8_cut(std::string_view text, std::size_t max_bytes) {
   return length;
 }
 
-}  // namespace detail
+}  // namespace results::detail
 
 std::string_view status_name(TrialStatus status) {
   for (const auto& [value, name] : kStatuses)

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 std::optional<std::uint64_t> effective_budget(std::optional<std::uint64_t> rank_budget,
                                               std::optional<std::uint64_t> trial_budget) {
@@ -28,4 +28,4 @@ std::string over_budget_while_running(std::int64_t rss_bytes, std::uint64_t budg
                      format_byte_size(budget_bytes), when);
 }
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

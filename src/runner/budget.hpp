@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 // The smaller of the two; nullopt when neither is set.
 std::optional<std::uint64_t> effective_budget(std::optional<std::uint64_t> rank_budget,
@@ -28,4 +28,4 @@ inline bool passes_budget(std::int64_t rss_bytes, std::uint64_t budget_bytes) {
 // and when (trial_messages.hpp's when_text: "at 1.23 s in epoch 2").
 std::string over_budget_while_running(std::int64_t rss_bytes, std::uint64_t budget_bytes, std::string_view when);
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -18,7 +18,7 @@
 #include <optional>
 #include <utility>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 // The next frame from the process, or nullopt when it ends or `deadline`
@@ -253,4 +253,4 @@ void run_builtin_trial(RunnerState& runner, Attempt& attempt, const TrialSpec& t
   BuiltinTrial(runner, attempt, trial).run(context, sink);
 }
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -8,11 +8,11 @@
 #include "memsweep/sweep.hpp"
 #include "runner/trial_attempt.hpp"
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 // Runs `attempt` to its end: its row's status is set on return. Only the
 // sink's exceptions pass through, after the trial process was ended.
 void run_builtin_trial(RunnerState& runner, Attempt& attempt, const TrialSpec& trial, const TrialContext& context,
                        TrialSink& sink);
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -17,7 +17,7 @@
 #include <limits>
 #include <vector>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 constexpr std::uint64_t kNoLimit = std::numeric_limits<std::uint64_t>::max();
@@ -230,4 +230,4 @@ void OutputPump::pump() noexcept {
   }
 }
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -23,7 +23,7 @@
 #include <string_view>
 #include <thread>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 class CappedLog {
  public:
@@ -104,4 +104,4 @@ class OutputPump {
   std::thread thread_;
 };
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 constexpr std::string_view kMemoryController = "memory";
@@ -209,4 +209,4 @@ std::optional<pid_t> memsweep_group_owner(std::string_view name) {
   return positive(whole_number<pid_t>(name.substr(0, trial)));
 }
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

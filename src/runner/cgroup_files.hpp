@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 // /proc/self/cgroup: the process's group in the unified (v2) hierarchy, the
 // line "0::/path", and in the v1 hierarchy that holds the memory controller,
@@ -88,4 +88,4 @@ enum class Cgroup2Step {
 };
 Cgroup2Step plan_cgroup2(std::string_view subtree_control, const std::vector<pid_t>& procs, pid_t self);
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -21,7 +21,7 @@
 
 extern char** environ;
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 // Where the child reports a failure before exec: which step, and its errno.
@@ -273,4 +273,4 @@ ProcessEnd ChildProcess::reap() {
   return *end_;
 }
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

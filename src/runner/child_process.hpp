@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 struct SpawnRequest {
   std::string executable;         // e.g. /proc/self/exe
@@ -97,4 +97,4 @@ class ChildProcess {
   std::optional<ProcessEnd> end_;
 };
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 DatasetCache::DatasetCache(std::vector<std::filesystem::path> search_dirs, std::filesystem::path shared_dir,
                            std::size_t max_train_examples, std::size_t max_test_examples)
@@ -22,4 +22,4 @@ const SharedDataset& DatasetCache::get(const DatasetSpec& spec) {
   return *held_;
 }
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

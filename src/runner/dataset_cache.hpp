@@ -12,7 +12,7 @@
 #include <optional>
 #include <vector>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 class DatasetCache {
  public:
@@ -39,4 +39,4 @@ class DatasetCache {
   std::size_t decodes_ = 0;
 };
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

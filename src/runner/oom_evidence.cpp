@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 bool increased(const std::optional<std::uint64_t>& before, const std::optional<std::uint64_t>& after) {
@@ -31,4 +31,4 @@ std::string oom_kill_seen(const OomCounters& before, const OomCounters& after, c
   return {};
 }
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

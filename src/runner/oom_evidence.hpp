@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 struct OomCounters {
   std::optional<std::uint64_t> own_group;  // the rank's own memory cgroup
@@ -25,4 +25,4 @@ OomCounters read_oom_counters(const TrialCgroups& cgroups);
 // cgroup", "the rank's cgroup", "/proc/vmstat"); empty when nowhere.
 std::string oom_kill_seen(const OomCounters& before, const OomCounters& after, const TrialCgroup* trial_group);
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -6,7 +6,7 @@
 #include <climits>
 #include <cmath>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 constexpr std::size_t kShownChars = 40;  // of a value that was not a number, in the message
@@ -180,4 +180,4 @@ std::string OutputMetrics::problems() const {
   return text;
 }
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 // What scan() reads at most per call: the watch calls it every check
 // interval, and must get back to its budget and time checks.
@@ -110,4 +110,4 @@ class OutputMetrics {
   std::uint64_t skipped_bytes_ = 0;
 };
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

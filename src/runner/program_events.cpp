@@ -9,7 +9,7 @@
 #include <climits>
 #include <cmath>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 // Longer lines are not events of this protocol (they are counted as bad,
@@ -208,4 +208,4 @@ void EventLineReader::note_bad_line(std::string_view line) {
     progress_.first_bad_line += fmt::format(" ({})", problem);
 }
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 // The environment variable naming the events descriptor, and where it sits.
 inline constexpr std::string_view kEventsFdVariable = "MEMSWEEP_EVENTS_FD";
@@ -92,4 +92,4 @@ class EventLineReader final : public ReportSource {
   std::chrono::steady_clock::time_point epoch_start_ = std::chrono::steady_clock::now();
 };
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -7,7 +7,7 @@
 
 extern char** environ;
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 std::string_view name_of(std::string_view entry) { return entry.substr(0, entry.find('=')); }
@@ -78,4 +78,4 @@ std::string output_tail(std::string_view text, int max_lines, std::size_t max_by
   return "…" + joined.substr(cut);
 }
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 // `name` as execve needs it: a name with a '/' is a path (relative ones
 // against `workdir` when given); any other is looked up on `path_list`
@@ -54,4 +54,4 @@ std::optional<std::string> environment_value(const std::vector<std::string>& env
 // at most `max_bytes` (cut at the front, on a UTF-8 boundary).
 std::string output_tail(std::string_view text, int max_lines, std::size_t max_bytes);
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

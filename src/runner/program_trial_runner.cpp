@@ -27,7 +27,7 @@
 #include <system_error>
 #include <utility>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 // How much of a failed program's stderr its message keeps: the message is
@@ -174,7 +174,7 @@ void record_program_progress(TrialRow& row, const ProgramProgress& progress, con
 // memsweep's trainer would read them. Synthetic data has none: the first
 // folder on the search list.
 std::string program_data_dir(const TrainingRunnerOptions& options, const TrialSpec& trial) {
-  using namespace dataset_detail;
+  using namespace dataset::detail;
   switch (trial.dataset.kind) {
     case DatasetKind::synthetic: return options.data_dirs.empty() ? std::string() : options.data_dirs.front().string();
     case DatasetKind::cifar10: return locate_cifar_files(options.data_dirs).test_batch.parent_path().string();
@@ -424,4 +424,4 @@ void run_program_trial(RunnerState& runner, Attempt& attempt, const TrialSpec& t
   ProgramTrial(runner, attempt, trial).run(context, sink);
 }
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -9,11 +9,11 @@
 #include "memsweep/sweep.hpp"
 #include "runner/trial_attempt.hpp"
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 // Runs `attempt` to its end: its row's status is set on return. Only the
 // sink's exceptions pass through, after the program's tree was killed.
 void run_program_trial(RunnerState& runner, Attempt& attempt, const TrialSpec& trial, const TrialContext& context,
                        TrialSink& sink);
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

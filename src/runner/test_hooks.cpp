@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <thread>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 std::optional<TrialHook> parse_test_hook(std::string_view spec, std::string_view trial_id) {
   std::optional<TrialHook> found;
@@ -61,4 +61,4 @@ void run_test_hook(const TrialHook& hook) {
   while (hook.hang) ::pause();
 }
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

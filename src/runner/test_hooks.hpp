@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 inline constexpr std::string_view kTestHookEnvVar = "MEMSWEEP_TEST_TRIAL_HOOK";
 
@@ -36,4 +36,4 @@ std::optional<TrialHook> test_hook_for(std::string_view trial_id);
 // The allocated memory is kept for the rest of the process.
 void run_test_hook(const TrialHook& hook);
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

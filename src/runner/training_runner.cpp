@@ -16,7 +16,7 @@
 namespace memsweep {
 namespace {
 
-using namespace runner_detail;
+using namespace runner::detail;
 
 SamplerOptions sampler_options(const TrainingRunnerOptions& options) {
   using std::chrono::milliseconds;
@@ -37,7 +37,7 @@ SamplerOptions sampler_options(const TrainingRunnerOptions& options) {
 
 }  // namespace
 
-namespace runner_detail {
+namespace runner::detail {
 
 RunnerState::RunnerState(const TrainingRunnerOptions& runner_options)
     : options(runner_options),
@@ -61,7 +61,7 @@ RunnerState::RunnerState(const TrainingRunnerOptions& runner_options)
   gpu_problem = sampler->open_gpu();
 }
 
-}  // namespace runner_detail
+}  // namespace runner::detail
 
 struct TrainingRunner::Impl {
   explicit Impl(const TrainingRunnerOptions& options) : state(options) {}

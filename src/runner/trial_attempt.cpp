@@ -14,7 +14,7 @@
 #include <exception>
 #include <utility>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 double unix_seconds_now() {
@@ -209,4 +209,4 @@ void record_sampled_means(TrialRow& row, const RegionSummary& region) {
   set_fixed(row.gpu_peak_source, region.gpu_peak_source);
 }
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -33,7 +33,7 @@
 #include <string_view>
 #include <vector>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 using Clock = std::chrono::steady_clock;
 
@@ -141,4 +141,4 @@ void record_end(RunnerState& runner, Attempt& attempt, ProcessOutcome outcome, s
 // The columns a trial's row takes from its samples alone, whoever ran it.
 void record_sampled_means(TrialRow& row, const RegionSummary& region);
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

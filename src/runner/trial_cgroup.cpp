@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 namespace fs = std::filesystem;
 
@@ -465,4 +465,4 @@ std::optional<std::uint64_t> TrialCgroups::own_oom_kills() const {
   return text ? find_keyed_count(*text, kOomKillKey) : std::nullopt;
 }
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

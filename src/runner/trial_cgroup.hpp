@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 enum class Isolation { cgroup2, cgroup1, proc };
 std::string_view isolation_name(Isolation isolation);  // "cgroup2", "cgroup1", "proc"
@@ -111,4 +111,4 @@ class TrialCgroups {
   std::shared_ptr<const RankLeaf> leaf_;  // cgroup v2, when this process was moved to a leaf
 };
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -5,7 +5,7 @@
 #include <csignal>
 #include <cstring>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 std::string signal_text(int signal_number) {
   const char* abbreviation = ::sigabbrev_np(signal_number);
@@ -162,4 +162,4 @@ TrialEnding decide_ending(const ProcessOutcome& outcome) {
   return without_result(outcome, when, ending);
 }
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

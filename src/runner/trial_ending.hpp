@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 // Why the rank itself killed the process (SIGKILL), if it did.
 enum class RankKill { none, budget, timeout, stop_unanswered };
@@ -65,4 +65,4 @@ std::string signal_text(int signal_number);
 // Signals that mean the process itself went wrong, not that someone ended it.
 bool is_crash_signal(int signal_number);
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -34,7 +34,7 @@
 
 extern char** environ;
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -439,12 +439,12 @@ void TrialGuard::release() noexcept {
   state_->say("release\n");
 }
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail
 
 namespace memsweep {
 
 void run_trial_guard() {
-  using namespace runner_detail;
+  using namespace runner::detail;
   close_inherited_descriptors();
   ignore_the_ranks_signals();
   std::optional<RankGroups> groups;

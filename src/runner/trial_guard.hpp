@@ -28,7 +28,7 @@
 #include <string_view>
 #include <utility>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 // What the guard ends if the rank dies while the trial runs.
 struct GuardedTrial {
@@ -97,4 +97,4 @@ struct RankGroups {
 std::string guard_groups_line(const RankGroups& groups);
 std::optional<RankGroups> parse_guard_groups_line(const std::string& line);
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

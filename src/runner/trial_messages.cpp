@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -39,4 +39,4 @@ std::string out_of_memory_message(std::string_view what) {
   return "out of memory (std::bad_alloc) while " + std::string(what);
 }
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 // Line breaks and the indentation after them become one space; surrounding
 // white space is dropped.
@@ -21,4 +21,4 @@ std::string when_text(double seconds, int epoch, bool evaluating, bool program);
 // "out of memory (std::bad_alloc) while WHAT".
 std::string out_of_memory_message(std::string_view what);
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

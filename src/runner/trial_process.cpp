@@ -29,7 +29,7 @@
 namespace memsweep {
 namespace {
 
-using namespace runner_detail;
+using namespace runner::detail;
 
 static_assert(std::atomic<bool>::is_always_lock_free, "the stop flag is set from a signal handler");
 std::atomic<bool> g_stop{false};

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <type_traits>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 struct FrameHeader {
@@ -360,4 +360,4 @@ std::optional<Frame> FrameReader::next() {
   }
 }
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 inline constexpr std::uint32_t kFrameMagic = 0x5054534DU;  // "MSTP" in memory on little-endian hosts
 inline constexpr std::uint16_t kProtocolVersion = 2;       // 2: 64-bit lengths, every TrialSpec field
@@ -173,4 +173,4 @@ class FrameReader final : public ReportSource {
   bool at_end_ = false;
 };
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -168,4 +168,4 @@ void TrialWatch::forward_chunks() {
   });
 }
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -20,7 +20,7 @@
 #include <optional>
 #include <vector>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 
 struct WatchSettings {
   FixedString<kTrialIdChars> trial_id{};
@@ -81,4 +81,4 @@ class TrialWatch {
   std::vector<SampleRow> rows_;  // reused for every chunk
 };
 
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

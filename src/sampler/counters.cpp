@@ -6,7 +6,7 @@
 #include <mutex>
 #include <string_view>
 
-namespace memsweep::detail {
+namespace memsweep::sampler::detail {
 namespace {
 
 // PAPI's library state is process-global and its name-lookup calls are not
@@ -107,4 +107,4 @@ const EventNamer& papi() {
   return instance;
 }
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sampler::detail

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace memsweep::detail {
+namespace memsweep::sampler::detail {
 
 // A PAPI call that failed: what was being done, and PAPI's message.
 class CounterError : public std::runtime_error {
@@ -51,4 +51,4 @@ class EventNamer {
 // The real PAPI, initialised on first use.
 const EventNamer& papi();
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sampler::detail

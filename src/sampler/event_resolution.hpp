@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace memsweep::detail {
+namespace memsweep::sampler::detail {
 
 // One source's way to count an event: encoded, or why that source cannot.
 struct WayToCount {
@@ -32,4 +32,4 @@ struct ResolvedEvent {
 // ways_to_count(), then the first way this machine counts (check_counts).
 ResolvedEvent resolve_event(const std::string& name, CounterSourceChoice choice, const EventNamer& papi);
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sampler::detail

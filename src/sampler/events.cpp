@@ -40,7 +40,7 @@ EventStatus unavailable(const std::string& name, std::string why) {
 
 }  // namespace
 
-namespace detail {
+namespace sampler::detail {
 
 std::vector<WayToCount> ways_to_count(const std::string& name, CounterSourceChoice choice, const EventNamer& papi) {
   std::vector<WayToCount> ways;
@@ -96,7 +96,7 @@ ResolvedEvent resolve_event(const std::string& name, CounterSourceChoice choice,
   return resolved;
 }
 
-}  // namespace detail
+}  // namespace sampler::detail
 
 std::string_view event_source_name(EventSource source) {
   switch (source) {
@@ -129,27 +129,30 @@ std::vector<std::string> candidate_events() {
 std::vector<std::string> default_events(CounterSourceChoice choice) {
   std::vector<std::string> names;
   for (const std::string_view name : kMemoryPresets)
-    if (detail::resolve_event(std::string(name), choice, detail::papi()).status.available) names.emplace_back(name);
+    if (sampler::detail::resolve_event(std::string(name), choice, sampler::detail::papi()).status.available)
+      names.emplace_back(name);
   for (const std::string_view name : kSoftwareEvents) names.emplace_back(name);
   return names;
 }
 
 std::vector<EventStatus> probe_events(const std::vector<std::string>& names, CounterSourceChoice choice) {
   std::vector<EventStatus> statuses;
-  for (const std::string& name : names) statuses.push_back(detail::resolve_event(name, choice, detail::papi()).status);
+  for (const std::string& name : names)
+    statuses.push_back(sampler::detail::resolve_event(name, choice, sampler::detail::papi()).status);
   return statuses;
 }
 
 CounterSetup open_counter_columns(const std::vector<CounterRequest>& requested) {
   CounterSetup setup;
-  std::vector<detail::EncodedEvent> recorded;
+  std::vector<sampler::detail::EncodedEvent> recorded;
   for (const CounterRequest& request : requested) {
     if (std::any_of(setup.events.begin(), setup.events.end(),
                     [&](const EventStatus& s) { return s.name == request.name; })) {
       setup.events.push_back(unavailable(request.name, "listed twice; counted once"));
       continue;
     }
-    detail::ResolvedEvent resolved = detail::resolve_event(request.name, request.source, detail::papi());
+    sampler::detail::ResolvedEvent resolved =
+        sampler::detail::resolve_event(request.name, request.source, sampler::detail::papi());
     if (resolved.status.available && recorded.size() == kMaxCounters) {
       resolved.status =
           unavailable(request.name, fmt::format("more than {} events; this one is left out", kMaxCounters));
@@ -158,7 +161,7 @@ CounterSetup open_counter_columns(const std::vector<CounterRequest>& requested) 
     if (resolved.encoded) recorded.push_back(std::move(*resolved.encoded));
     setup.events.push_back(std::move(resolved.status));
   }
-  if (!recorded.empty()) setup.source = detail::make_perf_counter_source(std::move(recorded));
+  if (!recorded.empty()) setup.source = sampler::detail::make_perf_counter_source(std::move(recorded));
   return setup;
 }
 
@@ -170,12 +173,12 @@ CounterSetup open_counters(const std::vector<std::string>& names, CounterSourceC
 
 std::string counter_library_version() {
   try {
-    return detail::papi().version();
-  } catch (const detail::CounterError& error) {
+    return sampler::detail::papi().version();
+  } catch (const sampler::detail::CounterError& error) {
     return error.what();
   }
 }
 
-PapiCpuComponent papi_cpu_component() { return detail::papi().cpu_component(); }
+PapiCpuComponent papi_cpu_component() { return sampler::detail::papi().cpu_component(); }
 
 }  // namespace memsweep

@@ -6,7 +6,7 @@
 #include <array>
 #include <cctype>
 
-namespace memsweep::detail {
+namespace memsweep::sampler::detail {
 namespace {
 
 // A generic cache event's config: cache, operation and result, one byte each.
@@ -112,4 +112,4 @@ std::variant<KernelEvent, std::string> kernel_event(std::string_view name) {
       "minor-faults, major-faults, context-switches, ...)");
 }
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sampler::detail

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <variant>
 
-namespace memsweep::detail {
+namespace memsweep::sampler::detail {
 
 struct KernelEvent {
   std::uint32_t type = 0;  // PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE or PERF_TYPE_SOFTWARE
@@ -24,4 +24,4 @@ struct KernelEvent {
 // `perf::` prefix of PAPI's native names).
 std::variant<KernelEvent, std::string> kernel_event(std::string_view name);
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sampler::detail

@@ -17,7 +17,7 @@
 #include <system_error>
 #include <utility>
 
-namespace memsweep::detail {
+namespace memsweep::sampler::detail {
 namespace {
 
 // Threads appearing while the counters open are attached in another pass;
@@ -291,4 +291,4 @@ std::unique_ptr<CounterSource> make_perf_counter_source(std::vector<EncodedEvent
   return std::make_unique<PerfCounterSource>(std::move(events));
 }
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sampler::detail

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace memsweep::detail {
+namespace memsweep::sampler::detail {
 
 struct EncodedTerm {
   perf_event_attr attr{};
@@ -51,4 +51,4 @@ void check_counts(EncodedEvent& event);
 
 std::unique_ptr<CounterSource> make_perf_counter_source(std::vector<EncodedEvent> events);
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sampler::detail

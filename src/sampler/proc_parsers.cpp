@@ -11,7 +11,7 @@ std::int64_t SystemMemory::used_bytes() const {
 
 }  // namespace memsweep
 
-namespace memsweep::detail {
+namespace memsweep::sampler::detail {
 namespace {
 
 constexpr std::int64_t kBytesPerKiB = 1024;
@@ -99,4 +99,4 @@ std::optional<SmapsRollup> parse_smaps_rollup(std::string_view text) {
   return rollup;
 }
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sampler::detail

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string_view>
 
-namespace memsweep::detail {
+namespace memsweep::sampler::detail {
 
 // /proc/self/statm, in pages: "size resident shared text lib data dt".
 struct StatmPages {
@@ -47,4 +47,4 @@ std::optional<SmapsRollup> parse_smaps_rollup(std::string_view text);
 // line; the unit is optional (then the number is taken as it is).
 std::int64_t find_kib_field(std::string_view text, std::string_view key);
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sampler::detail

@@ -57,30 +57,30 @@ class ProcMemoryProbe final : public MemoryProbe {
         smaps_rollup_("/proc/" + process + "/smaps_rollup") {}
 
   bool read_process(ProcessMemory& out) noexcept override {
-    const auto pages = detail::parse_statm(statm_.read());
+    const auto pages = sampler::detail::parse_statm(statm_.read());
     // A process that has exited (a zombie until reaped) reads as all zeros:
     // no memory at all is not a measurement.
     if (!pages || pages->size == 0) return false;
-    out = detail::process_memory_from_statm(*pages, page_bytes_);
+    out = sampler::detail::process_memory_from_statm(*pages, page_bytes_);
     return true;
   }
 
   bool read_system(SystemMemory& out) noexcept override {
-    const auto memory = detail::parse_meminfo(meminfo_.read());
+    const auto memory = sampler::detail::parse_meminfo(meminfo_.read());
     if (!memory) return false;
     out = *memory;
     return true;
   }
 
   bool read_pss(std::int64_t& pss_bytes) noexcept override {
-    const auto rollup = detail::parse_smaps_rollup(smaps_rollup_.read());
+    const auto rollup = sampler::detail::parse_smaps_rollup(smaps_rollup_.read());
     if (!rollup) return false;
     pss_bytes = rollup->pss_bytes;
     return true;
   }
 
   bool read_peak_rss(std::int64_t& peak_bytes) noexcept override {
-    const auto status = detail::parse_status(status_.read());
+    const auto status = sampler::detail::parse_status(status_.read());
     if (!status || status->peak_rss_bytes < 0) return false;
     peak_bytes = status->peak_rss_bytes;
     return true;

@@ -118,13 +118,13 @@ class ProcTreeProbe final : public ProcessTreeProbe {
     ProcessMemory sum{0, 0};
     for (auto& [pid, member] : members_) {
       if (!member.alive || member.in_parents_memory) continue;
-      const auto pages = detail::parse_statm(member.statm.read(buffer_));
+      const auto pages = sampler::detail::parse_statm(member.statm.read(buffer_));
       // An exited process (a zombie until reaped) reads as zeros, or not at all.
       if (!pages || pages->size == 0) {
         member.alive = false;
         continue;
       }
-      const ProcessMemory one = detail::process_memory_from_statm(*pages, page_bytes_);
+      const ProcessMemory one = sampler::detail::process_memory_from_statm(*pages, page_bytes_);
       sum.rss_bytes += one.rss_bytes;
       sum.anon_rss_bytes += one.anon_rss_bytes;
     }
@@ -138,7 +138,7 @@ class ProcTreeProbe final : public ProcessTreeProbe {
   }
 
   bool read_system(SystemMemory& out) noexcept override {
-    const auto memory = detail::parse_meminfo(meminfo_.read(buffer_));
+    const auto memory = sampler::detail::parse_meminfo(meminfo_.read(buffer_));
     if (!memory) return false;
     out = *memory;
     return true;
@@ -159,7 +159,7 @@ class ProcTreeProbe final : public ProcessTreeProbe {
     std::int64_t sum = 0;
     bool any = false;
     for (const Member* member : alive) {
-      const auto rollup = detail::parse_smaps_rollup(member->folder.read_entry("smaps_rollup", pss_buffer_));
+      const auto rollup = sampler::detail::parse_smaps_rollup(member->folder.read_entry("smaps_rollup", pss_buffer_));
       if (!rollup) continue;
       sum += rollup->pss_bytes;
       any = true;
@@ -173,7 +173,7 @@ class ProcTreeProbe final : public ProcessTreeProbe {
     std::int64_t largest = -1;
     for (auto& [pid, member] : members_) {
       if (member.alive && !member.in_parents_memory) {
-        const auto status = detail::parse_status(member.status.read(buffer_));
+        const auto status = sampler::detail::parse_status(member.status.read(buffer_));
         if (status && status->peak_rss_bytes > 0) member.peak = std::max(member.peak, status->peak_rss_bytes);
       }
       largest = std::max(largest, member.peak);

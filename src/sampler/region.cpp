@@ -15,7 +15,7 @@ RegionBaseline prepare_region(MemoryProbe& probe) {
   return baseline;
 }
 
-namespace detail {
+namespace sampler::detail {
 
 RegionSummary summarize_region(const RegionBaseline& baseline, MemoryProbe& probe, const RegionTotals& totals) {
   RegionSummary summary;
@@ -46,5 +46,5 @@ RegionSummary summarize_region(const RegionBaseline& baseline, MemoryProbe& prob
   return summary;
 }
 
-}  // namespace detail
+}  // namespace sampler::detail
 }  // namespace memsweep

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace memsweep::detail {
+namespace memsweep::sampler::detail {
 
 // Accumulated by the sampling threads over every sample, dropped or not.
 struct RegionTotals {
@@ -30,4 +30,4 @@ struct RegionTotals {
 
 RegionSummary summarize_region(const RegionBaseline& baseline, MemoryProbe& probe, const RegionTotals& totals);
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sampler::detail

@@ -4,7 +4,7 @@
 #include <bit>
 #include <stdexcept>
 
-namespace memsweep::detail {
+namespace memsweep::sampler::detail {
 
 IndexRing::IndexRing(std::size_t capacity)
     : slots_(std::bit_ceil(std::max<std::size_t>(capacity, 1))), mask_(slots_.size() - 1) {}
@@ -78,4 +78,4 @@ std::size_t SampleBuffer::drain(const std::function<void(const SampleChunk&)>& c
   return passed;
 }
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sampler::detail

@@ -11,7 +11,7 @@
 #include <functional>
 #include <vector>
 
-namespace memsweep::detail {
+namespace memsweep::sampler::detail {
 
 // Lock-free SPSC ring of indices; push fails when full, pop when empty.
 class IndexRing {
@@ -64,4 +64,4 @@ class SampleBuffer {
   std::atomic<std::uint64_t> chunks_filled_{0};
 };
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sampler::detail

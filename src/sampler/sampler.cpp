@@ -92,7 +92,7 @@ struct Sampler::Shared {
   std::uint64_t chunks_at_start = 0;
 
   // Written by one sampling thread each; read after they are joined.
-  detail::RegionTotals totals;
+  sampler::detail::RegionTotals totals;
 
   // Waits for an absolute deadline of the monotonic clock, or until
   // request_stop(). FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC
@@ -130,7 +130,7 @@ Sampler::Sampler(SamplerOptions options, std::unique_ptr<MemoryProbe> probe, std
     : options_(options),
       probe_(std::move(probe)),
       counters_(std::move(counters)),
-      buffer_(std::make_unique<detail::SampleBuffer>(options.chunk_count)),
+      buffer_(std::make_unique<sampler::detail::SampleBuffer>(options.chunk_count)),
       shared_(std::make_unique<Shared>()) {
   if (!probe_) throw std::invalid_argument("the sampler needs a memory probe");
   if (counters_ && counters_->names().size() > kMaxCounters)
@@ -274,11 +274,11 @@ void Sampler::begin_held_region(const RegionBaseline& baseline) {
 
 RegionSummary Sampler::end_region() {
   stop();
-  detail::RegionTotals totals = shared_->totals;
+  sampler::detail::RegionTotals totals = shared_->totals;
   const SamplerStats now = stats();
   totals.dropped_samples = now.dropped_samples;
   totals.missed_ticks = now.missed_ticks;
-  RegionSummary summary = detail::summarize_region(baseline_, *probe_, totals);
+  RegionSummary summary = sampler::detail::summarize_region(baseline_, *probe_, totals);
   gpu::GpuTrialPeak gpu_peak = shared_->gpu_device_peak;
   gpu_peak.take_tree_from(shared_->gpu_tree_peak);
   summary.gpu_peak_bytes = gpu_peak.peak_bytes();
@@ -343,7 +343,7 @@ void Sampler::tick_loop() {
   const std::int64_t interval = options_.interval.count();
   const std::int64_t max_age = options_.max_chunk_age.count();
   const std::size_t counter_count = counters_ && shared.counters_active ? counters_->names().size() : 0;
-  detail::RegionTotals& totals = shared.totals;
+  sampler::detail::RegionTotals& totals = shared.totals;
   std::uint64_t pss_seen = 0;
   gpu::GpuMemoryReader* const gpu = gpu_.get();
   std::array<std::int64_t, gpu::kMaxGpuDevices> gpu_used{};
@@ -437,7 +437,7 @@ void Sampler::pss_loop() {
 
   constexpr auto relaxed = std::memory_order_relaxed;
   const std::int64_t interval = options_.pss_interval.count();
-  detail::RegionTotals& totals = shared.totals;
+  sampler::detail::RegionTotals& totals = shared.totals;
   std::int64_t deadline = shared.t0_ns;
   do {
     const std::int64_t begin = now_ns();

@@ -31,7 +31,7 @@
 #include <string>
 #include <utility>
 
-namespace memsweep::detail {
+namespace memsweep::sweep::detail {
 namespace {
 
 // How long one receive waits before the coordinator looks at the stop flag
@@ -166,7 +166,7 @@ class Coordinator {
     }
   }
 
-  void report_skipped() { detail::report_skipped(*source_, options_.progress); }
+  void report_skipped() { sweep::detail::report_skipped(*source_, options_.progress); }
 
   void answer_request(int worker) {
     std::optional<Job> job = stopping_ ? std::nullopt : take(worker);
@@ -409,4 +409,4 @@ SweepResult run_coordinator(Communicator& comm, const SweepTrials& trials, const
   return Coordinator(comm, trials, pending, sink, options).run();
 }
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sweep::detail

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-namespace memsweep::detail {
+namespace memsweep::sweep::detail {
 
 std::string tag_name(int message_tag) {
   switch (message_tag) {
@@ -156,4 +156,4 @@ TrialSpec assigned_trial(const Assignment& assignment, const SweepTrials& trials
                                   .full = assignment.full != 0});
 }
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sweep::detail

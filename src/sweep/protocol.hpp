@@ -19,7 +19,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace memsweep::detail {
+namespace memsweep::sweep::detail {
 
 namespace tag {
 // worker -> rank 0
@@ -148,4 +148,4 @@ StepOutcome decode_step_outcome(std::string_view bytes);
 RunRowMessage decode_run_row_message(std::string_view bytes);
 SetupMessage decode_setup_message(std::string_view bytes);
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sweep::detail

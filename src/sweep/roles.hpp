@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace memsweep::detail {
+namespace memsweep::sweep::detail {
 
 SweepResult run_alone(Communicator& comm, const SweepTrials& trials, const PendingTrials& pending, TrialRunner& runner,
                       ResultSink& sink, const SweepOptions& options);
@@ -41,4 +41,4 @@ inline void count_row(SweepResult& result, const TrialRow& row) {
   ++result.by_status[get_fixed(row.status)];
 }
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sweep::detail

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace memsweep::detail {
+namespace memsweep::sweep::detail {
 
 SweepResult run_alone(Communicator& comm, const SweepTrials& trials, const PendingTrials& pending, TrialRunner& runner,
                       ResultSink& sink, const SweepOptions& options) {
@@ -74,4 +74,4 @@ SweepResult run_alone(Communicator& comm, const SweepTrials& trials, const Pendi
   return result;
 }
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sweep::detail

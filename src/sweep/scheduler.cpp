@@ -39,9 +39,9 @@ SweepResult run_sweep(Communicator& comm, const SweepTrials& trials, const Pendi
   const bool trains = alone || comm.rank() != 0;
   if (writes && sink == nullptr) throw std::invalid_argument("run_sweep: rank 0 needs a result sink");
   if (trains && runner == nullptr) throw std::invalid_argument("run_sweep: a rank that trains needs a trial runner");
-  if (alone) return detail::run_alone(comm, trials, pending, *runner, *sink, options);
-  if (writes) return detail::run_coordinator(comm, trials, pending, *sink, options);
-  return detail::run_worker(comm, trials, *runner, options);
+  if (alone) return sweep::detail::run_alone(comm, trials, pending, *runner, *sink, options);
+  if (writes) return sweep::detail::run_coordinator(comm, trials, pending, *sink, options);
+  return sweep::detail::run_worker(comm, trials, *runner, options);
 }
 
 void check_same_sweep(Communicator& comm, const std::string& sweep_hash) {

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <utility>
 
-namespace memsweep::detail {
+namespace memsweep::sweep::detail {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
@@ -274,4 +274,4 @@ std::unique_ptr<JobSource> make_job_source(const SweepTrials& trials, const Pend
   return std::make_unique<TrialCursor>(trials, pending);
 }
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sweep::detail

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace memsweep::detail {
+namespace memsweep::sweep::detail {
 
 class SearchBoard final : public JobSource {
  public:
@@ -76,4 +76,4 @@ std::string search_note(const SearchRow& row);
 // taken off the count (which starts at searches × max_trials).
 void report_ended_search(ProgressReporter& progress, const SearchRow& row, const SweepOptions& options);
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sweep::detail

@@ -29,9 +29,9 @@
 namespace memsweep {
 namespace {
 
-using detail::RunRowMessage;
-using detail::SetupMessage;
-using detail::StepOutcome;
+using sweep::detail::RunRowMessage;
+using sweep::detail::SetupMessage;
+using sweep::detail::StepOutcome;
 
 // The session ends before the sweep's end on every rank alike, with
 // `outcome` (rank 0 prints its message).
@@ -64,9 +64,9 @@ StepOutcome attempt(const std::function<void()>& step) {
 // ok, with the first such rank's outcome, named by its rank and, when
 // `hosts` are known, its node (one node of many may lack what the others have).
 void agree_on(Communicator& comm, const StepOutcome& local, const std::vector<std::string>& hosts = {}) {
-  const std::vector<std::string> outcomes = comm.all_gather(detail::encode(local));
+  const std::vector<std::string> outcomes = comm.all_gather(sweep::detail::encode(local));
   for (std::size_t rank = 0; rank < outcomes.size(); ++rank) {
-    StepOutcome outcome = detail::decode_step_outcome(outcomes[rank]);
+    StepOutcome outcome = sweep::detail::decode_step_outcome(outcomes[rank]);
     if (outcome.ok()) continue;
     if (rank > 0 && rank < hosts.size())
       outcome.message = fmt::format("rank {} on {}: {}", rank, hosts[rank], outcome.message);
@@ -148,10 +148,10 @@ class Session {
     if (root_) {
       RunRowMessage decision;
       decision.outcome = attempt([&] { decision.run = steps_.decide_run_row(comm_.size(), hosts_, notes); });
-      bytes = detail::encode(decision);
+      bytes = sweep::detail::encode(decision);
     }
     comm_.broadcast(bytes);
-    const RunRowMessage decision = detail::decode_run_row_message(bytes);
+    const RunRowMessage decision = sweep::detail::decode_run_row_message(bytes);
     end_unless_ok(decision.outcome);
     run_ = decision.run;
   }
@@ -165,10 +165,10 @@ class Session {
       setup.outcome = attempt([&] { opened_ = steps_.open_results(run_, comm_, hosts_, notes); });
       setup.run_index = opened_.run_index;
       setup.counter_columns = opened_.counter_columns;
-      bytes = detail::encode(setup);
+      bytes = sweep::detail::encode(setup);
     }
     comm_.broadcast(bytes);
-    SetupMessage setup = detail::decode_setup_message(bytes);
+    SetupMessage setup = sweep::detail::decode_setup_message(bytes);
     end_unless_ok(setup.outcome);
     counter_columns_ = setup.counter_columns.size();
     return setup;
@@ -282,9 +282,9 @@ class Session {
 
   // Every rank exits with rank 0's status, so mpirun's and srun's is the same.
   StepOutcome agree_on_exit_status(const StepOutcome& rank_zero) {
-    std::string bytes = root_ ? detail::encode(rank_zero) : std::string();
+    std::string bytes = root_ ? sweep::detail::encode(rank_zero) : std::string();
     comm_.broadcast(bytes);
-    return detail::decode_step_outcome(bytes);
+    return sweep::detail::decode_step_outcome(bytes);
   }
 
   Communicator& comm_;

@@ -11,7 +11,7 @@
 #include <thread>
 #include <utility>
 
-namespace memsweep::detail {
+namespace memsweep::sweep::detail {
 namespace {
 
 double unix_seconds() {
@@ -234,4 +234,4 @@ TrialRecord run_streamed_trial(TrialThread& thread, TrialRunner& runner, const T
   return record;
 }
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sweep::detail

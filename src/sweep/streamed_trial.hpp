@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-namespace memsweep::detail {
+namespace memsweep::sweep::detail {
 
 // What a trial streamed since the last delivery.
 // With chunks: whole chunks of samples, compressed, older than `samples`.
@@ -89,4 +89,4 @@ TrialRecord run_streamed_trial(TrialThread& thread, TrialRunner& runner, const T
 TrialRecord failed_row(const TrialSpec& trial, int attempt, const std::string& message, double start_time,
                        double end_time);
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sweep::detail

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
-namespace memsweep::detail {
+namespace memsweep::sweep::detail {
 namespace {
 
 // A trial id's 48 bits; an id trial_id() did not make (a test's) hashed.
@@ -112,4 +112,4 @@ std::optional<TrialSpec> TrialCursor::made_trial(std::size_t position) {
 
 JobSource::Skipped TrialCursor::take_skipped() { return std::exchange(skipped_, {}); }
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sweep::detail

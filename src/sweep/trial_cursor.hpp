@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace memsweep::detail {
+namespace memsweep::sweep::detail {
 
 // A set of trial ids (12 hex digits: 48 bits) in 16 bytes each at most:
 // open addressing on the id's own bits, which are already a hash.
@@ -103,4 +103,4 @@ void report_skipped(JobSource& source, ProgressReporter* progress);
 std::unique_ptr<JobSource> make_job_source(const SweepTrials& trials, const PendingTrials& pending,
                                            const SweepOptions& options, int workers);
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sweep::detail

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace memsweep::detail {
+namespace memsweep::sweep::detail {
 namespace {
 
 // One receive call's wait for rank 0's answer (ASSIGN comes at once; FINISH
@@ -98,4 +98,4 @@ SweepResult run_worker(Communicator& comm, const SweepTrials& trials, TrialRunne
   }
 }
 
-}  // namespace memsweep::detail
+}  // namespace memsweep::sweep::detail

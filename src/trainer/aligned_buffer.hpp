@@ -6,7 +6,7 @@
 #include <memory>
 #include <new>
 
-namespace memsweep::trainer_detail {
+namespace memsweep::trainer::detail {
 
 inline constexpr std::size_t kBufferAlignment = 64;  // a cache line; AVX-512 loads
 
@@ -33,4 +33,4 @@ class AlignedBuffer {
   std::size_t size_ = 0;
 };
 
-}  // namespace memsweep::trainer_detail
+}  // namespace memsweep::trainer::detail

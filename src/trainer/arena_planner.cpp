@@ -6,7 +6,7 @@
 #include <numeric>
 #include <stdexcept>
 
-namespace memsweep::trainer_detail {
+namespace memsweep::trainer::detail {
 namespace {
 
 bool overlap_in_time(const ArenaBuffer& a, const ArenaBuffer& b) { return a.first <= b.last && b.first <= a.last; }
@@ -72,4 +72,4 @@ std::size_t peak_live_bytes(const std::vector<ArenaBuffer>& buffers) {
   return static_cast<std::size_t>(peak);
 }
 
-}  // namespace memsweep::trainer_detail
+}  // namespace memsweep::trainer::detail

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace memsweep::trainer_detail {
+namespace memsweep::trainer::detail {
 
 inline constexpr std::size_t kArenaAlignment = 64;  // a cache line; what oneDNN's own buffers get
 
@@ -37,4 +37,4 @@ inline std::size_t arena_rounded(std::size_t bytes) {
   return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
 }
 
-}  // namespace memsweep::trainer_detail
+}  // namespace memsweep::trainer::detail

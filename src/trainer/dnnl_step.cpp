@@ -1,6 +1,6 @@
 #include "trainer/dnnl_step.hpp"
 
-namespace memsweep::trainer_detail {
+namespace memsweep::trainer::detail {
 
 Step::Step(std::string what, const_dnnl_primitive_desc_t pd, const std::vector<std::pair<int, dnnl::memory>>& args)
     : what_(what), primitive_(dnnl_call("creating " + what, [&] { return dnnl::primitive(pd); })) {
@@ -17,4 +17,4 @@ void Step::run(const dnnl::stream& stream) const {
     throw TrainerError("running " + what_ + " failed (oneDNN status " + std::to_string(status) + ")");
 }
 
-}  // namespace memsweep::trainer_detail
+}  // namespace memsweep::trainer::detail

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace memsweep::trainer_detail {
+namespace memsweep::trainer::detail {
 
 // Runs `build` and turns a dnnl::error into a TrainerError about `what`.
 template <typename Build>
@@ -42,4 +42,4 @@ class Step {
 
 inline std::size_t floats_in(const dnnl::memory::desc& desc) { return desc.get_size() / sizeof(float); }
 
-}  // namespace memsweep::trainer_detail
+}  // namespace memsweep::trainer::detail

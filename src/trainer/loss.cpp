@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace memsweep::trainer_detail {
+namespace memsweep::trainer::detail {
 namespace {
 
 void check_label(std::int32_t label, std::size_t row, int classes) {
@@ -48,4 +48,4 @@ std::size_t count_correct(const float* probabilities, const std::int32_t* labels
   return correct;
 }
 
-}  // namespace memsweep::trainer_detail
+}  // namespace memsweep::trainer::detail

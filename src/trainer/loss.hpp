@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace memsweep::trainer_detail {
+namespace memsweep::trainer::detail {
 
 // Mean over the rows of −log p[label]; when `logits_gradient` is given, also
 // writes the loss's gradient with respect to the logits, (p − onehot) / rows.
@@ -16,4 +16,4 @@ double softmax_cross_entropy(const float* probabilities, const std::int32_t* lab
 // Rows whose largest probability is at their label.
 std::size_t count_correct(const float* probabilities, const std::int32_t* labels, std::size_t rows, int classes);
 
-}  // namespace memsweep::trainer_detail
+}  // namespace memsweep::trainer::detail

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstddef>
 
-namespace memsweep::trainer_detail {
+namespace memsweep::trainer::detail {
 namespace {
 
 // Compiled for AVX-512, AVX2 and plain x86-64, picked at load time for the
@@ -84,4 +84,4 @@ void Optimizer::update(std::span<float> values, std::span<const float> gradients
   }
 }
 
-}  // namespace memsweep::trainer_detail
+}  // namespace memsweep::trainer::detail

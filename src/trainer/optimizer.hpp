@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <span>
 
-namespace memsweep::trainer_detail {
+namespace memsweep::trainer::detail {
 
 class Optimizer {
  public:
@@ -29,4 +29,4 @@ class Optimizer {
   std::int64_t steps_ = 0;  // Adam's bias correction
 };
 
-}  // namespace memsweep::trainer_detail
+}  // namespace memsweep::trainer::detail

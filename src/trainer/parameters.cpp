@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-namespace memsweep::trainer_detail {
+namespace memsweep::trainer::detail {
 namespace {
 
 constexpr std::size_t kFloatsPerLine = kBufferAlignment / sizeof(float);
@@ -96,4 +96,4 @@ void ParameterStore::write_plain(std::size_t index, std::span<const float> plain
   reorder(from, values_memory(index, engine), stream);
 }
 
-}  // namespace memsweep::trainer_detail
+}  // namespace memsweep::trainer::detail

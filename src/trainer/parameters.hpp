@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace memsweep::trainer_detail {
+namespace memsweep::trainer::detail {
 
 struct ParameterTensor {
   std::string name;               // e.g. "fc2.weights"
@@ -60,4 +60,4 @@ class ParameterStore {
   std::vector<AlignedBuffer> state_;
 };
 
-}  // namespace memsweep::trainer_detail
+}  // namespace memsweep::trainer::detail

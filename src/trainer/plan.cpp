@@ -7,7 +7,7 @@
 #include <limits>
 #include <optional>
 
-namespace memsweep::trainer_detail {
+namespace memsweep::trainer::detail {
 namespace {
 
 using dnnl::memory;
@@ -605,4 +605,4 @@ void Plan::backward(dnnl::stream& stream, LayerGradientsReady* ready) const {
 
 std::size_t Plan::input_bytes() const { return input_floats_ * sizeof(float) + label_bytes() + reordered_input_bytes_; }
 
-}  // namespace memsweep::trainer_detail
+}  // namespace memsweep::trainer::detail

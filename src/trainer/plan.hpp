@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-namespace memsweep::trainer_detail {
+namespace memsweep::trainer::detail {
 
 // Primitive descriptors of one layer; which ones are set depends on the kind.
 struct LayerLayout {
@@ -158,4 +158,4 @@ class Plan {
   std::vector<std::string> implementations_;
 };
 
-}  // namespace memsweep::trainer_detail
+}  // namespace memsweep::trainer::detail

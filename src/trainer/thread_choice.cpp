@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace memsweep::trainer_detail {
+namespace memsweep::trainer::detail {
 
 double step_flops(const ModelSpec& model, std::size_t rows, bool with_backward) {
   // Multiply-adds per example: forward (all layers), backward data (all but
@@ -58,4 +58,4 @@ ScopedThreadCount::~ScopedThreadCount() {
   if (omp_get_max_threads() != previous_) omp_set_num_threads(previous_);
 }
 
-}  // namespace memsweep::trainer_detail
+}  // namespace memsweep::trainer::detail

@@ -19,7 +19,7 @@
 
 #include <cstddef>
 
-namespace memsweep::trainer_detail {
+namespace memsweep::trainer::detail {
 
 // Floating-point operations of one step of `rows` rows: forward, and with
 // `with_backward` backward data (all but the first layer) and backward
@@ -62,4 +62,4 @@ class ScopedThreadCount {
   int previous_;
 };
 
-}  // namespace memsweep::trainer_detail
+}  // namespace memsweep::trainer::detail

@@ -16,7 +16,7 @@
 
 namespace memsweep {
 
-using namespace trainer_detail;
+using namespace trainer::detail;
 
 struct Trainer::Impl : LayerGradientsReady {
   explicit Impl(const TrainerConfig& c)

@@ -9,7 +9,7 @@
 
 #include <string>
 
-namespace memsweep::config_detail {
+namespace memsweep::config::detail {
 namespace {
 
 using ::testing::HasSubstr;
@@ -116,4 +116,4 @@ TEST(TomlNesting, TakesTimeInProportionToTheText) {
 }
 
 }  // namespace
-}  // namespace memsweep::config_detail
+}  // namespace memsweep::config::detail

@@ -18,8 +18,8 @@
 namespace memsweep {
 namespace {
 
-using dataset_detail::count_cifar_records;
-using dataset_detail::make_cifar_split;
+using dataset::detail::count_cifar_records;
+using dataset::detail::make_cifar_split;
 using testing::as_bytes;
 using testing::cifar_records;
 using ::testing::ElementsAre;
@@ -43,7 +43,7 @@ TEST(CifarParse, CountsRecordsFromTheSize) {
 }
 
 TEST(CifarParse, KeepsTheRedGreenBluePlanesAsChw) {
-  std::vector<dataset_detail::CifarBatchBytes> batches;
+  std::vector<dataset::detail::CifarBatchBytes> batches;
   batches.push_back({"first", to_vector(cifar_records({6, 9}))});
   batches.push_back({"second", to_vector(cifar_records({4}))});
   const Split split = make_cifar_split(std::move(batches));

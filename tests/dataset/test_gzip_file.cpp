@@ -15,7 +15,7 @@
 namespace memsweep {
 namespace {
 
-using dataset_detail::read_file_bytes;
+using dataset::detail::read_file_bytes;
 using testing::as_bytes;
 using testing::gzip;
 using ::testing::HasSubstr;

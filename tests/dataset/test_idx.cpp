@@ -17,9 +17,9 @@
 namespace memsweep {
 namespace {
 
-using dataset_detail::make_idx_split;
-using dataset_detail::parse_idx_images;
-using dataset_detail::parse_idx_labels;
+using dataset::detail::make_idx_split;
+using dataset::detail::parse_idx_images;
+using dataset::detail::parse_idx_labels;
 using testing::as_bytes;
 using testing::gzip;
 using ::testing::HasSubstr;

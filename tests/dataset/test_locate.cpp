@@ -18,7 +18,7 @@ namespace memsweep {
 namespace {
 
 namespace fs = std::filesystem;
-using dataset_detail::find_data_file;
+using dataset::detail::find_data_file;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::TempDir;
@@ -104,7 +104,7 @@ TEST(LocateIdx, TakesAllFilesFromTheFirstFolderThatHasThemAll) {
   write_mnist_names(dir, "first/mnist", false);
   write_mnist_names(dir, "second/mnist", true);
   const auto files =
-      dataset_detail::locate_idx_files(DatasetKind::mnist, {dir.path() / "first", dir.path() / "second"});
+      dataset::detail::locate_idx_files(DatasetKind::mnist, {dir.path() / "first", dir.path() / "second"});
   EXPECT_EQ(files.train_images, dir.path() / "second/mnist/train-images-idx3-ubyte.gz");
   EXPECT_EQ(files.train_labels, dir.path() / "second/mnist/train-labels-idx1-ubyte");
   EXPECT_EQ(files.test_labels, dir.path() / "second/mnist/t10k-labels-idx1-ubyte.gz");

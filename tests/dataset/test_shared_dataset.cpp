@@ -37,7 +37,7 @@ namespace memsweep {
 namespace {
 
 namespace fs = std::filesystem;
-using dataset_detail::SharedFileHeader;
+using dataset::detail::SharedFileHeader;
 using testing::ChildProcess;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -585,9 +585,9 @@ INSTANTIATE_TEST_SUITE_P(
                "incomplete"},
         Damage{"AnotherFormatVersion",
                [](std::string& b) {
-                 set_field(b, offsetof(SharedFileHeader, format_version), dataset_detail::kSharedFormatVersion + 1);
+                 set_field(b, offsetof(SharedFileHeader, format_version), dataset::detail::kSharedFormatVersion + 1);
                },
-               "format version " + std::to_string(dataset_detail::kSharedFormatVersion + 1)},
+               "format version " + std::to_string(dataset::detail::kSharedFormatVersion + 1)},
         Damage{"AnotherKey", [](std::string& b) { b[offsetof(SharedFileHeader, key)] ^= 1; }, "key"},
         Damage{"AFlippedPixel", [](std::string& b) { b[b.size() / 2] ^= 0x10; }, "checksum"},
         Damage{"AFlippedLabel", [](std::string& b) { b[b.size() - 1] ^= 0x01; }, "checksum"},
@@ -597,7 +597,7 @@ INSTANTIATE_TEST_SUITE_P(
         Damage{"ArraysOutsideTheFile",
                [](std::string& b) {
                  set_field<std::uint64_t>(
-                     b, offsetof(SharedFileHeader, train) + offsetof(dataset_detail::SharedSplitRecord, examples),
+                     b, offsetof(SharedFileHeader, train) + offsetof(dataset::detail::SharedSplitRecord, examples),
                      1ULL << 40);
                },
                "do not lie within"}),

@@ -14,16 +14,16 @@
 
 namespace {
 
-using memsweep::dataset_detail::CifarBatchBytes;
+using memsweep::dataset::detail::CifarBatchBytes;
 
 void try_split(std::vector<CifarBatchBytes> batches) {
   try {
     for (const CifarBatchBytes& batch : batches)
-      (void)memsweep::dataset_detail::count_cifar_records(batch.bytes, batch.source_name);
+      (void)memsweep::dataset::detail::count_cifar_records(batch.bytes, batch.source_name);
   } catch (const memsweep::InputError&) {
   }
   try {
-    (void)memsweep::dataset_detail::make_cifar_split(std::move(batches));
+    (void)memsweep::dataset::detail::make_cifar_split(std::move(batches));
   } catch (const memsweep::InputError&) {
   }
 }

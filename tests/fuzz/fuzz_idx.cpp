@@ -22,14 +22,14 @@ constexpr std::size_t kLengthBytes = 4;
 
 void try_images(std::span<const std::uint8_t> bytes) {
   try {
-    (void)memsweep::dataset_detail::parse_idx_images(bytes, "images");
+    (void)memsweep::dataset::detail::parse_idx_images(bytes, "images");
   } catch (const memsweep::InputError&) {
   }
 }
 
 void try_labels(std::span<const std::uint8_t> bytes) {
   try {
-    (void)memsweep::dataset_detail::parse_idx_labels(bytes, "labels", kClasses);
+    (void)memsweep::dataset::detail::parse_idx_labels(bytes, "labels", kClasses);
   } catch (const memsweep::InputError&) {
   }
 }
@@ -43,12 +43,12 @@ void try_pair(std::span<const std::uint8_t> bytes) {
   const auto rest = bytes.subspan(kLengthBytes);
   image_bytes = std::min(image_bytes, rest.size());
   try {
-    auto labels = memsweep::dataset_detail::parse_idx_labels(rest.subspan(image_bytes), "labels", kClasses);
-    const auto images = memsweep::dataset_detail::parse_idx_images(rest.first(image_bytes), "images");
+    auto labels = memsweep::dataset::detail::parse_idx_labels(rest.subspan(image_bytes), "labels", kClasses);
+    const auto images = memsweep::dataset::detail::parse_idx_images(rest.first(image_bytes), "images");
     constexpr auto kMaxSide = static_cast<std::size_t>(std::numeric_limits<int>::max());
     const memsweep::ImageShape shape{1, static_cast<int>(std::min(images.rows, kMaxSide)),
                                      static_cast<int>(std::min(images.columns, kMaxSide))};
-    (void)memsweep::dataset_detail::make_idx_split(images, "images", std::move(labels), "labels", shape, kClasses);
+    (void)memsweep::dataset::detail::make_idx_split(images, "images", std::move(labels), "labels", shape, kClasses);
   } catch (const memsweep::InputError&) {
   }
 }

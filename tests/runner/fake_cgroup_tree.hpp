@@ -36,8 +36,8 @@ struct FakeTree {
     dir->write(file.lexically_relative(root()).string(), text);
   }
   void write_own(const std::filesystem::path& name, std::string_view text) const { write(own_dir / name, text); }
-  runner_detail::TrialCgroups detect() const {
-    return runner_detail::TrialCgroups::detect(proc_cgroup, mountinfo, root());
+  runner::detail::TrialCgroups detect() const {
+    return runner::detail::TrialCgroups::detect(proc_cgroup, mountinfo, root());
   }
 };
 

@@ -23,7 +23,7 @@
 #include <optional>
 #include <string>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 using memsweep::testing::slurp;
@@ -204,4 +204,4 @@ TEST(OutputPump, StopsWhileAWriterStillHoldsThePipe) {
 }
 
 }  // namespace
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

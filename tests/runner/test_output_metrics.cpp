@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 using ::testing::HasSubstr;
@@ -192,4 +192,4 @@ TEST(MetricValue, ReadsDecimalNumbersOnly) {
 }
 
 }  // namespace
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

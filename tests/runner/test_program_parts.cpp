@@ -18,7 +18,7 @@
 #include <csignal>
 #include <fstream>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 using ::testing::ElementsAre;
@@ -285,4 +285,4 @@ TEST(DecideEnding, AProgramsExitStatusIsItsResult) {
 }
 
 }  // namespace
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -11,7 +11,7 @@
 
 #include <limits>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 using ::testing::HasSubstr;
@@ -99,4 +99,4 @@ TEST(ParseDuration, SecondsOrUnitsLargestFirst) {
 }
 
 }  // namespace
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

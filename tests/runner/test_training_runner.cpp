@@ -45,9 +45,9 @@ std::string cause_of(const TrialRow& row) { return get_fixed(row.end_cause); }
 class ScopedHook {
  public:
   explicit ScopedHook(const std::string& spec) {
-    ::setenv(std::string(runner_detail::kTestHookEnvVar).c_str(), spec.c_str(), 1);
+    ::setenv(std::string(runner::detail::kTestHookEnvVar).c_str(), spec.c_str(), 1);
   }
-  ~ScopedHook() { ::unsetenv(std::string(runner_detail::kTestHookEnvVar).c_str()); }
+  ~ScopedHook() { ::unsetenv(std::string(runner::detail::kTestHookEnvVar).c_str()); }
   ScopedHook(const ScopedHook&) = delete;
   ScopedHook& operator=(const ScopedHook&) = delete;
 };

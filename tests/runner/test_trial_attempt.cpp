@@ -14,7 +14,7 @@
 #include <memory>
 #include <string>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 namespace fs = std::filesystem;
@@ -106,4 +106,4 @@ TEST(AttemptNotes, AGroupThatIsJoinedBecomesTheTrials) {
 }
 
 }  // namespace
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -24,7 +24,7 @@
 #include <optional>
 #include <sstream>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 namespace fs = std::filesystem;
@@ -633,4 +633,4 @@ TEST(RealCgroup, TheOwnGroupCountsAnOomKillInIt) {
 }
 
 }  // namespace
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -10,7 +10,7 @@
 #include <ostream>
 #include <string_view>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 using ::testing::HasSubstr;
@@ -281,4 +281,4 @@ TEST(NeedsOomEvidence, OnlyASigkillTheRankDidNotSend) {
 }
 
 }  // namespace
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

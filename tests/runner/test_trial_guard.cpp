@@ -32,7 +32,7 @@
 #include <string>
 #include <thread>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 TEST(GuardWatchLine, RoundTripsATrialWithItsGroupAndCgroup) {
@@ -327,4 +327,4 @@ TEST(TrialGuard, RemovesTheGroupsOfItsDeadRankItWasNotToldOf) {
 }
 
 }  // namespace
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

@@ -16,7 +16,7 @@
 #include <thread>
 #include <utility>
 
-namespace memsweep::runner_detail {
+namespace memsweep::runner::detail {
 namespace {
 
 using ::testing::HasSubstr;
@@ -402,4 +402,4 @@ TEST(TrialProtocol, WritingToAClosedPipeFailsWithoutKillingTheWriter) {
 }
 
 }  // namespace
-}  // namespace memsweep::runner_detail
+}  // namespace memsweep::runner::detail

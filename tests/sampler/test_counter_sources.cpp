@@ -18,16 +18,16 @@
 namespace memsweep::testing {
 namespace {
 
-using detail::EventNamer;
-using detail::WayToCount;
+using sampler::detail::EventNamer;
+using sampler::detail::WayToCount;
 using ::testing::HasSubstr;
 
 // What PAPI 7.0 answers on such a CPU: its perf_event component disabled
 // at PAPI_library_init, and then no name known, perf:: ones included.
 class PapiWithItsCpuComponentDisabled final : public EventNamer {
  public:
-  detail::PapiEvent resolve(const std::string&) const override {
-    throw detail::CounterError("PAPI does not know this event here: Event does not exist", PAPI_ENOEVNT);
+  sampler::detail::PapiEvent resolve(const std::string&) const override {
+    throw sampler::detail::CounterError("PAPI does not know this event here: Event does not exist", PAPI_ENOEVNT);
   }
   std::string version() const override { return "PAPI 7.0.0.0"; }
   PapiCpuComponent cpu_component() const override {
@@ -82,8 +82,8 @@ constexpr auto kNone = EventSource::none;
 class WithoutPapisCpuComponent : public ::testing::TestWithParam<Expected> {};
 
 TEST_P(WithoutPapisCpuComponent, NamesResolveToTheKernelsGenericEvents) {
-  expect_resolution(GetParam(),
-                    detail::ways_to_count(GetParam().name, GetParam().choice, PapiWithItsCpuComponentDisabled()));
+  expect_resolution(GetParam(), sampler::detail::ways_to_count(GetParam().name, GetParam().choice,
+                                                               PapiWithItsCpuComponentDisabled()));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -129,11 +129,11 @@ class WithThisMachinesPapi : public ::testing::TestWithParam<Expected> {};
 
 TEST_P(WithThisMachinesPapi, NamesResolveAsItsCpuComponentAllows) {
   Expected expected = GetParam();
-  const PapiCpuComponent component = detail::papi().cpu_component();
+  const PapiCpuComponent component = sampler::detail::papi().cpu_component();
   std::cout << "[   PAPI   ] CPU component " << component.name << (component.active ? " active" : " disabled: ")
             << component.reason << "\n";
   if (expected.source == EventSource::papi && !component.active) expected.source = EventSource::kernel;
-  expect_resolution(expected, detail::ways_to_count(expected.name, expected.choice, detail::papi()));
+  expect_resolution(expected, sampler::detail::ways_to_count(expected.name, expected.choice, sampler::detail::papi()));
 }
 
 constexpr auto kPapi = EventSource::papi;

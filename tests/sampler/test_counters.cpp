@@ -215,7 +215,7 @@ struct ScaleCase {
 class ScaledCount : public ::testing::TestWithParam<ScaleCase> {};
 TEST_P(ScaledCount, FollowsPerfsEstimate) {
   const ScaleCase& c = GetParam();
-  EXPECT_DOUBLE_EQ(detail::scaled_count(c.value, c.enabled, c.running), c.expected);
+  EXPECT_DOUBLE_EQ(sampler::detail::scaled_count(c.value, c.enabled, c.running), c.expected);
 }
 INSTANTIATE_TEST_SUITE_P(Multiplexing, ScaledCount,
                          ::testing::Values(ScaleCase{100, 1000, 1000, 100.0},  // counted all the time

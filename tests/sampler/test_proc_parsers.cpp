@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace memsweep::detail {
+namespace memsweep::sampler::detail {
 namespace {
 
 constexpr std::int64_t kKiB = 1024;
@@ -105,4 +105,4 @@ TEST(FindKibField, KeyMustStartALineAndEndAtTheColon) {
 }
 
 }  // namespace
-}  // namespace memsweep::detail
+}  // namespace memsweep::sampler::detail

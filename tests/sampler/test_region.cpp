@@ -20,8 +20,8 @@ TEST(PrepareRegion, TrimsThenResetsThePeakThenTakesTheBaseline) {
   EXPECT_EQ(probe.peak.load(), 120 * kMiB);
 }
 
-detail::RegionTotals some_totals() {
-  detail::RegionTotals totals;
+sampler::detail::RegionTotals some_totals() {
+  sampler::detail::RegionTotals totals;
   totals.samples = 4;
   totals.rss_count = 4;
   totals.rss_sum = 4 * 150.0 * kMiB;
@@ -41,7 +41,7 @@ TEST(SummarizeRegion, ComputesTheTrialFigures) {
   FakeProbe probe;
   probe.peak = 200 * kMiB;
   const RegionBaseline baseline{100 * kMiB, true};
-  const RegionSummary summary = detail::summarize_region(baseline, probe, some_totals());
+  const RegionSummary summary = sampler::detail::summarize_region(baseline, probe, some_totals());
   EXPECT_EQ(summary.baseline_rss_bytes, 100 * kMiB);
   EXPECT_EQ(summary.peak_rss_bytes, 200 * kMiB);
   EXPECT_TRUE(summary.peak_since_baseline);
@@ -58,7 +58,7 @@ TEST(SummarizeRegion, ComputesTheTrialFigures) {
 TEST(SummarizeRegion, WithoutTheKernelPeakUsesTheLargestSampleAndSaysSo) {
   FakeProbe probe;
   probe.fail_peak = true;
-  const RegionSummary summary = detail::summarize_region({100 * kMiB, true}, probe, some_totals());
+  const RegionSummary summary = sampler::detail::summarize_region({100 * kMiB, true}, probe, some_totals());
   EXPECT_EQ(summary.peak_rss_bytes, 180 * kMiB);
   EXPECT_FALSE(summary.peak_since_baseline);
   EXPECT_EQ(summary.footprint_bytes, 80 * kMiB);
@@ -66,13 +66,14 @@ TEST(SummarizeRegion, WithoutTheKernelPeakUsesTheLargestSampleAndSaysSo) {
 
 TEST(SummarizeRegion, PeakNotResetIsFlagged) {
   FakeProbe probe;
-  const RegionSummary summary = detail::summarize_region({100 * kMiB, false}, probe, some_totals());
+  const RegionSummary summary = sampler::detail::summarize_region({100 * kMiB, false}, probe, some_totals());
   EXPECT_FALSE(summary.peak_since_baseline);
 }
 
 TEST(SummarizeRegion, NoSamplesMeansUnknownMeans) {
   FakeProbe probe;
-  const RegionSummary summary = detail::summarize_region({100 * kMiB, true}, probe, detail::RegionTotals{});
+  const RegionSummary summary =
+      sampler::detail::summarize_region({100 * kMiB, true}, probe, sampler::detail::RegionTotals{});
   EXPECT_LT(summary.mean_rss_bytes, 0);
   EXPECT_LT(summary.sys_used_mean_bytes, 0);
   EXPECT_LT(summary.pss_mean_bytes, 0);

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-namespace memsweep::detail {
+namespace memsweep::sampler::detail {
 namespace {
 
 constexpr std::int64_t kNoAgeLimit = INT64_MAX;
@@ -113,4 +113,4 @@ TEST(IndexRing, FullAndEmptyAreReported) {
 }
 
 }  // namespace
-}  // namespace memsweep::detail
+}  // namespace memsweep::sampler::detail

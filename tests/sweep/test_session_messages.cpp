@@ -14,13 +14,13 @@
 namespace memsweep::testing {
 namespace {
 
-using detail::decode_run_row_message;
-using detail::decode_setup_message;
-using detail::decode_step_outcome;
-using detail::encode;
-using detail::RunRowMessage;
-using detail::SetupMessage;
-using detail::StepOutcome;
+using sweep::detail::decode_run_row_message;
+using sweep::detail::decode_setup_message;
+using sweep::detail::decode_step_outcome;
+using sweep::detail::encode;
+using sweep::detail::RunRowMessage;
+using sweep::detail::SetupMessage;
+using sweep::detail::StepOutcome;
 
 const std::string kSameBuild = " (are all ranks running the same memsweep build?)";
 

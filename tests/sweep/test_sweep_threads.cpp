@@ -18,11 +18,11 @@
 namespace memsweep::testing {
 namespace {
 
-using detail::Assignment;
-using detail::payload_of;
-using detail::record_payload;
-using detail::send_empty;
-namespace tag = detail::tag;
+using sweep::detail::Assignment;
+using sweep::detail::payload_of;
+using sweep::detail::record_payload;
+using sweep::detail::send_empty;
+namespace tag = sweep::detail::tag;
 
 constexpr std::chrono::milliseconds kLongWait{5000};
 
@@ -40,7 +40,7 @@ std::function<void(Communicator&)> worker(const std::vector<TrialSpec>& trials, 
 Message expect_message(Communicator& comm, int tag) {
   std::optional<Message> message = comm.receive(0, kLongWait);
   if (!message) throw std::runtime_error("no message from rank 0");
-  if (message->tag != tag) throw std::runtime_error("rank 0 sent " + detail::tag_name(message->tag));
+  if (message->tag != tag) throw std::runtime_error("rank 0 sent " + sweep::detail::tag_name(message->tag));
   return std::move(*message);
 }
 
@@ -230,7 +230,7 @@ TEST(SilentWorker, IsGivenUpItsTrialRecordedInterruptedAndRunAgainElsewhere) {
         // Takes a trial, sends three of its samples, then nothing for twice
         // the grace; then its late row, which must change nothing.
         send_empty(comm, 0, tag::kRequest);
-        const Assignment job = detail::payload_as<Assignment>(expect_message(comm, tag::kAssign));
+        const Assignment job = sweep::detail::payload_as<Assignment>(expect_message(comm, tag::kAssign));
         silent_trial = trials[job.index].id;
         std::vector<SampleRow> samples(3);
         for (std::size_t i = 0; i < samples.size(); ++i) {

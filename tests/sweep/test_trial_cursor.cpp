@@ -11,7 +11,7 @@
 #include <random>
 #include <set>
 
-namespace memsweep::detail {
+namespace memsweep::sweep::detail {
 namespace {
 
 using ::testing::HasSubstr;
@@ -146,4 +146,4 @@ TEST(TrialCursor, AListedPendingIsHandedOutAsListedAndAPositionPastTheSweepIsRef
 }
 
 }  // namespace
-}  // namespace memsweep::detail
+}  // namespace memsweep::sweep::detail

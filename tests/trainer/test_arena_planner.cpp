@@ -8,7 +8,7 @@
 #include <numeric>
 #include <random>
 
-namespace memsweep::trainer_detail {
+namespace memsweep::trainer::detail {
 namespace {
 
 constexpr std::size_t kA = kArenaAlignment;
@@ -99,4 +99,4 @@ TEST(ArenaPlanner, RandomSchedulesNeverOverlapAndStayWithinBounds) {
 }
 
 }  // namespace
-}  // namespace memsweep::trainer_detail
+}  // namespace memsweep::trainer::detail

@@ -15,9 +15,9 @@
 namespace memsweep::testing {
 namespace {
 
-using trainer_detail::kMinFlopsPerThread;
-using trainer_detail::step_flops;
-using trainer_detail::threads_for_work;
+using trainer::detail::kMinFlopsPerThread;
+using trainer::detail::step_flops;
+using trainer::detail::threads_for_work;
 
 ModelSpec mlp(std::vector<int> hidden, int input = 784) {
   ModelSpec model;
