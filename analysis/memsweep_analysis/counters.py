@@ -33,7 +33,8 @@ require("numpy", "pandas")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .load import PUBLISHED_TRAIN_EXAMPLES, synthetic_spec, trainer_name  # noqa: E402
+from .derived import synthetic_spec, trainer_name  # noqa: E402
+from .old_schemas import PUBLISHED_TRAIN_EXAMPLES  # noqa: E402
 from .tables import factor_param_columns, ok_rows, trials_of  # noqa: E402
 
 PER_STEP = " per step"

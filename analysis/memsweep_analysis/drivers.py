@@ -5,7 +5,7 @@ Points are stats.points: the ok rows, one per configuration (the mean over its r
 per_config=False. Per scope (each dataset, and "pooled" when there are several, where the dataset is one more
 factor):
 
-- factors: the categorical fields (load.CATEGORICAL_COLUMNS and the free parameters' text columns) with at
+- factors: the categorical fields (derived.CATEGORICAL_COLUMNS and the free parameters' text columns) with at
   least 2 levels in the scope, treatment-coded against their first level in plan order;
 - numeric terms: learning rate as log10; batch size and the widths linear, or log2 when every value is a power
   of two and log2 fits better (lower AIC of the whole model; a tie stays linear); the rest linear;
@@ -38,7 +38,7 @@ import patsy  # noqa: E402
 import statsmodels.formula.api as smf  # noqa: E402
 from statsmodels.stats.anova import anova_lm  # noqa: E402
 
-from .load import CATEGORICAL_COLUMNS, param_columns  # noqa: E402
+from .derived import CATEGORICAL_COLUMNS, param_columns  # noqa: E402
 from .stats import MIN_POINTS, NOISE, _scopes, _targets, points  # noqa: E402
 from .tables import trials_of  # noqa: E402
 

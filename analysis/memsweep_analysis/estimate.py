@@ -31,7 +31,7 @@ require("numpy", "pandas")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .load import RUN_LIMITS, option_value  # noqa: E402
+from .old_schemas import RUN_LIMITS, option_value  # noqa: E402
 from .tables import ok_rows, trials_of  # noqa: E402
 
 CALIBRATION_FORMAT = "memsweep-calibration"
@@ -104,10 +104,10 @@ def parse_estimate_output(text):
     return blocks
 
 
-# `memsweep estimate`'s option for each of a run's limits on examples (load.RUN_LIMITS).
+# `memsweep estimate`'s option for each of a run's limits on examples (old_schemas.RUN_LIMITS).
 ESTIMATE_OPTIONS = {"max_train_examples": "--train-examples", "max_test_examples": "--test-examples"}
 LIMIT_COLUMNS = [f"run_{name}" for name in RUN_LIMITS]
-# The run's threads (load.RUN_THREADS): each run's estimate is asked with its own.
+# The run's threads (old_schemas.RUN_THREADS): each run's estimate is asked with its own.
 THREADS_COLUMN = "run_threads"
 
 
@@ -237,7 +237,7 @@ def estimate_components(results, trial_ids=None, memsweep=None):
 
 def _estimates_for_file(binary, attrs, trials, trial_ids):
     """[(trials, {trial_id: parts})]: one estimate per distinct limits and threads of the trials' runs
-    (load.run_limits)."""
+    (old_schemas.run_limits)."""
     text = attrs.get("sweep_text") or ""
     if not text:
         raise RuntimeError("the file keeps no sweep_text")

@@ -29,8 +29,9 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import ScalarFormatter  # noqa: E402
 
 from . import counters, tables  # noqa: E402
-from .load import BUILTIN_TRAINER, NO_DATASET  # noqa: E402
-from .load import trainer_name as load_trainer_name  # noqa: E402
+from .derived import NO_DATASET  # noqa: E402
+from .derived import trainer_name as load_trainer_name  # noqa: E402
+from .old_schemas import BUILTIN_TRAINER  # noqa: E402
 
 WIDTH_IN, HEIGHT_IN, DPI = 8, 5, 100
 MIB = 2 ** 20

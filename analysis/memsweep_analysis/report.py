@@ -15,8 +15,10 @@ require("pandas")
 import pandas as pd  # noqa: E402
 
 from . import counters, drivers, estimate, figures, hosts, metrics, stats, tables, trainers  # noqa: E402
+from .derived import param_columns, standing_rows  # noqa: E402
 from .document import Document, cell  # noqa: E402
-from .load import BUILTIN_TRAINER, load, param_columns, standing_rows  # noqa: E402
+from .load import load  # noqa: E402
+from .old_schemas import BUILTIN_TRAINER  # noqa: E402
 
 MIB = 2 ** 20
 # At most this many trials get `memsweep estimate`'s parts (one process per trial).

@@ -19,7 +19,7 @@ After those columns (which stay first and as they were): `trial_numbers` and
 `trial_number`, the one `memsweep summary` shows, and ids), the categorical
 fields `model`, `optimizer`, `channels` ("16-32", "" for none) and `shape`
 (a synthetic dataset's, "" for a real one), each categorical in plan order;
-then `trainer` and one column per free parameter (load.param_columns): a
+then `trainer` and one column per free parameter (derived.param_columns): a
 configuration's trainer and parameters are part of it, so the same
 hyperparameters trained by two trainers are two rows.
 """
@@ -34,7 +34,8 @@ require("numpy", "pandas")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .load import BUILTIN_TRAINER, FINAL_STATUSES, KEEP_PLAN, param_column_names, param_columns  # noqa: E402
+from .derived import param_column_names, param_columns  # noqa: E402
+from .old_schemas import BUILTIN_TRAINER, FINAL_STATUSES, KEEP_PLAN  # noqa: E402
 
 MIB = float(2 ** 20)
 # this table's column: the trials' categorical column it is the configuration's value of

@@ -33,8 +33,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from scipy import stats as sps  # noqa: E402
 
-from .load import (BUILTIN_TRAINER, canonical_params, param_column_names, param_columns,  # noqa: E402
-                   parse_definition, parse_params, trainer_name)
+from .derived import (canonical_params, param_column_names, param_columns, parse_definition,  # noqa: E402
+                      parse_params, trainer_name)
+from .old_schemas import BUILTIN_TRAINER  # noqa: E402
 
 MIB = float(2 ** 20)
 # (trials column, name in the pairs table): the figures compared.
