@@ -14,6 +14,10 @@ bash ci/install-deps.sh --run
 bash ci/build.sh --run
 
 memsweep="${MEMSWEEP_BUILD_DIR:-build}/memsweep"
+# A first run on a machine measures what a trial process takes here (about
+# a second; kept in ~/.cache/memsweep), so that the summary's predictions
+# are this machine's, not the built-in coefficients' (docs/estimate.md).
+"$memsweep" estimate --calibrate --if-uncalibrated
 mkdir -p results
 # --allow-run-as-root: Open MPI refuses root otherwise; --oversubscribe: three
 # ranks on machines with fewer cores. One OpenMP thread per training rank.

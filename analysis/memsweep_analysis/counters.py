@@ -12,11 +12,14 @@ steps like the rest. A trial without steps to count (a user's program that
 reports no epochs, or whose batch size the file does not set) is divided by
 its wall time instead: `<counter> per second`, given for every trial.
 
-The number of training examples is not in the results file; per trial it is,
-in this order (`train_examples_source` says which):
+The number of training examples per trial is, in this order
+(`train_examples_source` says which):
 1. `train_examples={dataset: N}` as given by the caller;
-2. a synthetic dataset's `train_size`, from the trial's definition;
-3. a real dataset's published size: MNIST and Fashion-MNIST 60000, CIFAR-10
+2. what the run recorded: /trials' train_examples (schema 12 on), the
+   examples each epoch of the trial went through, limits applied;
+and, for a file older than schema 12 (or a program's trial, which has none):
+3. a synthetic dataset's `train_size`, from the trial's definition;
+4. a real dataset's published size: MNIST and Fashion-MNIST 60000, CIFAR-10
    50000 (the shared CIFAR-10 subset holds 4000: a run on it needs
    `train_examples={"cifar-10": 4000}`, the source column warns);
 and the limit of the run that trained the trial (`--max-train-examples N`:
@@ -47,6 +50,9 @@ def train_examples_of(trial, given=None):
     dataset = trial["dataset"]
     if given and dataset in given:
         return int(given[dataset]), "given"
+    recorded = trial.get("train_examples", math.nan)
+    if recorded is not None and not pd.isna(recorded) and recorded >= 0:
+        return int(recorded), "recorded by the run"
     if dataset == "synthetic":
         spec = synthetic_spec(trial.get("definition", ""))
         size, source = (spec["train_size"], "the definition's train_size") if spec else (None, "")

@@ -1,7 +1,7 @@
-"""Read memsweep results files (docs/results-file.md, schemas 1 to 11) into pandas DataFrames.
+"""Read memsweep results files (docs/results-file.md, schemas 1 to 12) into pandas DataFrames.
 
 `load(*paths)` checks every file at once (an HDF5 file, `format` = "memsweep",
-`schema_version` 1 to 11, the four tables present, and /messages from schema 5) and reads only its root
+`schema_version` 1 to 12, the four tables present, and /messages from schema 5) and reads only its root
 attributes; each table is read from every file the first time its property
 is used, then kept. `load(big).trials` never touches /samples, and
 `samples_for(ids)` reads the samples of a few trials without converting the
@@ -48,7 +48,8 @@ from .old_schemas import FINAL_STATUSES, run_limits  # noqa: E402
 
 __all__ = [
     "FORMAT", "SCHEMA_VERSIONS", "SCHEMA_VERSION", "TABLES", "MESSAGES_TABLE", "FIRST_SCHEMA_WITH_MESSAGES",
-    "SEARCHES_TABLE", "MESSAGE_COLUMNS", "FINAL_STATUSES_ATTRIBUTE", "MISSING_AS_MINUS_ONE", "ESTIMATE_PREFIX",
+    "SEARCHES_TABLE", "MESSAGE_COLUMNS", "FINAL_STATUSES_ATTRIBUTE", "MISSING_AS_MINUS_ONE", "UNIT_PREFIX",
+    "SINCE_PREFIX", "MISSING_PREFIX", "ESTIMATE_PREFIX",
     "LABEL_PREFIX", "MemsweepFileError", "H5PY_READ_ERRORS", "raised_by_h5py", "load", "SWMR_READ_ATTEMPTS",
     "swmr_open", "estimate_part_labels", "Results", "BLOCK_ROWS", "whole_messages",
     "NO_DATASET", "categorical_columns", "config_key", "param_columns", "standing_rows", "trial_numbers",
@@ -59,12 +60,13 @@ FORMAT = "memsweep"
 # schema 3 added the /trials columns of TRIAL_COLUMNS_OF_SCHEMA_3, schema 4 those of TRIAL_COLUMNS_OF_SCHEMA_4;
 # schema 5 the /messages table (messages whole); schema 6 the /searches table and the /trials columns of
 # TRIAL_COLUMNS_OF_SCHEMA_6; schema 7 GPU memory: the /trials columns of TRIAL_COLUMNS_OF_SCHEMA_7 and the /samples
-# ones of SAMPLE_COLUMNS_OF_SCHEMA_7 (include/memsweep/gpu_columns.hpp declares them); schema 8 the trainer's memory
+# ones of SAMPLE_COLUMNS_OF_SCHEMA_7 (include/memsweep/columns.hpp declares them); schema 8 the trainer's memory
 # plan: the /trials columns of TRIAL_COLUMNS_OF_SCHEMA_8; schema 9 /runs' trial_process_cost (RUN_COLUMNS_OF_SCHEMA_9);
 # schema 10 what the analysis reads instead of working it out: /trials' parameters (TRIAL_COLUMNS_OF_SCHEMA_10) and
 # estimate parts (ESTIMATE_PREFIX), and the root attribute final_statuses; schema 11 the /metrics table (programs'
-# own figures, read by metrics.py). The tables named here are old_schemas.py's.
-SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+# own figures, read by metrics.py); schema 12 each column's since: and missing: attributes (read below: a column
+# added later needs no table here) and /trials' train_examples. The tables named here are old_schemas.py's.
+SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
 SCHEMA_VERSION = SCHEMA_VERSIONS[-1]
 TABLES = ("trials", "samples", "epochs", "runs")
 MESSAGES_TABLE = "messages"
@@ -75,8 +77,13 @@ SEARCHES_TABLE = "searches"
 MESSAGE_COLUMNS = ("trial_id", "attempt", "run", "piece", "text")
 FINAL_STATUSES_ATTRIBUTE = "final_statuses"
 
-# Result columns that are floats with -1 for "not measured" besides those of unit bytes/events.
+# Result columns that are floats with -1 for "not measured" besides those of unit bytes/events, in files before
+# schema 12; from schema 12 each such column's attribute missing:<column> says so, and since:<column> the schema that
+# added it (include/memsweep/columns.hpp declares both).
 MISSING_AS_MINUS_ONE = ("final_train_loss", "test_accuracy", "start_seconds")
+UNIT_PREFIX = "unit:"
+SINCE_PREFIX = "since:"
+MISSING_PREFIX = "missing:"
 # /trials' columns of the estimate's parts (schema 10): `estimate_<part>`, bytes (-1 in a file: not a part of the
 # trial's estimate), each labelled with the part's name by the attribute `label:<column>` (files' `estimate_parts`).
 ESTIMATE_PREFIX = "estimate_"
@@ -84,7 +91,7 @@ LABEL_PREFIX = "label:"
 
 
 class MemsweepFileError(ValueError):
-    """A file that is not a readable memsweep results file (schema 1 to 9); the message names it."""
+    """A file that is not a readable memsweep results file (schema 1 to 12); the message names it."""
 
 
 # What h5py raises when a file's bytes are not what HDF5 expects (a flipped byte, a cut file): OSError (data it
@@ -394,7 +401,16 @@ def _dtype_of(dataset, names):
 
 
 def _table_frame(path, sweep, dataset, columns=None, select=None):
-    units = {name[len("unit:"):]: _text(value) for name, value in dataset.attrs.items() if name.startswith("unit:")}
+    attributes = dict(dataset.attrs.items())
+    units = {name[len(UNIT_PREFIX):]: _text(value) for name, value in attributes.items()
+             if name.startswith(UNIT_PREFIX)}
+    # From schema 12 the file says which figures' -1 is "not measured" (missing:<column>); an older file's are
+    # those of unit bytes or events and MISSING_AS_MINUS_ONE.
+    if any(name.startswith(SINCE_PREFIX) for name in attributes):
+        not_measured = {name[len(MISSING_PREFIX):] for name in attributes if name.startswith(MISSING_PREFIX)}
+    else:
+        not_measured = {name for name, unit in units.items() if unit in ("bytes", "events")}
+        not_measured |= set(MISSING_AS_MINUS_ONE)
     table = dataset.name.lstrip("/")
     added = {name: value for name, value in ADDED_COLUMNS.get(table, {}).items() if name not in dataset.dtype.names}
     names = None
@@ -412,7 +428,7 @@ def _table_frame(path, sweep, dataset, columns=None, select=None):
         written = array["trial_id"] != b""
         if not written.all():
             array = array[written]
-    frame = _frame(array, units)
+    frame = _frame(array, not_measured)
     for name, value in added.items():  # a column of a later schema than the file's
         frame[name] = value
     frame.insert(0, "file", path)
@@ -420,7 +436,7 @@ def _table_frame(path, sweep, dataset, columns=None, select=None):
     return frame
 
 
-def _frame(array, units):
+def _frame(array, not_measured):
     data = {}
     for name in array.dtype.names:
         column = array[name]
@@ -429,7 +445,7 @@ def _frame(array, units):
             data[name] = _decoded(column)
         elif kind.subdtype is not None:  # hidden, channels: zero-padded int arrays
             data[name] = list(column)
-        elif units.get(name) in ("bytes", "events") or name in MISSING_AS_MINUS_ONE:
+        elif name in not_measured:
             values = column.astype(np.float64)
             values[column == -1] = np.nan
             data[name] = values

@@ -45,8 +45,13 @@ RUN_COLUMNS_OF_SCHEMA_9 = {"trial_process_cost": ""}
 # The model's weights and biases as memsweep counted them (schema 10; -1 in a file where it could not, NaN here).
 # An older file does not say: NaN, not worked out again here.
 TRIAL_COLUMNS_OF_SCHEMA_10 = {"parameters": math.nan}
+# The training examples each epoch went through (schema 12): an older file does not say (NaN; counters.py then
+# works them out). The last entry of this frozen table: from schema 12 on, each column's since: and missing:
+# attributes say what a file lacks and what "not measured" is, so that a new column needs no entry here.
+TRIAL_COLUMNS_OF_SCHEMA_12 = {"train_examples": math.nan}
 ADDED_COLUMNS = {"trials": {**TRIAL_COLUMNS_OF_SCHEMA_3, **TRIAL_COLUMNS_OF_SCHEMA_4, **TRIAL_COLUMNS_OF_SCHEMA_6,
-                            **TRIAL_COLUMNS_OF_SCHEMA_7, **TRIAL_COLUMNS_OF_SCHEMA_8, **TRIAL_COLUMNS_OF_SCHEMA_10},
+                            **TRIAL_COLUMNS_OF_SCHEMA_7, **TRIAL_COLUMNS_OF_SCHEMA_8, **TRIAL_COLUMNS_OF_SCHEMA_10,
+                            **TRIAL_COLUMNS_OF_SCHEMA_12},
                  "samples": SAMPLE_COLUMNS_OF_SCHEMA_7, "searches": TRIAL_COLUMNS_OF_SCHEMA_8,
                  "runs": RUN_COLUMNS_OF_SCHEMA_9}
 

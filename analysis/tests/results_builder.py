@@ -68,7 +68,7 @@ EVENTS = "events"
 MAX_HIDDEN = 16
 MAX_CHANNELS = 8
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 MAX_AXIS = 64
 MESSAGE_PIECE_BYTES = 256
 
@@ -155,6 +155,7 @@ TRIAL_COLUMNS = [
     ("recompute_every", "<i4", ONE),
     ("parameters", "<i8", ONE),
     *((column, "<i8", BYTES) for column in ESTIMATE_PART_LABELS),
+    ("train_examples", "<i8", ONE),
 ]
 
 # /searches (schema 6): SearchRow's fields in order.
@@ -275,7 +276,7 @@ ADDED_IN = {
                **{name: 7 for name in ("gpu_peak", "gpu_devices", "gpu_peak_source", "torch_allocated_peak",
                                        "torch_reserved_peak")},
                "memory_plan": 8, "recompute_every": 8,
-               **{name: 10 for name in ("parameters", *ESTIMATE_PART_LABELS)}},
+               **{name: 10 for name in ("parameters", *ESTIMATE_PART_LABELS)}, "train_examples": 12},
     "samples": {"sys_total": 2, "phase": 5, "gpu_used": 7, "gpu_tree_used": 7},
     "searches": {"memory_plan": 8, "recompute_every": 8},
     "runs": {"end_time": 3, "end_state": 3,
@@ -374,7 +375,7 @@ TRIAL_DEFAULTS = {
     "search": -1, "probe": -1, "axis_value": -1, "search_limit": -1, "full_run": -1, "reported_oom": 0,
     "gpu_peak": -1, "gpu_devices": "", "gpu_peak_source": "", "torch_allocated_peak": -1, "torch_reserved_peak": -1,
     "memory_plan": "keep", "recompute_every": 0,
-    "parameters": -1, **{name: -1 for name in ESTIMATE_PART_LABELS},
+    "parameters": -1, **{name: -1 for name in ESTIMATE_PART_LABELS}, "train_examples": -1,
 }
 
 SEARCH_DEFAULTS = {
@@ -521,7 +522,20 @@ def _records(rows, columns, defaults):
     return array
 
 
-def _write_table(file, name, columns, array, chunk=None):
+# Schema 12: the columns whose -1 means "not measured" carry missing:<column> (MinusOne::not_measured in
+# include/memsweep/columns.hpp): every figure of unit bytes or events but /runs' mem_budget and /searches' limit
+# (-1 there is "none"), and these of /trials.
+NOT_MEASURED_OF_UNIT_ONE = {"final_train_loss", "test_accuracy", "start_seconds", "parameters", "train_examples"}
+MINUS_ONE_IS_NONE = {("runs", "mem_budget"), ("searches", "limit")}
+
+
+def _not_measured(table, column, unit):
+    if (table, column) in MINUS_ONE_IS_NONE or table in ("messages", "metrics"):
+        return False
+    return unit in (BYTES, EVENTS) or (table == "trials" and column in NOT_MEASURED_OF_UNIT_ONE)
+
+
+def _write_table(file, name, columns, array, chunk=None, schema_version=SCHEMA_VERSION):
     default_chunk, level, shuffle = STORAGE[name]
     chunk = chunk or default_chunk
     dataset = file.create_dataset(name, data=array, maxshape=(None,), chunks=(chunk,), shuffle=shuffle,
@@ -531,6 +545,10 @@ def _write_table(file, name, columns, array, chunk=None):
         dataset.attrs.create("unit:" + column, unit, dtype=h5py.string_dtype())
         if column in ESTIMATE_PART_LABELS:
             dataset.attrs.create("label:" + column, ESTIMATE_PART_LABELS[column], dtype=h5py.string_dtype())
+        if schema_version >= 12:
+            dataset.attrs.create("since:" + column, ADDED_IN.get(name, {}).get(column, 1), dtype="<i4")
+            if _not_measured(name, column, unit):
+                dataset.attrs.create("missing:" + column, -1, dtype=array.dtype[column])
 
 
 def default_attrs(trials, counter_columns, schema_version=SCHEMA_VERSION):
@@ -625,25 +643,29 @@ def write_results_file(path, trials, samples=(), epochs=(), attrs=None, counter_
         for name, value in root.items():
             _write_attribute(file, name, value)
         stored = [{name: value for name, value in row.items() if name not in later} for row in trial_rows]
-        _write_table(file, "trials", trial_columns, _records(stored, trial_columns, {}))
+        _write_table(file, "trials", trial_columns, _records(stored, trial_columns, {}), None, schema_version)
         chunk = samples_chunk_rows(int(root["sampler_interval_ms"] or 10),
                                    float(runs[0].get("flush_interval", RUN_DEFAULTS["flush_interval"])))
         _write_table(file, "samples", sample_columns, _records(list(samples), sample_columns, sample_defaults),
-                     chunk)
-        _write_table(file, "epochs", EPOCH_COLUMNS, _records(list(epochs), EPOCH_COLUMNS, epoch_defaults))
+                     chunk, schema_version)
+        _write_table(file, "epochs", EPOCH_COLUMNS, _records(list(epochs), EPOCH_COLUMNS, epoch_defaults), None,
+                     schema_version)
         run_columns = columns_of("runs", RUN_COLUMNS, schema_version)
-        _write_table(file, "runs", run_columns, _records(list(runs), run_columns, RUN_DEFAULTS))
+        _write_table(file, "runs", run_columns, _records(list(runs), run_columns, RUN_DEFAULTS), None, schema_version)
         if schema_version >= 5:
             pieces = [{"trial_id": row["trial_id"], "attempt": row["attempt"], "run": row["run"], "piece": n,
                        "text": piece}
                       for i, row in enumerate(trial_rows) for n, piece in enumerate(message_pieces(whole[i]))]
-            _write_table(file, "messages", MESSAGE_COLUMNS, _records(pieces, MESSAGE_COLUMNS, {}))
+            _write_table(file, "messages", MESSAGE_COLUMNS, _records(pieces, MESSAGE_COLUMNS, {}), None,
+                         schema_version)
         if schema_version >= 6:
             search_rows = [complete_search(dict(s)) for s in searches]
             search_columns = columns_of("searches", SEARCH_COLUMNS, schema_version)
             search_rows = [{k: v for k, v in row.items() if k in {c[0] for c in search_columns}} for row in search_rows]
-            _write_table(file, "searches", search_columns, _records(search_rows, search_columns, {}))
+            _write_table(file, "searches", search_columns, _records(search_rows, search_columns, {}), None,
+                         schema_version)
         if schema_version >= 11:
             _write_table(file, "metrics", METRIC_COLUMNS,
-                         _records(list(metrics), METRIC_COLUMNS, dict(METRIC_DEFAULTS, trial_id=first_id)))
+                         _records(list(metrics), METRIC_COLUMNS, dict(METRIC_DEFAULTS, trial_id=first_id)), None,
+                         schema_version)
     return trial_rows

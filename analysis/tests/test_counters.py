@@ -113,3 +113,18 @@ def test_a_file_before_run_limits_reads_the_limit_from_the_command_line(tmp_path
     table = counters_per_step(load(path))
     assert table["train_examples"].tolist() == [640] and table["steps"].tolist() == [10]
     assert table["train_examples_source"].tolist() == ["--max-train-examples of the run"]
+
+
+def test_the_examples_a_trial_recorded_come_before_any_worked_out(tmp_path):
+    # schema 12: the run wrote each trial's train_examples; a program's trial (-1) and an older file fall back
+    path = str(tmp_path / "r.h5")
+    write_results_file(path, [dict(dataset="mnist", batch_size=100, epochs=1, train_examples=2500),
+                              dict(dataset="mnist", batch_size=100, epochs=1)], samples=[])
+    table = counters_per_step(load(path))
+    assert table["train_examples"].tolist() == [2500, 60000]
+    assert table["train_examples_source"].tolist() == ["recorded by the run", "published size"]
+    assert table["steps"].tolist() == [25, 600]
+    older = str(tmp_path / "v11.h5")
+    write_results_file(older, [dict(dataset="mnist", batch_size=100, epochs=1)], samples=[], schema_version=11)
+    assert math.isnan(load(older).trials["train_examples"].iloc[0])
+    assert counters_per_step(load(older))["train_examples"].tolist() == [60000]

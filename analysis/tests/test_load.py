@@ -416,10 +416,10 @@ def test_a_file_a_swmr_writer_left_open_is_read(tmp_path):
     (lambda p: write_results_file(p, [{}], attrs={"format": "other"}), "format attribute is 'other'"),
     (lambda p: write_results_file(p, [{}], attrs={"schema_version": None}),
      "a memsweep file without a schema_version attribute"),
-    (lambda p: write_results_file(p, [{}], attrs={"schema_version": 12}),
-     "schema version 12, written by a newer memsweep? this package reads schemas 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11"),
+    (lambda p: write_results_file(p, [{}], attrs={"schema_version": 13}),
+     "schema version 13, written by a newer memsweep? this package reads schemas 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12"),
     (lambda p: write_results_file(p, [{}], attrs={"schema_version": 0}),
-     "schema version 0, unknown: this package reads schemas 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11"),
+     "schema version 0, unknown: this package reads schemas 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12"),
 ])
 def test_refusals_name_the_file_and_what_was_expected(tmp_path, make, expected):
     path = str(tmp_path / "bad.h5")
@@ -442,8 +442,8 @@ def test_refuses_a_memsweep_file_without_a_table(tmp_path):
 def test_one_bad_file_among_good_ones_is_named(tmp_path):
     good, bad = str(tmp_path / "good.h5"), str(tmp_path / "bad.h5")
     write_results_file(good, [{}])
-    write_results_file(bad, [{}], attrs={"schema_version": 12})
-    with pytest.raises(MemsweepFileError, match="bad.h5: schema version 12"):
+    write_results_file(bad, [{}], attrs={"schema_version": SCHEMA_VERSION + 1})
+    with pytest.raises(MemsweepFileError, match=f"bad.h5: schema version {SCHEMA_VERSION + 1}"):
         load(good, bad)
 
 
@@ -639,3 +639,40 @@ def test_final_statuses_are_the_files_own(tmp_path):
     assert results.files["final_statuses"].tolist() == [("ok", "killed"), load_module.FINAL_STATUSES]
     assert results.trials["final"].tolist() == [True, False, True, True, True, False]
     assert load_module.standing_rows(results.trials).tolist() == [True] * 6
+
+
+def test_from_schema_12_the_file_says_which_minus_ones_are_not_measured(tmp_path):
+    # missing:<column> marks a figure whose -1 is "not measured" (NaN here); a -1 without it is a value ("none")
+    path = str(tmp_path / "r.h5")
+    write_results_file(path, [dict(rss_peak=-1, parameters=-1, search=-1, train_examples=-1)])
+    with h5py.File(path, "r") as file:
+        attrs = file["trials"].attrs
+        assert attrs["since:trial_id"] == 1 and attrs["since:pid"] == 3 and attrs["since:train_examples"] == 12
+        assert "missing:rss_peak" in attrs and "missing:search" not in attrs
+    trials = load(path).trials
+    assert trials[["rss_peak", "parameters", "train_examples"]].isna().all(axis=None)
+    assert trials["search"].tolist() == [-1] and trials["search"].dtype.kind == "i"
+
+
+def test_a_column_the_analysis_does_not_know_reads_by_the_files_attributes(tmp_path):
+    # a column added after this package was written: its missing: attribute is all the analysis needs
+    path = str(tmp_path / "r.h5")
+    write_results_file(path, [{}])
+    with h5py.File(path, "r+") as file:
+        old = file["trials"][()]
+        dtype = np.dtype([(name, old.dtype[name]) for name in old.dtype.names] + [("future_peak", "<i8"),
+                                                                                  ("future_count", "<i4")])
+        rows = np.zeros(len(old), dtype=dtype)
+        for name in old.dtype.names:
+            rows[name] = old[name]
+        rows["future_peak"], rows["future_count"] = -1, -1
+        attrs = dict(file["trials"].attrs)
+        del file["trials"]
+        table = file.create_dataset("trials", data=rows, maxshape=(None,), chunks=(1,))
+        for name, value in attrs.items():
+            table.attrs[name] = value
+        table.attrs["unit:future_peak"], table.attrs["since:future_peak"] = "bytes", 13
+        table.attrs.create("missing:future_peak", -1, dtype="<i8")
+        table.attrs["unit:future_count"], table.attrs["since:future_count"] = "1", 13
+    trials = load(path).trials
+    assert trials["future_peak"].isna().all() and trials["future_count"].tolist() == [-1]

@@ -93,7 +93,10 @@ def test_counters_per_step_use_each_runs_limit(resumed):
     assert table["train_examples"].tolist() == [limit[r] for r in table["run"]]
     assert table["steps"].tolist() == [epochs * -(-limit[r] // batch) for epochs, batch, r in
                                        zip(table["epochs_done"], table["batch_size"], table["run"])]
-    assert set(table["train_examples_source"]) == {"--max-train-examples of the run"}
+    # schema 12: each trial's row records what it trained on, and the analysis reads it from there
+    assert set(table["train_examples_source"]) == {"recorded by the run"}
+    ok = results.trials[results.trials["status"] == "ok"]
+    assert ok["train_examples"].tolist() == [limit[r] for r in ok["run"]]
 
 
 def test_estimate_components_use_each_runs_limit(resumed):

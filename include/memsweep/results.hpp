@@ -12,6 +12,7 @@
 
 #include "memsweep/config.hpp"
 #include "memsweep/estimate_parts.hpp"
+#include "memsweep/flush_interval.hpp"
 #include "memsweep/sampler.hpp"
 
 #include <array>
@@ -30,7 +31,7 @@
 
 namespace memsweep {
 
-inline constexpr int kSchemaVersion = 11;
+inline constexpr int kSchemaVersion = 12;
 // The oldest version readers still read (columns added later read as their
 // "not measured" value); only the current one is written or resumed.
 inline constexpr int kOldestReadableSchemaVersion = 1;
@@ -158,7 +159,7 @@ struct TrialRow {
   // 1: the program said it ran out of memory (an events line
   // {"out_of_memory": ...}, a GPU's included); 0: not (schema 6).
   std::int32_t reported_oom = 0;
-  // GPU memory (schema 7; src/sampler/gpu/gpu_columns.hpp declares the
+  // GPU memory (schema 7; src/sampler/gpu/ measures it, columns.hpp declares the
   // columns): -1 / empty when not measured.
   std::int64_t gpu_peak = -1;
   FixedString<kGpuDevicesChars> gpu_devices{};  // "0,2"
@@ -179,6 +180,10 @@ struct TrialRow {
   // parts, the trial process, the resident dataset; a program's Q&A rule).
   std::int64_t parameters = -1;
   std::array<std::int64_t, kEstimatePartColumns.size()> estimate_parts = kNoEstimateParts;
+  // The training examples each epoch went through, after
+  // --max-train-examples (schema 12): what counts per step are worked out
+  // from. -1 where not known (a program's trial; rows of older files).
+  std::int64_t train_examples = -1;
 };
 
 // Records `bytes` as the trial's estimate part `part` (kEstimatePartColumns);
@@ -325,7 +330,90 @@ struct MetricRow {
   std::int32_t matches = 0;  // the lines of this epoch that matched
 };
 
+// The results file's root attributes (store.hpp). Written once, when the file is created.
+struct FileHeader {
+  std::string format{kFormatName};
+  int schema_version = kSchemaVersion;
+  std::string sweep_name{};
+  std::string sweep_file{};  // as given on the command line
+  std::string sweep_text{};  // its whole text
+  std::string sweep_hash{};  // results.hpp sweep_hash(): of the part's trials when `part` is set
+  // The part of the sweep the file holds, as SweepPart::name() gives it
+  // ("dataset=mnist", sweep_split.hpp); empty: the whole sweep. Files written
+  // before parts existed have no such attribute and read as empty.
+  std::string part{};
+  std::string command_line{};
+  std::string memsweep_version{};
+  std::string onednn_version{};
+  std::string mpi_version{};
+  std::string papi_version{};
+  std::string hdf5_version{};
+  int ranks = 1;
+  std::vector<std::string> hosts{};  // by rank
+  std::string start_time{};          // ISO 8601, UTC
+  int sampler_interval_ms = 0;
+  std::int64_t planned_trials = 0;              // attempts the sweep defines (trials x repeats)
+  std::vector<std::string> events_requested{};  // as the sweep file asked (empty: defaults)
+  std::vector<std::string> counter_columns{};   // events recorded, in the samples table's column order
+  // Per counter column, what served it when the file was created: "papi" or
+  // "kernel" (event_source_name()), and the perf_event type and config
+  // (encoding_text()). Files written before counters had two sources have
+  // neither attribute; they read as empty (all their counters came from PAPI).
+  std::vector<std::string> counter_sources{};
+  std::vector<std::string> counter_encodings{};
+  std::vector<std::string> event_notes{};  // events left out, and why
+  bool swmr = true;
+};
+
+// Paths in /runs: long enough for a cluster's scratch paths.
+inline constexpr std::size_t kPathChars = 1024;
+
+// One row of /runs: each invocation of `memsweep run` on the file.
+struct RunRow {
+  std::int32_t run = 0;
+  double start_time = 0.0;  // seconds since the Unix epoch
+  std::int32_t ranks = 0;
+  FixedString<kMessageChars> hosts{};  // comma-separated
+  FixedString<kMessageChars * 4> command_line{};
+  FixedString<kNameChars> memsweep_version{};
+  // How the run ended (schema 3; older files read the defaults): rank 0
+  // rewrites its run's row when a stop begins and when it closes the file.
+  double end_time = -1.0;               // seconds since the Unix epoch; -1: not (yet) ended
+  FixedString<kNameChars> end_state{};  // a run_end_state name; empty: running, or rank 0 died unaware
+  // What the run measured with, and how it was started (schema 5; older
+  // files read the defaults). A resume reuses them (run_record.hpp).
+  FixedString<kPathChars> data_dirs{};           // the dataset search folders, absolute, ':'-separated
+  std::int64_t max_train_examples = 0;           // 0: all
+  std::int64_t max_test_examples = 0;            // 0: all
+  std::int32_t threads = 0;                      // training threads per rank as asked; 0: the CPUs the rank may use
+  FixedString<kNameChars> counter_source{};      // auto, papi or kernel: the sweep file's, or --counter-source
+  std::int64_t mem_budget = -1;                  // bytes; -1: none
+  double trial_timeout = -1.0;                   // seconds; -1: none
+  double flush_interval = kDefaultFlushSeconds;  // seconds
+  std::int32_t no_swmr = 0;                      // 1: --no-swmr
+  FixedString<kNameChars> launcher{};            // mpirun, srun, or empty: alone (ranks 1) or not known
+  FixedString<kPathChars> executable{};          // memsweep as it was invoked
+  FixedString<kPathChars> sweep_file{};          // as given
+  FixedString<kPathChars> output_option{};       // -o as given; empty: the default
+  FixedString<kNameChars> split_by{};            // --split-by; empty: the whole sweep
+  std::int32_t part = -1;                        // --part; -1: the whole sweep
+  FixedString<kMessageChars> retried{};          // the statuses this run ran again (--retry), comma-separated
+  FixedString<kPathChars> changed_options{};     // what --allow-changed-options let differ from the run before
+  // What the predictions added for a fresh trial process on rank 0's node
+  // (trial_process_cost.hpp): its coefficients and where they came from
+  // (schema 9; older files read empty).
+  FixedString<kMessageChars> trial_process_cost{};
+};
+
+// RunRow::end_state.
+namespace run_end_state {
+inline constexpr std::string_view kStopping = "stopping";  // a stop began (a signal): written at once
+inline constexpr std::string_view kStopped = "stopped";    // closed after a stop, trials left to run
+inline constexpr std::string_view kEnded = "ended";        // closed with every trial run
+}  // namespace run_end_state
+
 static_assert(std::is_trivially_copyable_v<TrialRow>);
+static_assert(std::is_trivially_copyable_v<RunRow>);
 static_assert(std::is_trivially_copyable_v<SampleRow>);
 static_assert(std::is_trivially_copyable_v<EpochRow>);
 static_assert(std::is_trivially_copyable_v<MessageRow>);

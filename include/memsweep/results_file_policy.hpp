@@ -18,7 +18,6 @@
 #include "memsweep/config.hpp"
 #include "memsweep/results.hpp"
 #include "memsweep/sampler.hpp"
-#include "memsweep/store.hpp"
 
 #include <filesystem>
 #include <optional>

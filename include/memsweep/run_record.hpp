@@ -4,7 +4,7 @@
 // option that matters. What a resume takes from the row and what it refuses
 // to change are results_file_policy.hpp's. Pure functions: no MPI, no file.
 
-#include "memsweep/store.hpp"
+#include "memsweep/results.hpp"
 
 #include <string>
 #include <string_view>

@@ -304,16 +304,16 @@ struct RegionSummary {
   std::uint64_t samples = 0;
   std::uint64_t dropped_samples = 0;
   std::uint64_t missed_ticks = 0;
-  std::vector<std::string> counter_names;
-  std::vector<std::int64_t> counter_totals;  // at the end of the region, scaled
-  float counter_min_running = 1.0F;          // the least time any counter ran
+  std::vector<std::string> counter_names{};
+  std::vector<std::int64_t> counter_totals{};  // at the end of the region, scaled
+  float counter_min_running = 1.0F;            // the least time any counter ran
   // GPU memory (docs/runner.md, "GPU memory"): -1 / empty when not measured.
   std::int64_t gpu_peak_bytes = -1;
-  std::string gpu_devices;      // "0,2": NVML indices
-  std::string gpu_peak_source;  // "tree" or "device_delta" (gpu_peak_source_name)
+  std::string gpu_devices{};      // "0,2": NVML indices
+  std::string gpu_peak_source{};  // "tree" or "device_delta" (gpu_peak_source_name)
   // NVML calls that failed for the first time in this region ("; "-joined):
   // each is reported once, with the first trial it happened in.
-  std::string gpu_warning;
+  std::string gpu_warning{};
 };
 
 // Before a measured region (after the caller freed what the previous one

@@ -38,7 +38,9 @@ struct ProbeResult {
   ProbeOutcome outcome = ProbeOutcome::fits;
   double peak_bytes = -1.0;  // the trial's peak (rss_peak) where it fits; -1: not known
   double seconds = 0.0;      // its wall time
-  std::string status;        // the row's status and message, for `failed`
+  // The row's status (nullopt: a status this memsweep does not know) and
+  // message, for `failed`.
+  std::optional<TrialStatus> status;
   std::string message;
 };
 

@@ -10,7 +10,7 @@
 // the trainer is the caller's (SessionSteps), so that this module needs
 // neither HDF5 nor oneDNN, and the steps can be tested with threads as ranks.
 
-#include "memsweep/store.hpp"
+#include "memsweep/results.hpp"
 #include "memsweep/sweep.hpp"
 
 #include <chrono>

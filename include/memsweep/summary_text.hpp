@@ -4,7 +4,7 @@
 // as the paper computed it) beside the per-process figures, then failures.
 // `memsweep summary` prints it; `memsweep watch` shows it once a sweep ended.
 
-#include "memsweep/store.hpp"
+#include "memsweep/results.hpp"
 
 #include <string>
 #include <vector>

@@ -134,6 +134,8 @@ void add_estimate_command(CLI::App& app, EstimateOptions& options) {
   estimate->add_flag("--calibrate", options.calibrate,
                      "Measure what a fresh trial process takes beyond its buffers on this machine, and keep it "
                      "(docs/estimate.md)");
+  estimate->add_flag("--if-uncalibrated", options.only_if_uncalibrated,
+                     "--calibrate: only when no calibration of this CPU model is kept yet (else say where it is)");
   estimate
       ->add_option("--calibration-runs", options.calibration_repeats,
                    "--calibrate: runs of each calibration trial (default 5; the median counts)")
@@ -200,6 +202,15 @@ constexpr std::size_t kMaxEstimatedTrials = 100'000;
 int run_calibration(const EstimateOptions& options) {
   if (describes_a_trial(options) || !options.sweep_file.empty())
     throw InputError("--calibrate measures this machine: give it no sweep file and no trial options");
+  if (options.only_if_uncalibrated) {
+    const std::filesystem::path kept = calibration_file_path();
+    const std::optional<TrialProcessCost> found = read_calibration_file(kept);
+    if (found && found->cpu == this_cpu_model()) {
+      fmt::print("memsweep estimate --calibrate: this CPU is calibrated already ({}: {}); nothing measured\n",
+                 kept.string(), found->source);
+      return exit_status::kOk;
+    }
+  }
   TrainingRunnerOptions runner_options;
   runner_options.threads = default_thread_count();
   TrainingRunner runner(runner_options);
@@ -244,6 +255,7 @@ int run_calibration(const EstimateOptions& options) {
 
 int run_estimate_command(const EstimateOptions& options) {
   if (options.calibrate) return run_calibration(options);
+  if (options.only_if_uncalibrated) throw InputError("--if-uncalibrated goes with --calibrate");
   const bool from_options = describes_a_trial(options);
   if (!options.sweep_file.empty() && from_options)
     throw InputError("give a sweep file or a trial's options (--dataset, --hidden, ...), not both");

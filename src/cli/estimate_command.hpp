@@ -32,6 +32,9 @@ struct EstimateOptions {
   std::string rule = "full";  // full | qa
   // --calibrate: measure the trial process's cost here instead (runs of each trial).
   bool calibrate = false;
+  // --if-uncalibrated: only when this CPU model has no calibration yet (a
+  // first run on a machine: ci/run-default.sh).
+  bool only_if_uncalibrated = false;
   int calibration_repeats = 5;
   // Split sizes; default: the dataset's published sizes.
   std::optional<std::size_t> train_examples, test_examples;

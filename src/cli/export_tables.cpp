@@ -1,78 +1,89 @@
 #include "cli/export_tables.hpp"
 
+#include "memsweep/columns.hpp"
 #include "memsweep/config.hpp"
 #include "memsweep/error.hpp"
-#include "memsweep/gpu_columns.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-
+#include <cstring>
 #include <map>
 
 namespace memsweep::cli {
 namespace {
 
-// A "not measured" figure (docs/results-file.md).
-constexpr std::int64_t kNotMeasured = -1;
+// The export writes each table's columns as columns.hpp declares them, in
+// the file's order but for `definition` (long text, last), with the few
+// cells below written otherwise.
+constexpr std::string_view kDefinitionColumn = "definition";
 
-template <typename Row>
-struct Column {
-  const char* name;
-  void (*write)(const Row& row, DelimitedWriter& out);
-};
-
-template <typename Row, std::size_t N>
-std::vector<std::string> names_of(const Column<Row> (&columns)[N]) {
-  std::vector<std::string> names;
-  for (const Column<Row>& column : columns) names.emplace_back(column.name);
-  return names;
+template <typename Value>
+Value value_at(const void* row, const ColumnSpec& column) {
+  Value value;
+  std::memcpy(&value, static_cast<const std::byte*>(row) + column.offset, sizeof value);
+  return value;
 }
 
-void measured(std::int64_t value, DelimitedWriter& out) {
-  if (value == kNotMeasured)
-    out.empty();
-  else
-    out.integer(value);
+// A cell as the column's kind and its -1 say: -1 of a figure not measured
+// or of a thing there is none of is an empty cell (NA), as is NaN.
+void write_cell(const void* row, const ColumnSpec& column, DelimitedWriter& out) {
+  const bool minus_one_is_empty = column.minus_one != MinusOne::value;
+  switch (column.kind) {
+    case ColumnKind::int32:
+    case ColumnKind::int64: {
+      const std::int64_t value =
+          column.kind == ColumnKind::int32 ? value_at<std::int32_t>(row, column) : value_at<std::int64_t>(row, column);
+      if (value == -1 && minus_one_is_empty)
+        out.empty();
+      else
+        out.integer(value);
+      return;
+    }
+    case ColumnKind::uint64: out.unsigned_integer(value_at<std::uint64_t>(row, column)); return;
+    case ColumnKind::float64: {
+      const double value = value_at<double>(row, column);
+      if (std::isnan(value) || (value == -1.0 && minus_one_is_empty))
+        out.empty();
+      else
+        out.real(value);
+      return;
+    }
+    case ColumnKind::text: {
+      const char* text = static_cast<const char*>(row) + column.offset;
+      out.text(std::string_view(text, strnlen(text, column.extent)));
+      return;
+    }
+    case ColumnKind::int32_array: {
+      // "64-32": the widths of the layers there are, up to the first 0; empty for none.
+      std::vector<std::int32_t> present;
+      for (std::size_t i = 0; i < column.extent; ++i) {
+        std::int32_t size = 0;
+        std::memcpy(&size, static_cast<const std::byte*>(row) + column.offset + i * sizeof size, sizeof size);
+        if (size <= 0) break;
+        present.push_back(size);
+      }
+      out.text(fmt::format("{}", fmt::join(present, "-")));
+      return;
+    }
+  }
 }
 
-void measured(std::int32_t value, DelimitedWriter& out) { measured(std::int64_t{value}, out); }
-
-void measured(double value, DelimitedWriter& out) {
-  if (value == static_cast<double>(kNotMeasured))
-    out.empty();
-  else
-    out.real(value);
-}
-
-// A program's built-in fields that its file neither sets nor names
-// (TrialSpec::shows_field): empty cells, as pandas and R read NA.
-void set_real(double value, DelimitedWriter& out) {
-  if (std::isnan(value))
-    out.empty();
-  else
-    out.real(value);
-}
-void set_count(std::int32_t value, DelimitedWriter& out) {
-  if (value <= 0)
-    out.empty();
-  else
-    out.integer(value);
-}
-void set_depth(std::int32_t depth, DelimitedWriter& out) {
-  if (depth == kBlankDepth)
-    out.empty();
-  else
-    out.integer(depth);
-}
-
-// "64-32": the widths of the layers there are; empty for none.
 template <std::size_t N>
-std::string joined_sizes(const std::array<std::int32_t, N>& sizes, int count) {
-  std::vector<std::int32_t> present;
-  for (int i = 0; i < count && i < static_cast<int>(N) && sizes[i] > 0; ++i) present.push_back(sizes[i]);
-  return fmt::format("{}", fmt::join(present, "-"));
+std::vector<const ColumnSpec*> export_order(const std::array<ColumnSpec, N>& table) {
+  std::vector<const ColumnSpec*> order;
+  for (const ColumnSpec& column : table) order.push_back(&column);
+  std::stable_partition(order.begin(), order.end(),
+                        [](const ColumnSpec* column) { return column->name != kDefinitionColumn; });
+  return order;
+}
+
+template <std::size_t N>
+std::vector<std::string> names_of(const std::array<ColumnSpec, N>& table) {
+  std::vector<std::string> names;
+  for (const ColumnSpec* column : export_order(table)) names.push_back(export_column_name(*column));
+  return names;
 }
 
 // Files before program trials have no trainer: memsweep's own trained them.
@@ -171,151 +182,42 @@ std::string exported_definition(const Row& row) {
   return may_be_cut(stored, kDefinitionChars) ? stored + std::string(kCutMark) : stored;
 }
 
-// The trial's columns, except its message (a parameter of write_trial,
-// after "status").
-const Column<TrialRow> kTrialIdentity[] = {
-    {"trial_id", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.trial_id)); }},
-    {"attempt", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.attempt); }},
-    {"repeat", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.repeat); }},
-    {"run", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.run); }},
-    {"plan_index", [](const TrialRow& r, DelimitedWriter& o) { measured(r.plan_index, o); }},
-    {"dataset", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.dataset)); }},
-    {"model", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.model)); }},
-    {"optimizer", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.optimizer)); }},
-    {"learning_rate", [](const TrialRow& r, DelimitedWriter& o) { set_real(r.learning_rate, o); }},
-    {"epochs", [](const TrialRow& r, DelimitedWriter& o) { set_count(r.epochs, o); }},
-    {"batch_size", [](const TrialRow& r, DelimitedWriter& o) { set_count(r.batch_size, o); }},
-    {"depth", [](const TrialRow& r, DelimitedWriter& o) { set_depth(r.depth, o); }},
-    {"hidden", [](const TrialRow& r, DelimitedWriter& o) { o.text(joined_sizes(r.hidden, r.depth)); }},
-    {"channels", [](const TrialRow& r, DelimitedWriter& o) { o.text(joined_sizes(r.channels, kMaxConvBlocks)); }},
-    {"memory_plan", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.memory_plan)); }},
-    {"recompute_every", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.recompute_every); }},
-    {"seed", [](const TrialRow& r, DelimitedWriter& o) { o.unsigned_integer(r.seed); }},
-    {"trainer", [](const TrialRow& r, DelimitedWriter& o) { o.text(trainer_of(r)); }},
-    {"params", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.params)); }},
-    {"rank", [](const TrialRow& r, DelimitedWriter& o) { measured(r.rank, o); }},
-    {"host", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.host)); }},
-    {"status", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.status)); }},
-};
+// The other tables' cells are all written by their kind.
+bool write_own_cell(const EpochRow&, const ColumnSpec&, DelimitedWriter&) { return false; }
+bool write_own_cell(const MetricRow&, const ColumnSpec&, DelimitedWriter&) { return false; }
+bool write_own_cell(const SampleRow&, const ColumnSpec&, DelimitedWriter&) { return false; }
 
-const Column<TrialRow> kTrialFigures[] = {
-    {"start_time_unix_s", [](const TrialRow& r, DelimitedWriter& o) { o.real(r.start_time); }},
-    {"end_time_unix_s", [](const TrialRow& r, DelimitedWriter& o) { o.real(r.end_time); }},
-    {"wall_seconds", [](const TrialRow& r, DelimitedWriter& o) { o.real(r.wall_seconds); }},
-    {"rss_baseline_bytes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.rss_baseline, o); }},
-    {"rss_peak_bytes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.rss_peak, o); }},
-    {"rss_mean_bytes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.rss_mean, o); }},
-    {"rss_footprint_bytes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.rss_footprint, o); }},
-    {"sys_used_mean_bytes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.sys_used_mean, o); }},
-    {"predicted_bytes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.predicted_bytes, o); }},
-    {"epochs_done", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.epochs_done); }},
-    {"final_train_loss", [](const TrialRow& r, DelimitedWriter& o) { measured(r.final_train_loss, o); }},
-    {"test_accuracy", [](const TrialRow& r, DelimitedWriter& o) { measured(r.test_accuracy, o); }},
-    {"samples", [](const TrialRow& r, DelimitedWriter& o) { o.unsigned_integer(r.samples); }},
-    {"dropped_samples", [](const TrialRow& r, DelimitedWriter& o) { o.unsigned_integer(r.dropped_samples); }},
-    {"pid", [](const TrialRow& r, DelimitedWriter& o) { measured(r.pid, o); }},
-    {"end_signal", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.end_signal); }},
-    {"oom_killed", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.oom_killed); }},
-    {"end_cause", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.end_cause)); }},
-    {"isolation", [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.isolation)); }},
-    {"start_seconds", [](const TrialRow& r, DelimitedWriter& o) { measured(r.start_seconds, o); }},
-    {"cgroup_peak_bytes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.cgroup_peak, o); }},
-    {"processes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.processes, o); }},
-    {"rss_peak_hwm_sum_bytes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.rss_peak_hwm_sum, o); }},
-    {"process_peak_max_bytes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.process_peak_max, o); }},
-    {"bad_event_lines", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.bad_event_lines); }},
-    // Schema 6: the search the trial is a probe of; empty outside searches.
-    {"search", [](const TrialRow& r, DelimitedWriter& o) { measured(r.search, o); }},
-    {"probe", [](const TrialRow& r, DelimitedWriter& o) { measured(r.probe, o); }},
-    {"axis_value", [](const TrialRow& r, DelimitedWriter& o) { measured(r.axis_value, o); }},
-    {"search_limit_bytes", [](const TrialRow& r, DelimitedWriter& o) { measured(r.search_limit, o); }},
-    {"full_run", [](const TrialRow& r, DelimitedWriter& o) { measured(r.full_run, o); }},
-    {"reported_oom", [](const TrialRow& r, DelimitedWriter& o) { o.integer(r.reported_oom); }},
-    // Schema 7: GPU memory (src/sampler/gpu/gpu_columns.hpp names them); empty where not measured.
-    {gpu::kTrialGpuPeak.export_name.data(), [](const TrialRow& r, DelimitedWriter& o) { measured(r.gpu_peak, o); }},
-    {gpu::kTrialGpuDevices.export_name.data(),
-     [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.gpu_devices)); }},
-    {gpu::kTrialGpuPeakSource.export_name.data(),
-     [](const TrialRow& r, DelimitedWriter& o) { o.text(get_fixed(r.gpu_peak_source)); }},
-    {gpu::kTrialTorchAllocatedPeak.export_name.data(),
-     [](const TrialRow& r, DelimitedWriter& o) { measured(r.torch_allocated_peak, o); }},
-    {gpu::kTrialTorchReservedPeak.export_name.data(),
-     [](const TrialRow& r, DelimitedWriter& o) { measured(r.torch_reserved_peak, o); }},
-    {"definition", [](const TrialRow& r, DelimitedWriter& o) { o.text(exported_definition(r)); }},
-};
+// The cells of /trials and /searches written otherwise than by their kind.
+// A program's epochs and batch size it neither sets nor names are 0
+// (TrialSpec::shows_field): empty cells, as its blank depth (-1) and
+// learning rate (NaN) are; an empty trainer is memsweep's own (files
+// before program trials); and the definition is the export's.
+template <typename Row>
+bool write_own_cell(const Row& row, const ColumnSpec& column, DelimitedWriter& out) {
+  if (column.name == "epochs" || column.name == "batch_size") {
+    const std::int32_t count = value_at<std::int32_t>(&row, column);
+    if (count <= 0)
+      out.empty();
+    else
+      out.integer(count);
+    return true;
+  }
+  if (column.name == "trainer") {
+    out.text(trainer_of(row));
+    return true;
+  }
+  if (column.name == kDefinitionColumn) {
+    out.text(exported_definition(row));
+    return true;
+  }
+  return false;
+}
 
-constexpr char kMessageColumn[] = "message";
-
-// /searches: the configuration as the trials' columns name it, then the
-// search and its answer. -1 (no such value, no fit) is an empty cell.
-const Column<SearchRow> kSearchColumns[] = {
-    {"search", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.search); }},
-    {"configuration", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.configuration); }},
-    {"limit_index", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.limit_index); }},
-    {"run", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.run); }},
-    {"configuration_id", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.configuration_id)); }},
-    {"trainer", [](const SearchRow& r, DelimitedWriter& o) { o.text(trainer_of(r)); }},
-    {"dataset", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.dataset)); }},
-    {"model", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.model)); }},
-    {"optimizer", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.optimizer)); }},
-    {"learning_rate", [](const SearchRow& r, DelimitedWriter& o) { o.real(r.learning_rate); }},
-    {"epochs", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.epochs); }},
-    {"batch_size", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.batch_size); }},
-    {"depth", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.depth); }},
-    {"hidden", [](const SearchRow& r, DelimitedWriter& o) { o.text(joined_sizes(r.hidden, r.depth)); }},
-    {"channels", [](const SearchRow& r, DelimitedWriter& o) { o.text(joined_sizes(r.channels, kMaxConvBlocks)); }},
-    {"repeat", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.repeat); }},
-    {"params", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.params)); }},
-    {"memory_plan", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.memory_plan)); }},
-    {"recompute_every", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.recompute_every); }},
-    {"axis", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.axis)); }},
-    {"range_low", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.range_low); }},
-    {"range_high", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.range_high); }},
-    {"limit_bytes", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.limit); }},
-    {"enforced_by", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.enforced_by)); }},
-    {"strategy", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.strategy)); }},
-    {"status", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.status)); }},
-    {"fits", [](const SearchRow& r, DelimitedWriter& o) { measured(r.fits, o); }},
-    {"fits_verified", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.fits_verified); }},
-    {"does_not_fit", [](const SearchRow& r, DelimitedWriter& o) { measured(r.does_not_fit, o); }},
-    {"fit_a_mib", [](const SearchRow& r, DelimitedWriter& o) { measured(r.fit_a_mib, o); }},
-    {"fit_b_mib", [](const SearchRow& r, DelimitedWriter& o) { measured(r.fit_b_mib, o); }},
-    {"predicted", [](const SearchRow& r, DelimitedWriter& o) { measured(r.predicted, o); }},
-    {"trials", [](const SearchRow& r, DelimitedWriter& o) { o.integer(r.trials); }},
-    {"seconds", [](const SearchRow& r, DelimitedWriter& o) { o.real(r.seconds); }},
-    {"message", [](const SearchRow& r, DelimitedWriter& o) { o.text(get_fixed(r.message)); }},
-    {"definition", [](const SearchRow& r, DelimitedWriter& o) { o.text(exported_definition(r)); }},
-};
-
-const Column<EpochRow> kEpochColumns[] = {
-    {"trial_id", [](const EpochRow& r, DelimitedWriter& o) { o.text(get_fixed(r.trial_id)); }},
-    {"attempt", [](const EpochRow& r, DelimitedWriter& o) { o.integer(r.attempt); }},
-    {"epoch", [](const EpochRow& r, DelimitedWriter& o) { o.integer(r.epoch); }},
-    {"train_loss", [](const EpochRow& r, DelimitedWriter& o) { o.real(r.train_loss); }},
-    {"test_accuracy", [](const EpochRow& r, DelimitedWriter& o) { o.real(r.test_accuracy); }},
-    {"seconds", [](const EpochRow& r, DelimitedWriter& o) { o.real(r.seconds); }},
-    {"rss_bytes", [](const EpochRow& r, DelimitedWriter& o) { measured(r.rss, o); }},
-    {"sys_used_bytes", [](const EpochRow& r, DelimitedWriter& o) { measured(r.sys_used, o); }},
-};
-
-const Column<SampleRow> kSampleColumns[] = {
-    {"trial_id", [](const SampleRow& r, DelimitedWriter& o) { o.text(get_fixed(r.trial_id)); }},
-    {"attempt", [](const SampleRow& r, DelimitedWriter& o) { o.integer(r.attempt); }},
-    {"rank", [](const SampleRow& r, DelimitedWriter& o) { measured(r.rank, o); }},
-    {"epoch", [](const SampleRow& r, DelimitedWriter& o) { o.integer(r.epoch); }},
-    {"phase", [](const SampleRow& r, DelimitedWriter& o) { measured(r.phase, o); }},  // -1: unknown
-    {"t_s", [](const SampleRow& r, DelimitedWriter& o) { o.real(r.t); }},
-    {"rss_bytes", [](const SampleRow& r, DelimitedWriter& o) { measured(r.rss, o); }},
-    {"anon_rss_bytes", [](const SampleRow& r, DelimitedWriter& o) { measured(r.anon_rss, o); }},
-    {"pss_bytes", [](const SampleRow& r, DelimitedWriter& o) { measured(r.pss, o); }},
-    {"sys_used_bytes", [](const SampleRow& r, DelimitedWriter& o) { measured(r.sys_used, o); }},
-    {"sys_total_bytes", [](const SampleRow& r, DelimitedWriter& o) { measured(r.sys_total, o); }},
-    {"sys_available_bytes", [](const SampleRow& r, DelimitedWriter& o) { measured(r.sys_available, o); }},
-    {"sys_active_bytes", [](const SampleRow& r, DelimitedWriter& o) { measured(r.sys_active, o); }},
-    {gpu::kSampleGpuUsed.export_name.data(), [](const SampleRow& r, DelimitedWriter& o) { measured(r.gpu_used, o); }},
-    {gpu::kSampleGpuTreeUsed.export_name.data(),
-     [](const SampleRow& r, DelimitedWriter& o) { measured(r.gpu_tree_used, o); }},
-};
+template <typename Row, std::size_t N>
+void write_row(const Row& row, const std::array<ColumnSpec, N>& table, DelimitedWriter& out) {
+  for (const ColumnSpec* column : export_order(table))
+    if (!write_own_cell(row, *column, out)) write_cell(&row, *column, out);
+}
 
 bool is_name_character(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
@@ -332,50 +234,28 @@ std::optional<ExportTable> parse_export_table(std::string_view name) {
   return std::nullopt;
 }
 
-std::vector<std::string> trial_columns() {
-  std::vector<std::string> names = names_of(kTrialIdentity);
-  names.emplace_back(kMessageColumn);
-  for (const std::string& name : names_of(kTrialFigures)) names.push_back(name);
-  return names;
-}
+std::vector<std::string> trial_columns() { return names_of(columns::kTrials); }
 
 void write_trial(const TrialRow& row, std::string_view message, DelimitedWriter& out) {
-  for (const Column<TrialRow>& column : kTrialIdentity) column.write(row, out);
-  out.text(message);
-  for (const Column<TrialRow>& column : kTrialFigures) column.write(row, out);
+  for (const ColumnSpec* column : export_order(columns::kTrials)) {
+    if (column->name == "message")
+      out.text(message);
+    else if (!write_own_cell(row, *column, out))
+      write_cell(&row, *column, out);
+  }
 }
 
-std::vector<std::string> search_columns() { return names_of(kSearchColumns); }
+std::vector<std::string> search_columns() { return names_of(columns::kSearches); }
+void write_search(const SearchRow& row, DelimitedWriter& out) { write_row(row, columns::kSearches, out); }
 
-void write_search(const SearchRow& row, DelimitedWriter& out) {
-  for (const Column<SearchRow>& column : kSearchColumns) column.write(row, out);
-}
+std::vector<std::string> epoch_columns() { return names_of(columns::kEpochs); }
+void write_epoch(const EpochRow& row, DelimitedWriter& out) { write_row(row, columns::kEpochs, out); }
 
-std::vector<std::string> epoch_columns() { return names_of(kEpochColumns); }
-
-void write_epoch(const EpochRow& row, DelimitedWriter& out) {
-  for (const Column<EpochRow>& column : kEpochColumns) column.write(row, out);
-}
-
-// Values as the program printed them, parsed: no unit memsweep could know.
-const Column<MetricRow> kMetricColumns[] = {
-    {"trial_id", [](const MetricRow& r, DelimitedWriter& o) { o.text(get_fixed(r.trial_id)); }},
-    {"attempt", [](const MetricRow& r, DelimitedWriter& o) { o.integer(r.attempt); }},
-    {"epoch", [](const MetricRow& r, DelimitedWriter& o) { o.integer(r.epoch); }},
-    {"name", [](const MetricRow& r, DelimitedWriter& o) { o.text(get_fixed(r.name)); }},
-    {"value", [](const MetricRow& r, DelimitedWriter& o) { o.real(r.value); }},
-    {"seconds", [](const MetricRow& r, DelimitedWriter& o) { o.real(r.seconds); }},
-    {"matches", [](const MetricRow& r, DelimitedWriter& o) { o.integer(r.matches); }},
-};
-
-std::vector<std::string> metric_columns() { return names_of(kMetricColumns); }
-
-void write_metric(const MetricRow& row, DelimitedWriter& out) {
-  for (const Column<MetricRow>& column : kMetricColumns) column.write(row, out);
-}
+std::vector<std::string> metric_columns() { return names_of(columns::kMetrics); }
+void write_metric(const MetricRow& row, DelimitedWriter& out) { write_row(row, columns::kMetrics, out); }
 
 std::vector<std::string> sample_columns(std::span<const std::string> counters) {
-  std::vector<std::string> names = names_of(kSampleColumns);
+  std::vector<std::string> names = names_of(columns::kSamples);
   std::map<std::string, std::string> event_of_name;
   for (const std::string& event : counters) {
     const std::string name = counter_column_name(event);
@@ -391,12 +271,12 @@ std::vector<std::string> sample_columns(std::span<const std::string> counters) {
 }
 
 void write_sample(const SampleRow& row, std::span<const int> slots, DelimitedWriter& out) {
-  for (const Column<SampleRow>& column : kSampleColumns) column.write(row, out);
+  write_row(row, columns::kSamples, out);
   for (const int slot : slots) {
-    if (slot < 0)
+    if (slot < 0 || row.counters[static_cast<std::size_t>(slot)] == -1)
       out.empty();
     else
-      measured(row.counters[static_cast<std::size_t>(slot)], out);
+      out.integer(row.counters[static_cast<std::size_t>(slot)]);
   }
 }
 

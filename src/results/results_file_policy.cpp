@@ -211,21 +211,19 @@ ResumeDecision decide_resume(const FileHeader& found, const std::vector<RunRow>&
 
 FileHeader new_file_header(const SweepSpec& sweep, const SweepIdentity& run, const CounterColumns& counters,
                            bool swmr) {
-  FileHeader header;
-  header.sweep_name = run.name;
-  header.sweep_file = run.sweep_file;
-  header.sweep_text = sweep.source_text;
-  header.sweep_hash = run.hash;
-  header.part = run.part;
-  header.sampler_interval_ms = sweep.sampler.interval_ms;
-  header.planned_trials = static_cast<std::int64_t>(sweep.trials.size());
-  header.events_requested = sweep.sampler.events;
-  header.counter_columns = counters.names;
-  header.counter_sources = counters.sources;
-  header.counter_encodings = counters.encodings;
-  header.event_notes = counters.notes;
-  header.swmr = swmr;
-  return header;
+  return FileHeader{.sweep_name = run.name,
+                    .sweep_file = run.sweep_file,
+                    .sweep_text = sweep.source_text,
+                    .sweep_hash = run.hash,
+                    .part = run.part,
+                    .sampler_interval_ms = sweep.sampler.interval_ms,
+                    .planned_trials = static_cast<std::int64_t>(sweep.trials.size()),
+                    .events_requested = sweep.sampler.events,
+                    .counter_columns = counters.names,
+                    .counter_sources = counters.sources,
+                    .counter_encodings = counters.encodings,
+                    .event_notes = counters.notes,
+                    .swmr = swmr};
 }
 
 }  // namespace memsweep

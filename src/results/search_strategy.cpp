@@ -312,7 +312,9 @@ SearchStep next_probes(const SearchSettings& settings, std::span<const ProbeResu
   };
 
   if (known.failure != nullptr)
-    return finish(SearchState::failed, fmt::format("{}: {}", known.failure->status, known.failure->message));
+    return finish(SearchState::failed,
+                  fmt::format("{}: {}", known.failure->status ? status_name(*known.failure->status) : "unknown status",
+                              known.failure->message));
   if (known.no_fit && *known.no_fit == settings.low)
     return finish(SearchState::below_range, fmt::format("even the low end {} does not fit", settings.low));
   const bool converged = known.fit && known.no_fit && within_tolerance(settings, *known.fit, *known.no_fit);

@@ -515,22 +515,20 @@ struct ShownSearch {
 // The search's configuration as a trial row, so that it is named as the
 // dataset tables name trials (hidden_text, channels_text, ...).
 TrialRow configuration_row(const SearchRow& search) {
-  TrialRow row;
-  row.trainer = search.trainer;
-  row.dataset = search.dataset;
-  row.model = search.model;
-  row.optimizer = search.optimizer;
-  row.learning_rate = search.learning_rate;
-  row.epochs = search.epochs;
-  row.batch_size = search.batch_size;
-  row.depth = search.depth;
-  row.hidden = search.hidden;
-  row.channels = search.channels;
-  row.repeat = search.repeat;
-  row.params = search.params;
-  row.memory_plan = search.memory_plan;
-  row.recompute_every = search.recompute_every;
-  return row;
+  return TrialRow{.repeat = search.repeat,
+                  .dataset = search.dataset,
+                  .model = search.model,
+                  .optimizer = search.optimizer,
+                  .learning_rate = search.learning_rate,
+                  .epochs = search.epochs,
+                  .batch_size = search.batch_size,
+                  .depth = search.depth,
+                  .hidden = search.hidden,
+                  .channels = search.channels,
+                  .trainer = search.trainer,
+                  .params = search.params,
+                  .memory_plan = search.memory_plan,
+                  .recompute_every = search.recompute_every};
 }
 
 // A configuration's field as the capacity table names it; `always`: shown

@@ -124,6 +124,8 @@ bool BuiltinTrial::open_dataset() {
 void BuiltinTrial::predict() {
   const ExampleCounts counts{data_->train_examples(), data_->test_examples()};
   TrialRow& row = attempt_.row;
+  // What each epoch trains on, as the dataset was loaded (limits applied).
+  row.train_examples = static_cast<std::int64_t>(counts.train);
   try {
     const MemoryEstimate& buffers = runner_.estimates.estimate(trial_, counts);
     for (const EstimatePart& part : buffers.parts) record_estimate_part(row, part.name, part.bytes);

@@ -86,30 +86,12 @@ void OutputMetrics::match(const OutputFeed::Taken& taken, bool at_end) {
   if (taken.dropped > 0) {
     // The drop cut a line somewhere: matching resumes at the next line's start.
     skipped_bytes_ += taken.dropped;
-    partial_.clear();
-    skipping_ = true;
+    lines_.lose_place();
   }
-  std::string_view bytes = taken.bytes;
-  for (std::size_t newline; (newline = bytes.find('\n')) != std::string_view::npos;) {
-    if (!skipping_ && partial_.size() + newline > kMetricMaxLineBytes) {
-      ++long_lines_;
-    } else if (!skipping_) {
-      partial_.append(bytes.substr(0, newline));
-      take_line(partial_);
-    }
-    partial_.clear();
-    skipping_ = false;
-    bytes.remove_prefix(newline + 1);
-  }
-  if (!skipping_) partial_.append(bytes);
-  if (partial_.size() > kMetricMaxLineBytes) {
-    ++long_lines_;
-    partial_.clear();
-    skipping_ = true;
-  }
+  const auto take = [this](std::string_view line) { take_line(line); };
+  lines_.feed(taken.bytes, take, [this](std::string_view) { ++long_lines_; });
   // The program has ended: a last line without its newline still counts.
-  if (at_end && !skipping_ && !partial_.empty()) take_line(partial_);
-  if (at_end) partial_.clear();
+  if (at_end) lines_.finish(take);
 }
 
 void OutputMetrics::take_line(std::string_view line) {

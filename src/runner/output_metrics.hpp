@@ -10,6 +10,8 @@
 // of the same line), else the epoch the events protocol last reported when
 // the line was read, else 0.
 
+#include "runner/line_splitter.hpp"
+
 #include "memsweep/config.hpp"
 #include "memsweep/results.hpp"
 #include "memsweep/sweep.hpp"
@@ -99,8 +101,7 @@ class OutputMetrics {
   std::int32_t attempt_;
   TrialSink& sink_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  std::string partial_;    // bytes after the last newline
-  bool skipping_ = false;  // inside a line longer than kMetricMaxLineBytes, or cut by a drop
+  LineSplitter lines_{kMetricMaxLineBytes};
   std::int32_t epoch_ = 0;
   std::map<std::string, Held> held_;  // this epoch's, by metric name
   // Problems, counted once each.

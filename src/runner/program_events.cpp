@@ -12,10 +12,6 @@
 namespace memsweep::runner::detail {
 namespace {
 
-// Longer lines are not events of this protocol (they are counted as bad,
-// and the reader does not grow without bound for a program that writes
-// something else to the descriptor).
-constexpr std::size_t kMaxLineBytes = 64 * 1024;
 constexpr std::size_t kBadLineShown = 120;
 
 std::optional<std::int64_t> whole(const nlohmann::json& value) {
@@ -142,27 +138,12 @@ std::optional<Frame> EventLineReader::next() {
     if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return std::nullopt;
     if (got <= 0) {
       at_end_ = true;
-      // A last line without its newline still counts.
-      if (!partial_.empty() && !skipping_) take_line(partial_);
-      partial_.clear();
+      lines_.finish([this](std::string_view line) { take_line(line); });
       continue;
     }
-    std::string_view bytes(chunk, static_cast<std::size_t>(got));
-    for (std::size_t newline; (newline = bytes.find('\n')) != std::string_view::npos;) {
-      if (!skipping_) {
-        partial_.append(bytes.substr(0, newline));
-        take_line(partial_);
-      }
-      partial_.clear();
-      skipping_ = false;
-      bytes.remove_prefix(newline + 1);
-    }
-    if (!skipping_) partial_.append(bytes);
-    if (partial_.size() > kMaxLineBytes) {
-      note_bad_line(partial_);  // counted once; the rest of it is skipped
-      partial_.clear();
-      skipping_ = true;
-    }
+    lines_.feed(
+        std::string_view(chunk, static_cast<std::size_t>(got)), [this](std::string_view line) { take_line(line); },
+        [this](std::string_view kept) { note_bad_line(kept); });
   }
 }
 

@@ -4,6 +4,7 @@
 // the same phase and epoch reports memsweep's own trial process sends; a
 // line not understood is counted, never fatal.
 
+#include "runner/line_splitter.hpp"
 #include "runner/trial_protocol.hpp"
 
 #include <chrono>
@@ -14,6 +15,11 @@
 #include <string_view>
 
 namespace memsweep::runner::detail {
+
+// Longer lines are not events of this protocol (they are counted as bad,
+// and the reader does not grow without bound for a program that writes
+// something else to the descriptor).
+inline constexpr std::size_t kMaxEventLineBytes = 64 * 1024;
 
 // The environment variable naming the events descriptor, and where it sits.
 inline constexpr std::string_view kEventsFdVariable = "MEMSWEEP_EVENTS_FD";
@@ -83,8 +89,7 @@ class EventLineReader final : public ReportSource {
   void take_line(std::string_view line);
   void note_bad_line(std::string_view line);
   int fd_;
-  std::string partial_;    // bytes after the last newline
-  bool skipping_ = false;  // inside a line longer than the limit
+  LineSplitter lines_{kMaxEventLineBytes};
   bool at_end_ = false;
   std::deque<Frame> pending_;
   ProgramProgress progress_;

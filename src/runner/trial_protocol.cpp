@@ -1,6 +1,7 @@
 #include "runner/trial_protocol.hpp"
 
 #include "common/field_codec.hpp"
+#include "config/search_point_fields.hpp"
 
 #include <fmt/format.h>
 
@@ -29,7 +30,8 @@ static_assert(sizeof(FrameHeader) == 12 && std::is_trivially_copyable_v<FrameHea
 // test_trial_protocol.cpp compares each list's length (listed_fields())
 // with its struct's member count: a member added there without a line here
 // fails the tests.
-struct TrialFields {
+struct TrialFields : config::SearchPointFields {
+  using config::SearchPointFields::operator();
   void operator()(FieldsOf<ImageShape> auto& shape, auto&& each) const {
     each("channels", shape.channels);
     each("height", shape.height);
@@ -75,13 +77,6 @@ struct TrialFields {
   void operator()(FieldsOf<ParamValue> auto& param, auto&& each) const {
     each("text", param.text);
     each("json", param.json);
-  }
-  void operator()(FieldsOf<SearchPoint> auto& point, auto&& each) const {
-    each("search", point.search);
-    each("probe", point.probe);
-    each("value", point.value);
-    each("limit_bytes", point.limit_bytes);
-    each("full", point.full);
   }
   void operator()(FieldsOf<TrialSpec> auto& trial, auto&& each) const {
     each("id", trial.id);

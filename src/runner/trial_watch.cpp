@@ -89,13 +89,12 @@ void TrialWatch::handle(const Frame& frame) {
     }
     case FrameType::epoch: {
       const EpochReport reported = decode_epoch(frame);
-      EpochRow row;
-      row.trial_id = settings_.trial_id;
-      row.attempt = settings_.attempt;
-      row.epoch = reported.epoch;
-      row.train_loss = reported.train_loss;
-      row.test_accuracy = reported.test_accuracy;
-      row.seconds = reported.seconds;
+      EpochRow row{.trial_id = settings_.trial_id,
+                   .attempt = settings_.attempt,
+                   .epoch = reported.epoch,
+                   .train_loss = reported.train_loss,
+                   .test_accuracy = reported.test_accuracy,
+                   .seconds = reported.seconds};
       ProcessMemory process;
       if (probe_.read_process(process)) row.rss = process.rss_bytes;
       SystemMemory system;

@@ -18,12 +18,11 @@ RegionBaseline prepare_region(MemoryProbe& probe) {
 namespace sampler::detail {
 
 RegionSummary summarize_region(const RegionBaseline& baseline, MemoryProbe& probe, const RegionTotals& totals) {
-  RegionSummary summary;
-  summary.baseline_rss_bytes = baseline.rss_bytes;
-  summary.samples = totals.samples;
-  summary.dropped_samples = totals.dropped_samples;
-  summary.missed_ticks = totals.missed_ticks;
-  summary.max_sampled_rss_bytes = totals.rss_max;
+  RegionSummary summary{.baseline_rss_bytes = baseline.rss_bytes,
+                        .max_sampled_rss_bytes = totals.rss_max,
+                        .samples = totals.samples,
+                        .dropped_samples = totals.dropped_samples,
+                        .missed_ticks = totals.missed_ticks};
   if (totals.rss_count > 0) summary.mean_rss_bytes = totals.rss_sum / static_cast<double>(totals.rss_count);
   if (totals.sys_used_count > 0)
     summary.sys_used_mean_bytes = totals.sys_used_sum / static_cast<double>(totals.sys_used_count);

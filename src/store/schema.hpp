@@ -1,10 +1,10 @@
 #pragma once
-// The results file's tables as data: for each table its columns (name, place
-// in the row struct, kind, unit), description and storage layout. The
-// compound types HDF5 needs are built from these descriptions, so a column's
-// name, its unit attribute and its memory mapping are written in one place.
+// The results file's tables as HDF5 sees them: for each table its columns
+// (columns.hpp declares them), description, default row and storage layout.
+// The compound types HDF5 needs are built from these descriptions.
 // docs/results-file.md documents the same tables for readers.
 
+#include "memsweep/columns.hpp"
 #include "memsweep/results.hpp"
 #include "memsweep/sample_chunk.hpp"
 #include "memsweep/store.hpp"
@@ -27,13 +27,15 @@ inline constexpr char kMessagesTable[] = "messages";  // schema 5
 inline constexpr char kSearchesTable[] = "searches";  // schema 6
 inline constexpr char kMetricsTable[] = "metrics";    // schema 11
 
-// Attribute names on each table: "unit:<column>" per column, and one
-// description.
+// Attribute names on each table: per column "unit:<column>" and, from
+// schema 12, "since:<column>" (the version that added it) and, for a
+// figure whose -1 means not measured, "missing:<column>" (that value); an
+// estimate part's "label:<column>"; and one description.
 inline constexpr char kUnitPrefix[] = "unit:";
+inline constexpr char kSincePrefix[] = "since:";
+inline constexpr char kMissingPrefix[] = "missing:";
 inline constexpr char kLabelPrefix[] = "label:";
 inline constexpr char kDescriptionAttribute[] = "description";
-
-enum class ColumnKind { int32, int64, uint64, float64, text, int32_array };
 
 struct Column {
   std::string name;
@@ -44,6 +46,7 @@ struct Column {
   // The schema version that added the column: files of older versions lack
   // it, and their rows read the row struct's default value there.
   int since_version = 1;
+  MinusOne minus_one = MinusOne::value;
   // What the column holds, in words, where its name cannot say it exactly
   // (an estimate part's name, "oneDNN scratchpad"): the table's
   // kLabelPrefix attribute of the column. Empty: no such attribute.

@@ -27,6 +27,14 @@ PropertyHandle access_properties(std::size_t chunk_bytes, const Hdf5Errors& erro
   return dapl;
 }
 
+hid_t missing_value_type(const Column& column) {
+  switch (column.kind) {
+    case ColumnKind::int32: return H5T_STD_I32LE;
+    case ColumnKind::float64: return H5T_IEEE_F64LE;
+    default: return H5T_STD_I64LE;
+  }
+}
+
 }  // namespace
 
 Table::Table(std::string name, DatasetHandle dataset, TypeHandle memory_type, std::uint64_t chunk_rows,
@@ -63,6 +71,10 @@ Table Table::create(hid_t file, const TableSchema& schema, const TableStorage& s
   write_string_attribute(dataset.get(), kDescriptionAttribute, schema.description, errors);
   for (const Column& column : schema.columns) {
     write_string_attribute(dataset.get(), kUnitPrefix + column.name, column.unit, errors);
+    write_int_attribute(dataset.get(), kSincePrefix + column.name, column.since_version, H5T_STD_I32LE, errors);
+    // In the column's own type, so that a reader compares like with like.
+    if (column.minus_one == MinusOne::not_measured)
+      write_int_attribute(dataset.get(), kMissingPrefix + column.name, -1, missing_value_type(column), errors);
     if (!column.label.empty()) write_string_attribute(dataset.get(), kLabelPrefix + column.name, column.label, errors);
   }
   return Table(schema.name, std::move(dataset), memory_type(schema, errors), storage.chunk_rows, errors);

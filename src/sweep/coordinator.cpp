@@ -183,8 +183,8 @@ class Coordinator {
     AttemptWatch& watch = watches_[slot];
     watch.assigned = watch.heard = Clock::now();
     watch.series.emplace(job->trial.id, job->attempt.attempt);
-    const Assignment assignment = assignment_of(*job);
-    comm_.send(worker, tag::kAssign, payload_of(assignment));
+    const std::string assignment = encode(assignment_of(*job));
+    comm_.send(worker, tag::kAssign, std::as_bytes(std::span(assignment.data(), assignment.size())));
     if (options_.progress != nullptr) options_.progress->trial_started(job->trial, job->attempt.attempt, worker);
     busy_[slot] = std::move(job);
   }

@@ -1,4 +1,6 @@
 #include "sweep/protocol.hpp"
+
+#include "config/search_point_fields.hpp"
 #include "sweep/trial_cursor.hpp"
 
 #include "common/field_codec.hpp"
@@ -68,7 +70,13 @@ namespace {
 
 // The session messages' fields, each struct's listed once: encode() and
 // the decode_*() functions walk the same lists (common/field_codec.hpp).
-struct SessionFields {
+struct SessionFields : config::SearchPointFields {
+  using config::SearchPointFields::operator();
+  void operator()(FieldsOf<Assignment> auto& assignment, auto&& each) const {
+    each("index", assignment.index);
+    each("attempt", assignment.attempt);
+    each("probe", assignment.probe);
+  }
   void operator()(FieldsOf<StepOutcome> auto& outcome, auto&& each) const {
     each("status", outcome.status);
     each("message", outcome.message);
@@ -114,6 +122,7 @@ Message decode_message(std::string_view bytes, std::string_view name) {
 std::string encode(const StepOutcome& outcome) { return encode_message(outcome); }
 std::string encode(const RunRowMessage& message) { return encode_message(message); }
 std::string encode(const SetupMessage& message) { return encode_message(message); }
+std::string encode(const Assignment& assignment) { return encode_message(assignment); }
 
 StepOutcome decode_step_outcome(std::string_view bytes) {
   return decode_message<StepOutcome>(bytes, "final status message");
@@ -127,16 +136,10 @@ SetupMessage decode_setup_message(std::string_view bytes) {
   return decode_message<SetupMessage>(bytes, "setup message");
 }
 
+Assignment decode_assignment(std::string_view bytes) { return decode_message<Assignment>(bytes, "assignment"); }
+
 Assignment assignment_of(const Job& job) {
-  Assignment assignment{.index = job.attempt.index, .attempt = job.attempt.attempt};
-  if (const std::optional<SearchPoint>& point = job.trial.search) {
-    assignment.search = point->search;
-    assignment.value = point->value;
-    assignment.limit_bytes = point->limit_bytes;
-    assignment.probe = point->probe;
-    assignment.full = point->full ? 1 : 0;
-  }
-  return assignment;
+  return Assignment{.index = job.attempt.index, .attempt = job.attempt.attempt, .probe = job.trial.search};
 }
 
 TrialSpec assigned_trial(const Assignment& assignment, const SweepTrials& trials, const SearchSpec* search) {
@@ -145,15 +148,10 @@ TrialSpec assigned_trial(const Assignment& assignment, const SweepTrials& trials
                              std::to_string(trials.size()));
   // Made here from its position: no rank holds the sweep's list.
   TrialSpec trial = trials[assignment.index];
-  if (assignment.search < 0) return trial;
+  if (!assignment.probe) return trial;
   if (search == nullptr)
     throw std::runtime_error("sweep protocol: rank 0 assigned a search's probe to a sweep without one");
-  return search_trial(trial, *search,
-                      SearchPoint{.search = assignment.search,
-                                  .probe = assignment.probe,
-                                  .value = assignment.value,
-                                  .limit_bytes = assignment.limit_bytes,
-                                  .full = assignment.full != 0});
+  return search_trial(trial, *search, *assignment.probe);
 }
 
 }  // namespace memsweep::sweep::detail

@@ -6,12 +6,13 @@
 // docs/sweep.md draws the exchange.
 
 #include "memsweep/error.hpp"
-#include "memsweep/store.hpp"
+#include "memsweep/results.hpp"
 #include "memsweep/sweep.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -41,18 +42,15 @@ inline constexpr int kFinish = 13;  // empty: no more trials, return (always the
 
 std::string tag_name(int tag);
 
+// Sent through the field codec (encode, decode_assignment), as the trial
+// protocol sends a job: a probe travels as the SearchPoint it is.
 struct Assignment {
   std::uint64_t index = 0;  // into the trials every rank holds (a search's: its configurations)
   std::int32_t attempt = 0;
-  // A search's probe (SearchPoint): search -1 for none. The worker makes
-  // the probe from its configuration, as rank 0 did (search_trial()).
-  std::int32_t search = -1;
-  std::int64_t value = 0;
-  std::uint64_t limit_bytes = 0;
-  std::int32_t probe = 0;
-  std::int32_t full = 1;
+  // A search's probe; none for a plain trial. The worker makes the probe's
+  // trial from its configuration, as rank 0 did (search_trial()).
+  std::optional<SearchPoint> probe{};
 };
-static_assert(std::is_trivially_copyable_v<Assignment> && sizeof(Assignment) == 40);
 
 struct Job;
 Assignment assignment_of(const Job& job);
@@ -144,6 +142,8 @@ struct SetupMessage {
 std::string encode(const StepOutcome& outcome);  // also the final status, after the sweep
 std::string encode(const RunRowMessage& message);
 std::string encode(const SetupMessage& message);
+std::string encode(const Assignment& assignment);
+Assignment decode_assignment(std::string_view bytes);
 StepOutcome decode_step_outcome(std::string_view bytes);
 RunRowMessage decode_run_row_message(std::string_view bytes);
 SetupMessage decode_setup_message(std::string_view bytes);

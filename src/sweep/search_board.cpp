@@ -87,12 +87,12 @@ void SearchBoard::add_result(Search& search, const TrialRow& row) {
                      .outcome = probe_outcome(row),
                      .peak_bytes = static_cast<double>(row.rss_peak),
                      .seconds = row.wall_seconds,
-                     .status = get_fixed(row.status),
+                     .status = parse_status(get_fixed(row.status)),
                      .message = get_fixed(row.message)};
   if (result.outcome == ProbeOutcome::retry) {
     // A stop (a signal, a Slurm requeue) interrupts a probe through no
     // fault of its own: only a probe killed without a result counts.
-    if (result.status == status_name(TrialStatus::interrupted) || ++lost_[id] < kMaxLostAttempts) return;
+    if (result.status == TrialStatus::interrupted || ++lost_[id] < kMaxLostAttempts) return;
     result.outcome = ProbeOutcome::failed;
     result.message = fmt::format("no result in {} attempts; the last: {}", kMaxLostAttempts, result.message);
   }
@@ -202,32 +202,32 @@ SearchRow SearchBoard::row_of(std::size_t index, const SearchStanding& standing)
   const Search& search = searches_[index];
   const TrialSpec& configuration = made_[search.configuration];
   const TrialRow trial = trial_row_for(configuration, 0);
-  SearchRow row;
-  row.search = static_cast<std::int32_t>(index);
-  row.configuration = static_cast<std::int32_t>(search.configuration);
-  row.limit_index = static_cast<std::int32_t>(search.limit_index);
-  row.run = run_;
-  row.configuration_id = trial.trial_id;
-  row.trainer = trial.trainer;
-  row.dataset = trial.dataset;
-  row.model = trial.model;
-  row.optimizer = trial.optimizer;
-  row.learning_rate = trial.learning_rate;
-  row.epochs = trial.epochs;
-  row.batch_size = trial.batch_size;
-  row.depth = trial.depth;
-  row.hidden = trial.hidden;
-  row.channels = trial.channels;
-  row.repeat = trial.repeat;
-  row.params = trial.params;
-  row.definition = trial.definition;
-  row.memory_plan = trial.memory_plan;
-  row.recompute_every = trial.recompute_every;
+  // The configuration as its trial row names it.
+  SearchRow row{.search = static_cast<std::int32_t>(index),
+                .configuration = static_cast<std::int32_t>(search.configuration),
+                .limit_index = static_cast<std::int32_t>(search.limit_index),
+                .run = run_,
+                .configuration_id = trial.trial_id,
+                .trainer = trial.trainer,
+                .dataset = trial.dataset,
+                .model = trial.model,
+                .optimizer = trial.optimizer,
+                .learning_rate = trial.learning_rate,
+                .epochs = trial.epochs,
+                .batch_size = trial.batch_size,
+                .depth = trial.depth,
+                .hidden = trial.hidden,
+                .channels = trial.channels,
+                .repeat = trial.repeat,
+                .params = trial.params,
+                .definition = trial.definition,
+                .range_low = spec_.low,
+                .range_high = spec_.high,
+                .limit = static_cast<std::int64_t>(spec_.limits[search.limit_index]),
+                .memory_plan = trial.memory_plan,
+                .recompute_every = trial.recompute_every};
   set_fixed(row.axis, spec_.axis);
-  row.range_low = spec_.low;
-  row.range_high = spec_.high;
   const double limit = static_cast<double>(spec_.limits[search.limit_index]);
-  row.limit = static_cast<std::int64_t>(spec_.limits[search.limit_index]);
   // The runner put each probe in a cgroup with the limit as its memory.max
   // where the node allowed it; the rank's budget kill holds it otherwise.
   set_fixed(row.enforced_by, search.isolation.starts_with("cgroup") ? search.isolation : std::string("budget"));

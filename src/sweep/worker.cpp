@@ -89,7 +89,8 @@ SweepResult run_worker(Communicator& comm, const SweepTrials& trials, TrialRunne
       result.stopped = told_to_stop;
       return result;
     }
-    const Assignment job = payload_as<Assignment>(answer);
+    const Assignment job =
+        decode_assignment(std::string_view(reinterpret_cast<const char*>(answer.bytes.data()), answer.bytes.size()));
     const TrialSpec trial = assigned_trial(job, trials, options.search);
     const TrialRecord record = run_streamed_trial(
         trial_thread, runner, trial, trial_context(comm, host, job.attempt, options), options.flush_interval, hooks);

@@ -32,17 +32,15 @@ double test_accuracy(Trainer& trainer, const SplitView& test, std::size_t batch)
 }  // namespace
 
 TrainerConfig trainer_config(const TrainingSpec& spec, std::size_t train_examples, std::size_t test_examples) {
-  TrainerConfig config;
-  config.model = spec.model;
-  config.optimizer = spec.optimizer;
-  config.learning_rate = spec.learning_rate;
-  config.seed = spec.seed;
-  config.memory_plan = spec.memory_plan;
-  config.recompute_every = spec.recompute_every;
   const std::size_t batch = std::min<std::size_t>(static_cast<std::size_t>(spec.batch_size), train_examples);
-  config.train_batch_sizes = {batch, train_examples % batch};
-  config.eval_batch_sizes = {std::min(batch, test_examples), test_examples % batch};
-  return config;
+  return TrainerConfig{.model = spec.model,
+                       .optimizer = spec.optimizer,
+                       .learning_rate = spec.learning_rate,
+                       .seed = spec.seed,
+                       .memory_plan = spec.memory_plan,
+                       .recompute_every = spec.recompute_every,
+                       .train_batch_sizes = {batch, train_examples % batch},
+                       .eval_batch_sizes = {std::min(batch, test_examples), test_examples % batch}};
 }
 
 TrainingResult train_trial(const TrainingSpec& spec, const DatasetView& data, const TrainingOptions& options) {

@@ -239,9 +239,9 @@ TEST_F(Export, SearchesEveryColumnInBothFormats) {
         table.columns,
         ElementsAre("search", "configuration", "limit_index", "run", "configuration_id", "trainer", "dataset", "model",
                     "optimizer", "learning_rate", "epochs", "batch_size", "depth", "hidden", "channels", "repeat",
-                    "params", "memory_plan", "recompute_every", "axis", "range_low", "range_high", "limit_bytes",
-                    "enforced_by", "strategy", "status", "fits", "fits_verified", "does_not_fit", "fit_a_mib",
-                    "fit_b_mib", "predicted", "trials", "seconds", "message", "definition"));
+                    "params", "axis", "range_low", "range_high", "limit_bytes", "enforced_by", "strategy", "status",
+                    "fits", "fits_verified", "does_not_fit", "fit_a_mib", "fit_b_mib", "predicted", "trials", "seconds",
+                    "message", "memory_plan", "recompute_every", "definition"));
     ASSERT_EQ(table.rows.size(), 2u) << format;
     for (const auto& row : table.rows) EXPECT_EQ(row.size(), table.columns.size());
     const SearchRow found = example_search(0);

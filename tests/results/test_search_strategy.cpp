@@ -208,7 +208,7 @@ Simulation simulate(const SearchSettings& s, const Curves& curves, int workers =
       const double peak = (result.full ? curves.full : curves.probe)(probe.value);
       if (failing && probe.value == *failing) {
         result.outcome = ProbeOutcome::failed;
-        result.status = "failed";
+        result.status = TrialStatus::failed;
         result.message = "exit code 3";
       } else if (peak <= s.limit_bytes) {
         result.outcome = ProbeOutcome::fits;
@@ -424,7 +424,7 @@ TEST(SearchStrategyFailure, AFailureWaitsForTheRunningProbes) {
   ProbeResult failed;
   failed.value = 100;
   failed.outcome = ProbeOutcome::failed;
-  failed.status = "diverged";
+  failed.status = TrialStatus::diverged;
   failed.message = "loss is nan";
   const std::vector<ProbeResult> finished{failed};
   const std::vector<NextProbe> running{{400, false}};

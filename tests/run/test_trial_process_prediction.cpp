@@ -16,13 +16,16 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <string>
 
 namespace memsweep::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
@@ -93,6 +96,48 @@ TEST(TrialProcessPrediction, CalibratedItPredictsSmallTrialsWithinTenPercentOrOn
   EXPECT_THAT(estimate.out, HasSubstr("trial process"));
   EXPECT_THAT(estimate.out, HasSubstr("calibrated on"));
   EXPECT_THAT(estimate.out, HasSubstr("in a fresh trial process"));
+}
+
+std::string file_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// The run command (ci/run-default.sh) calibrates a machine on its first run
+// only: later runs, and a machine already calibrated, keep the calibration;
+// one measured on another CPU model is measured again.
+TEST(TrialProcessPrediction, IfUncalibratedMeasuresOncePerCpuModel) {
+  const TempDir dir;
+  const std::filesystem::path calibration = dir.path() / "cache" / "trial-process.toml";
+  const std::map<std::string, std::string> environment{{"MEMSWEEP_CALIBRATION", calibration.string()},
+                                                       {"OMP_NUM_THREADS", "1"}};
+  const auto calibrate = [&] {
+    const CommandResult result =
+        run_command(memsweep_argv({"estimate", "--calibrate", "--if-uncalibrated", "--calibration-runs", "1"}),
+                    dir.path().string(), environment);
+    EXPECT_EQ(result.exit_status, 0) << result.err;
+    return result.out;
+  };
+  EXPECT_THAT(calibrate(), HasSubstr("written to " + calibration.string()));
+  const std::string first = file_text(calibration);
+  ASSERT_THAT(first, HasSubstr("cpu = "));
+  const std::string again = calibrate();
+  EXPECT_THAT(again, HasSubstr("calibrated already (" + calibration.string()));
+  EXPECT_THAT(again, Not(HasSubstr("written to")));
+  EXPECT_EQ(file_text(calibration), first) << "the kept calibration is left as it was";
+
+  // Measured on another CPU: set aside, and measured again here.
+  std::string other = first;
+  const std::size_t cpu = other.find("cpu = ");
+  other.replace(cpu, other.find('\n', cpu) - cpu, "cpu = \"another CPU\"");
+  std::ofstream(calibration) << other;
+  EXPECT_THAT(calibrate(), HasSubstr("written to " + calibration.string()));
+  EXPECT_THAT(file_text(calibration), Not(HasSubstr("another CPU")));
+
+  const CommandResult alone =
+      run_command(memsweep_argv({"estimate", "--if-uncalibrated"}), dir.path().string(), environment);
+  EXPECT_EQ(alone.exit_status, 2);
+  EXPECT_THAT(alone.err, HasSubstr("--if-uncalibrated goes with --calibrate"));
 }
 
 TEST(TrialProcessPrediction, ABadCalibrationFileStopsTheRunNamingIt) {

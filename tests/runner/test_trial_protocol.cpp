@@ -2,6 +2,7 @@
 // message through a real pipe and back, and every way a frame can be bad.
 
 #include "runner/trial_protocol.hpp"
+#include "support/member_count.hpp"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -59,26 +60,6 @@ Frame through_pipe(const Frame& frame) {
   return got ? *got : Frame{};
 }
 
-// Converts to any member's type, so that T{AnyMember{}, ...} compiles for
-// as many initialisers as the aggregate T has members, and no more.
-struct AnyMember {
-  template <typename T>
-  operator T() const;  // never defined: only asked about, never called
-};
-
-template <typename T, std::size_t... I>
-constexpr bool initialisable(std::index_sequence<I...>) {
-  return requires { T{(void(I), AnyMember{})...}; };
-}
-
-template <typename T, std::size_t N = 0>
-constexpr std::size_t member_count() {
-  if constexpr (!initialisable<T>(std::make_index_sequence<N + 1>()))
-    return N;
-  else
-    return member_count<T, N + 1>();
-}
-
 // Each list of the protocol names every member of its struct (issue 44:
 // counts typed here by hand passed when bumped without a line in the list).
 // A field added to a struct fails here until it is listed in TrialFields
@@ -86,7 +67,7 @@ constexpr std::size_t member_count() {
 // in expect_same_trial(), so that AJobCarriesEveryFieldOfTheTrial sees it travel.
 template <typename T>
 void expect_every_member_listed(const char* name) {
-  EXPECT_EQ(listed_fields<T>(), member_count<T>()) << name << ": the protocol's list and the struct differ";
+  EXPECT_EQ(listed_fields<T>(), testing::member_count<T>()) << name << ": the protocol's list and the struct differ";
 }
 
 TEST(TrialProtocol, EachStructsListNamesEveryMember) {

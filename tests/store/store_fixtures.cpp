@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
+#include <string_view>
 
 namespace memsweep::testing {
 
@@ -111,6 +113,7 @@ TrialRow example_trial(int index, std::string_view status) {
   row.recompute_every = index % 2 == 0 ? 3 + index : 0;
   // Schema 10: what the analysis reads instead of working it out.
   row.parameters = 123'456 + index;
+  row.train_examples = 60'000 - static_cast<std::int64_t>(index);
   record_estimate_part(row, estimate_part::kParameters, 493'824 + index);
   record_estimate_part(row, estimate_part::kScratchpad, 65'536);
   record_estimate_part(row, estimate_part::kResidentDataset, 219'520'000);
@@ -299,6 +302,7 @@ void expect_same(const TrialRow& expected, const TrialRow& actual) {
   EXPECT_EQ(actual.recompute_every, expected.recompute_every);
   EXPECT_EQ(actual.parameters, expected.parameters);
   EXPECT_EQ(actual.estimate_parts, expected.estimate_parts);
+  EXPECT_EQ(actual.train_examples, expected.train_examples);
 }
 
 void expect_same(const SampleRow& expected, const SampleRow& actual, std::size_t counters) {
@@ -453,8 +457,11 @@ void drop_columns(hid_t file, const std::string& name, const std::vector<std::st
   }
   std::vector<std::pair<std::string, std::string>> attributes{
       {"description", read_text_attribute(dataset, "description")}};
-  for (const std::string& column : kept_names)
+  for (const std::string& column : kept_names) {
     attributes.emplace_back("unit:" + column, read_text_attribute(dataset, "unit:" + column));
+    if (H5Aexists(dataset, ("label:" + column).c_str()) > 0)
+      attributes.emplace_back("label:" + column, read_text_attribute(dataset, "label:" + column));
+  }
   const hid_t dcpl = H5Dget_create_plist(dataset);
   H5Dclose(dataset);
   H5Tclose(stored);
@@ -485,14 +492,43 @@ TrialRow without_gpu_memory(TrialRow row) {
   return row;
 }
 
+namespace {
+
+// Deletes the attributes of table `name` whose names begin with one of `prefixes`.
+void delete_attributes(hid_t file, const char* name, std::initializer_list<std::string_view> prefixes) {
+  if (H5Lexists(file, name, H5P_DEFAULT) <= 0) return;
+  const hid_t dataset = H5Dopen2(file, name, H5P_DEFAULT);
+  std::vector<std::string> doomed;
+  H5Aiterate2(
+      dataset, H5_INDEX_NAME, H5_ITER_NATIVE, nullptr,
+      [](hid_t, const char* attribute, const H5A_info_t*, void* names) -> herr_t {
+        static_cast<std::vector<std::string>*>(names)->emplace_back(attribute);
+        return 0;
+      },
+      &doomed);
+  for (const std::string& attribute : doomed)
+    for (const std::string_view prefix : prefixes)
+      if (attribute.starts_with(prefix)) {
+        EXPECT_GE(H5Adelete(dataset, attribute.c_str()), 0) << attribute;
+      }
+  H5Dclose(dataset);
+}
+
+}  // namespace
+
 void rewrite_as_schema_version(const std::filesystem::path& path, int version) {
   ASSERT_TRUE(version >= 1 && version <= kSchemaVersion - 1) << "no such older version: " << version;
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   ASSERT_GE(file, 0) << path;
-  EXPECT_GE(H5Ldelete(file, "metrics", H5P_DEFAULT), 0) << "schema 11's /metrics";
-  std::vector<std::string> dropped;
+  // Schema 12: every column's since: and missing: attributes, and /trials' train_examples.
+  for (const char* table : {"trials", "samples", "epochs", "runs", "messages", "searches", "metrics"})
+    delete_attributes(file, table, {"since:", "missing:"});
+  std::vector<std::string> dropped{"train_examples"};
+  if (version < 11) {
+    EXPECT_GE(H5Ldelete(file, "metrics", H5P_DEFAULT), 0) << "schema 11's /metrics";
+  }
   if (version < 10) {
-    dropped = kTrialColumnsOfVersion10;
+    dropped.insert(dropped.end(), kTrialColumnsOfVersion10.begin(), kTrialColumnsOfVersion10.end());
     EXPECT_GE(H5Adelete(file, "final_statuses"), 0) << "schema 10's final_statuses";
   }
   if (version < 9) drop_columns(file, "runs", {"trial_process_cost"});
@@ -514,7 +550,7 @@ void rewrite_as_schema_version(const std::filesystem::path& path, int version) {
   }
   if (version < 4) dropped.insert(dropped.end(), kTrialColumnsOfVersion4.begin(), kTrialColumnsOfVersion4.end());
   if (version < 3) dropped.insert(dropped.end(), kTrialColumnsOfVersion3.begin(), kTrialColumnsOfVersion3.end());
-  if (!dropped.empty()) drop_columns(file, "trials", dropped);
+  drop_columns(file, "trials", dropped);
   if (version < 2) dropped_samples.emplace_back("sys_total");
   if (!dropped_samples.empty()) drop_columns(file, "samples", dropped_samples);
   const hid_t attribute = H5Aopen(file, "schema_version", H5P_DEFAULT);

@@ -51,7 +51,8 @@ std::string store_error(const std::function<void()>& action);
 // kSampleColumnsOfVersion7; schema 8 the memory plan's columns of
 // kTrialColumnsOfVersion8; schema 9 /runs' trial_process_cost; schema 10
 // the /trials columns of kTrialColumnsOfVersion10 and the root attribute
-// final_statuses; schema 11 the /metrics table.
+// final_statuses; schema 11 the /metrics table; schema 12 the columns'
+// since: and missing: attributes and /trials' train_examples.
 void rewrite_as_schema_version(const std::filesystem::path& path, int version);
 // `row` with its GPU memory (schema 7) not measured, as an older file or a
 // trial without NVML reads.

@@ -72,6 +72,24 @@ std::string label_of(const std::filesystem::path& path, const char* table, const
   return table_attribute(path, table, store::kLabelPrefix + column, "");
 }
 
+// A numeric attribute of a table, as a double (HDF5 converts); nullopt where it has none.
+std::optional<double> table_number(const std::filesystem::path& path, const char* table, const std::string& name) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  EXPECT_GE(file, 0);
+  const hid_t dataset = H5Dopen2(file, table, H5P_DEFAULT);
+  std::optional<double> value;
+  if (H5Aexists(dataset, name.c_str()) > 0) {
+    const hid_t attribute = H5Aopen(dataset, name.c_str(), H5P_DEFAULT);
+    double read = 0.0;
+    EXPECT_GE(H5Aread(attribute, H5T_NATIVE_DOUBLE, &read), 0) << name;
+    value = read;
+    H5Aclose(attribute);
+  }
+  H5Dclose(dataset);
+  H5Fclose(file);
+  return value;
+}
+
 // A text-list attribute of the file's root group.
 std::vector<std::string> root_strings(const std::filesystem::path& path, const std::string& name) {
   const store::Hdf5Errors errors(path);
@@ -187,6 +205,39 @@ TEST(CurrentSchemaVersion, WritesHowEachTrialProcessEndedAndWhatTrainedItWithUni
   for (const auto& [column, unit] : search_units) EXPECT_EQ(unit_of(path, "searches", column), unit) << column;
 }
 
+// Schema 12: each column says which version added it, and each figure
+// whose -1 means "not measured" says so, so that a reader needs no table of
+// its own; and /trials records the examples each trial trained on.
+TEST(CurrentSchemaVersion, EachColumnSaysWhenItCameAndWhatNotMeasuredIs) {
+  const testing::TempDir dir;
+  const auto path = dir.path() / "results.h5";
+  {
+    ResultStore store = ResultStore::create(path, example_header(), false, {});
+    store.append_trial(example_trial(0), {});
+    store.close();
+  }
+  EXPECT_EQ(ResultReader(path).trials().at(0).train_examples, example_trial(0).train_examples);
+  EXPECT_EQ(table_number(path, "trials", "since:trial_id"), 1);
+  EXPECT_EQ(table_number(path, "trials", "since:pid"), 3);
+  EXPECT_EQ(table_number(path, "trials", "since:gpu_peak"), 7);
+  EXPECT_EQ(table_number(path, "trials", "since:estimate_step_arena"), 10);
+  EXPECT_EQ(table_number(path, "trials", "since:train_examples"), 12);
+  EXPECT_EQ(unit_of(path, "trials", "train_examples"), "1");
+  EXPECT_EQ(table_number(path, "samples", "since:sys_total"), 2);
+  EXPECT_EQ(table_number(path, "runs", "since:trial_process_cost"), 9);
+  EXPECT_EQ(table_number(path, "samples", std::string("since:") + example_header().counter_columns.at(0)), 1);
+  for (const char* figure : {"rss_peak", "test_accuracy", "start_seconds", "cgroup_peak", "parameters",
+                             "estimate_onednn_scratchpad", "train_examples"})
+    EXPECT_EQ(table_number(path, "trials", std::string("missing:") + figure), -1) << figure;
+  // -1 there is a value: no search, no process; and a count is never missing.
+  for (const char* value : {"attempt", "search", "pid", "epochs_done", "status"})
+    EXPECT_EQ(table_number(path, "trials", std::string("missing:") + value), std::nullopt) << value;
+  EXPECT_EQ(table_number(path, "samples", "missing:rss"), -1);
+  EXPECT_EQ(table_number(path, "samples", std::string("missing:") + example_header().counter_columns.at(0)), -1);
+  EXPECT_EQ(table_number(path, "epochs", "missing:sys_used"), -1);
+  EXPECT_EQ(table_number(path, "searches", "missing:fits"), std::nullopt);
+}
+
 TEST(CurrentSchemaVersion, SearchesAreReadByTheWriterAndAResume) {
   const testing::TempDir dir;
   const auto path = dir.path() / "results.h5";
@@ -248,7 +299,11 @@ class OlderVersion : public ::testing::TestWithParam<int> {
     EXPECT_EQ(H5Tget_member_index(trial_type, "parameters") >= 0, version() >= 10);
     EXPECT_EQ(H5Tget_member_index(trial_type, "estimate_onednn_scratchpad") >= 0, version() >= 10);
     EXPECT_EQ(H5Aexists(file, "final_statuses") > 0, version() >= 10);
-    EXPECT_EQ(H5Lexists(file, "metrics", H5P_DEFAULT), 0);
+    EXPECT_EQ(H5Lexists(file, "metrics", H5P_DEFAULT) > 0, version() >= 11);
+    // Schema 12's: /trials' train_examples, and each column's since: and missing: attributes.
+    EXPECT_LT(H5Tget_member_index(trial_type, "train_examples"), 0);
+    EXPECT_EQ(H5Aexists(trials, "since:pid"), 0);
+    EXPECT_EQ(H5Aexists(samples, "missing:rss"), 0);
     EXPECT_EQ(H5Tget_member_index(sample_type, "sys_total") >= 0, version() >= 2);
     H5Tclose(sample_type);
     H5Tclose(trial_type);
@@ -263,6 +318,7 @@ class OlderVersion : public ::testing::TestWithParam<int> {
 // What an old file's trial row reads as: its own columns, and "not
 // measured" for those added after its version.
 TrialRow as_read_from_an_older_file(TrialRow row, int version) {
+  row.train_examples = -1;  // schema 12's: every older file lacks it
   if (version >= 10) return row;
   row.parameters = -1;
   row.estimate_parts = kNoEstimateParts;
@@ -339,8 +395,9 @@ TEST_P(OlderVersion, ReadsItsColumnsAndDefaultsForTheNewOnes) {
       EXPECT_EQ(trials[1].parameters, -1);
       EXPECT_EQ(trials[1].estimate_parts[*estimate_part_slot(estimate_part::kScratchpad)], -1);
     }
-    // Before schema 11, no /metrics: no program metrics to read.
+    // Before schema 11, no /metrics: no program metrics to read (and none written in this file's).
     EXPECT_TRUE(reader.metrics().empty());
+    EXPECT_EQ(trials[1].train_examples, -1);  // schema 12's
     if (version() < 6) {
       EXPECT_EQ(trials[1].search, -1);
       EXPECT_EQ(trials[1].reported_oom, 0);
@@ -415,7 +472,7 @@ TEST_P(OlderVersion, ATableReadsTheDefaultsWhateverTheBufferHeld) {
     expect_same(as_read_from_an_older_file(example_trial(i), version()), rows[static_cast<std::size_t>(i)]);
 }
 
-INSTANTIATE_TEST_SUITE_P(Versions1To10, OlderVersion, ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
+INSTANTIATE_TEST_SUITE_P(Versions1To11, OlderVersion, ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11),
                          [](const ::testing::TestParamInfo<int>& case_info) {
                            return fmt::format("Version{}", case_info.param);
                          });

@@ -14,6 +14,8 @@
 namespace memsweep::testing {
 namespace {
 
+using sweep::detail::Assignment;
+using sweep::detail::decode_assignment;
 using sweep::detail::decode_run_row_message;
 using sweep::detail::decode_setup_message;
 using sweep::detail::decode_step_outcome;
@@ -72,6 +74,23 @@ TEST(SessionMessages, AFailedSetupCarriesNoColumns) {
   const SetupMessage got = decode_setup_message(encode(sent));
   EXPECT_EQ(got.outcome, sent.outcome);
   EXPECT_TRUE(got.counter_columns.empty());
+}
+
+// A search's probe crosses as the SearchPoint it is (issue 44: it was five
+// integers of a raw struct, rebuilt on the worker).
+TEST(SessionMessages, AnAssignmentCarriesItsProbeWhole) {
+  const Assignment plain = decode_assignment(encode(Assignment{.index = 7, .attempt = 2}));
+  EXPECT_EQ(plain.index, 7u);
+  EXPECT_EQ(plain.attempt, 2);
+  EXPECT_FALSE(plain.probe.has_value());
+  const SearchPoint point{.search = 3, .probe = 4, .value = 96, .limit_bytes = 5'000'000'001, .full = false};
+  const Assignment probe = decode_assignment(encode(Assignment{.index = 1, .attempt = 0, .probe = point}));
+  ASSERT_TRUE(probe.probe.has_value());
+  EXPECT_EQ(probe.probe->search, 3);
+  EXPECT_EQ(probe.probe->probe, 4);
+  EXPECT_EQ(probe.probe->value, 96);
+  EXPECT_EQ(probe.probe->limit_bytes, 5'000'000'001u);
+  EXPECT_FALSE(probe.probe->full);
 }
 
 TEST(SessionMessages, AnEmptyMessageEndsInsideItsFirstField) {

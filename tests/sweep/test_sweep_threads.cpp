@@ -230,7 +230,9 @@ TEST(SilentWorker, IsGivenUpItsTrialRecordedInterruptedAndRunAgainElsewhere) {
         // Takes a trial, sends three of its samples, then nothing for twice
         // the grace; then its late row, which must change nothing.
         send_empty(comm, 0, tag::kRequest);
-        const Assignment job = sweep::detail::payload_as<Assignment>(expect_message(comm, tag::kAssign));
+        const Message assigned = expect_message(comm, tag::kAssign);
+        const Assignment job = sweep::detail::decode_assignment(
+            std::string_view(reinterpret_cast<const char*>(assigned.bytes.data()), assigned.bytes.size()));
         silent_trial = trials[job.index].id;
         std::vector<SampleRow> samples(3);
         for (std::size_t i = 0; i < samples.size(); ++i) {
@@ -375,7 +377,8 @@ TEST(WorkerProtocol, AnAssignmentPastTheTrialsIsAProtocolError) {
   ThreadGroup group(2);
   const auto errors = group.run({[](Communicator& comm) {
                                    comm.receive(1, kLongWait);
-                                   comm.send(1, tag::kAssign, payload_of(Assignment{.index = 9, .attempt = 0}));
+                                   const std::string past = sweep::detail::encode(Assignment{.index = 9, .attempt = 0});
+                                   comm.send(1, tag::kAssign, std::as_bytes(std::span(past.data(), past.size())));
                                  },
                                  worker(trials, runner)});
   EXPECT_EQ(message_of(errors[1]), "sweep protocol: rank 0 assigned trial 9 of 2");
@@ -392,7 +395,9 @@ TEST(WorkerProtocol, ATruncatedAssignmentIsAProtocolError) {
                                    comm.send(1, tag::kAssign, eight_bytes);
                                  },
                                  worker(trials, runner)});
-  EXPECT_EQ(message_of(errors[1]), bad_payload("ASSIGN", 0, 8, sizeof(Assignment)));
+  EXPECT_EQ(message_of(errors[1]),
+            "sweep protocol: the assignment (8 bytes): ends inside its field attempt (are all ranks running the same "
+            "memsweep build?)");
 }
 
 }  // namespace

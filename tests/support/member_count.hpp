@@ -1,0 +1,32 @@
+#pragma once
+// The number of members of an aggregate, counted by the compiler: the most
+// initialisers T{...} takes. For tests that check a list (the protocol's
+// fields, a table's columns) names every member of its struct, so that a
+// member added without its entry fails to compile or fails the test.
+
+#include <cstddef>
+#include <utility>
+
+namespace memsweep::testing {
+
+// Converts to any member's type, so that T{AnyMember{}, ...} compiles for
+// as many initialisers as the aggregate T has members, and no more.
+struct AnyMember {
+  template <typename T>
+  operator T() const;  // never defined: only asked about, never called
+};
+
+template <typename T, std::size_t... I>
+constexpr bool initialisable(std::index_sequence<I...>) {
+  return requires { T{(void(I), AnyMember{})...}; };
+}
+
+template <typename T, std::size_t N = 0>
+constexpr std::size_t member_count() {
+  if constexpr (!initialisable<T>(std::make_index_sequence<N + 1>()))
+    return N;
+  else
+    return member_count<T, N + 1>();
+}
+
+}  // namespace memsweep::testing
