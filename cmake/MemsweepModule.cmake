@@ -47,6 +47,7 @@ function(memsweep_module name)
   set(target memsweep_${name})
   add_library(${target} STATIC ${arg_SOURCES})
   add_library(memsweep::${name} ALIAS ${target})
+  set_target_properties(${target} PROPERTIES UNITY_BUILD ${MEMSWEEP_UNITY_BUILD})
   memsweep_private_view(${target} ${arg_DIRECTORY})
 
   # Rebuilt at every configure, so that a header taken off the list is gone.

@@ -29,6 +29,10 @@ bool is_too_large_byte_size(std::string_view text);
 // "1.50 GiB": for tables and messages.
 std::string format_byte_size(std::uint64_t bytes);
 
+// "12.3": MiB with one decimal, as the summary's tables show figures; "-"
+// for one not measured (negative).
+std::string mib_text(double bytes);
+
 // `bytes` in the largest binary unit it reaches (B, KiB, ... TiB): {1.5, "GiB"}.
 struct ScaledBytes {
   double value = 0.0;

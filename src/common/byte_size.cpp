@@ -98,6 +98,8 @@ ScaledBytes scale_byte_size(std::uint64_t bytes) {
   return {value, kNames[unit]};
 }
 
+std::string mib_text(double bytes) { return bytes < 0 ? "-" : fmt::format("{:.1f}", bytes / (1024.0 * 1024.0)); }
+
 std::string format_byte_size(std::uint64_t bytes) {
   const ScaledBytes scaled = scale_byte_size(bytes);
   return scaled.unit == "B" ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", scaled.value, scaled.unit);

@@ -37,8 +37,6 @@ Place element_place(const Place& place, std::size_t index) {
   return Place{place.file, place.line, fmt::format("{}[{}]", place.key, index)};
 }
 
-std::string place_text(const Place& place) { return fmt::format("{}:{}: {}", place.file, place.line, place.key); }
-
 // A program's name goes into the results file's trainer column and into
 // file names (--split-by labels), so it is short and plain; "memsweep" is
 // the built-in trainer's.

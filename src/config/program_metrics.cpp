@@ -18,8 +18,6 @@ bool is_metric_name(std::string_view text) {
          std::all_of(text.begin(), text.end(), [&](char c) { return letter(c) || (c >= '0' && c <= '9'); });
 }
 
-std::string place_text(const Place& place) { return fmt::format("{}:{}: {}", place.file, place.line, place.key); }
-
 }  // namespace
 
 std::string metric_pattern_problem(const std::string& pattern) {

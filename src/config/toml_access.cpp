@@ -234,4 +234,6 @@ void reject_unknown_keys(const TomlTable& table, const Place& table_place,
   }
 }
 
+std::string place_text(const Place& place) { return fmt::format("{}:{}: {}", place.file, place.line, place.key); }
+
 }  // namespace memsweep::config::detail

@@ -34,6 +34,9 @@ struct Place {
   std::string key;  // dotted, e.g. "grid.batch_size" or "trial[2].hidden"
 };
 
+// "file:line: key", as a message or a program's metric names the place.
+std::string place_text(const Place& place);
+
 // `text` parsed by toml11, which throws toml::syntax_error; values' places
 // name `source_name`.
 TomlValue parse_toml(std::string_view text, const std::string& source_name);

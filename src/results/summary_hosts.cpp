@@ -1,6 +1,7 @@
 #include "results/summary_hosts.hpp"
 
 #include "common/text_table.hpp"
+#include "memsweep/byte_size.hpp"
 
 #include <fmt/format.h>
 
@@ -9,8 +10,6 @@
 
 namespace memsweep {
 namespace {
-
-constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 
 struct HostFigures {
   std::size_t trials = 0;
@@ -21,8 +20,6 @@ struct HostFigures {
   double used_high = -1.0;
   std::int64_t rss_peak = -1;
 };
-
-std::string mib_or_dash(double bytes) { return bytes < 0 ? "-" : fmt::format("{:.1f}", bytes / kBytesPerMiB); }
 
 }  // namespace
 
@@ -47,9 +44,8 @@ std::string hosts_section(const std::vector<const TrialRow*>& rows) {
   for (const auto& [host, figures] : hosts)
     table.push_back(
         {host, std::to_string(figures.trials), std::to_string(figures.ok),
-         mib_or_dash(figures.used_count > 0 ? figures.used_sum / static_cast<double>(figures.used_count) : -1.0),
-         mib_or_dash(figures.used_low), mib_or_dash(figures.used_high),
-         mib_or_dash(static_cast<double>(figures.rss_peak))});
+         mib_text(figures.used_count > 0 ? figures.used_sum / static_cast<double>(figures.used_count) : -1.0),
+         mib_text(figures.used_low), mib_text(figures.used_high), mib_text(static_cast<double>(figures.rss_peak))});
   return fmt::format("\nnodes ({} hosts)\n", hosts.size()) + render_table(table) +
          "used MB: each trial's mean of its node's memory used (as in the tables above), over the host's trials; "
          "rss peak max: the largest trial peak on the host.\n";

@@ -4,6 +4,7 @@
 #include "memsweep/summary_text.hpp"
 
 #include "common/text_table.hpp"
+#include "memsweep/byte_size.hpp"
 #include "memsweep/config.hpp"
 #include "memsweep/results.hpp"
 #include "memsweep/run_record.hpp"
@@ -30,8 +31,8 @@ namespace {
 // The paper's "MB" is psutil's bytes / 2^20; the per-process columns use the same unit.
 constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 
-std::string mib(double bytes) { return bytes < 0 ? "-" : fmt::format("{:.1f}", bytes / kBytesPerMiB); }
-std::string mib(std::int64_t bytes) { return mib(static_cast<double>(bytes)); }
+std::string mib(double bytes) { return mib_text(bytes); }
+std::string mib(std::int64_t bytes) { return mib_text(static_cast<double>(bytes)); }
 
 // A program's built-in fields that its file neither sets nor names are
 // blank in the row (kBlankDepth): empty cells, not the built-in defaults.

@@ -6,7 +6,6 @@
 namespace memsweep::runner::detail {
 namespace {
 
-constexpr std::string_view kMemoryController = "memory";
 constexpr std::string_view kBlanks = " \t\r\n";
 
 // Calls `each` with every line of `text`, without its newline.

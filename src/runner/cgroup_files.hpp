@@ -16,6 +16,10 @@
 
 namespace memsweep::runner::detail {
 
+// The cgroup controller a trial's group needs, as cgroup.controllers and
+// the v1 mount options name it.
+inline constexpr std::string_view kMemoryController = "memory";
+
 // /proc/self/cgroup: the process's group in the unified (v2) hierarchy, the
 // line "0::/path", and in the v1 hierarchy that holds the memory controller,
 // a line "N:ctrl1,memory,ctrl2:/path". Either is empty when absent.

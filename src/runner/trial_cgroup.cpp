@@ -29,7 +29,6 @@ namespace {
 constexpr std::string_view kProcsFile = "cgroup.procs";
 constexpr std::string_view kControllersFile = "cgroup.controllers";
 constexpr std::string_view kSubtreeControlFile = "cgroup.subtree_control";
-constexpr std::string_view kMemoryController = "memory";
 constexpr std::string_view kRankLeafPrefix = "memsweep-rank-";
 constexpr std::string_view kProbePrefix = "memsweep-probe-";
 
