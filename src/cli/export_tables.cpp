@@ -70,19 +70,23 @@ void write_cell(const void* row, const ColumnSpec& column, DelimitedWriter& out)
   }
 }
 
-template <std::size_t N>
-std::vector<const ColumnSpec*> export_order(const std::array<ColumnSpec, N>& table) {
-  std::vector<const ColumnSpec*> order;
-  for (const ColumnSpec& column : table) order.push_back(&column);
-  std::stable_partition(order.begin(), order.end(),
-                        [](const ColumnSpec* column) { return column->name != kDefinitionColumn; });
+// Made once per table: the samples' export writes millions of rows.
+template <const auto& kTable>
+const std::vector<const ColumnSpec*>& export_order() {
+  static const std::vector<const ColumnSpec*> order = [] {
+    std::vector<const ColumnSpec*> columns;
+    for (const ColumnSpec& column : kTable) columns.push_back(&column);
+    std::stable_partition(columns.begin(), columns.end(),
+                          [](const ColumnSpec* column) { return column->name != kDefinitionColumn; });
+    return columns;
+  }();
   return order;
 }
 
-template <std::size_t N>
-std::vector<std::string> names_of(const std::array<ColumnSpec, N>& table) {
+template <const auto& kTable>
+std::vector<std::string> names_of() {
   std::vector<std::string> names;
-  for (const ColumnSpec* column : export_order(table)) names.push_back(export_column_name(*column));
+  for (const ColumnSpec* column : export_order<kTable>()) names.push_back(export_column_name(*column));
   return names;
 }
 
@@ -213,9 +217,9 @@ bool write_own_cell(const Row& row, const ColumnSpec& column, DelimitedWriter& o
   return false;
 }
 
-template <typename Row, std::size_t N>
-void write_row(const Row& row, const std::array<ColumnSpec, N>& table, DelimitedWriter& out) {
-  for (const ColumnSpec* column : export_order(table))
+template <const auto& kTable, typename Row>
+void write_row(const Row& row, DelimitedWriter& out) {
+  for (const ColumnSpec* column : export_order<kTable>())
     if (!write_own_cell(row, *column, out)) write_cell(&row, *column, out);
 }
 
@@ -234,10 +238,10 @@ std::optional<ExportTable> parse_export_table(std::string_view name) {
   return std::nullopt;
 }
 
-std::vector<std::string> trial_columns() { return names_of(columns::kTrials); }
+std::vector<std::string> trial_columns() { return names_of<columns::kTrials>(); }
 
 void write_trial(const TrialRow& row, std::string_view message, DelimitedWriter& out) {
-  for (const ColumnSpec* column : export_order(columns::kTrials)) {
+  for (const ColumnSpec* column : export_order<columns::kTrials>()) {
     if (column->name == "message")
       out.text(message);
     else if (!write_own_cell(row, *column, out))
@@ -245,17 +249,17 @@ void write_trial(const TrialRow& row, std::string_view message, DelimitedWriter&
   }
 }
 
-std::vector<std::string> search_columns() { return names_of(columns::kSearches); }
-void write_search(const SearchRow& row, DelimitedWriter& out) { write_row(row, columns::kSearches, out); }
+std::vector<std::string> search_columns() { return names_of<columns::kSearches>(); }
+void write_search(const SearchRow& row, DelimitedWriter& out) { write_row<columns::kSearches>(row, out); }
 
-std::vector<std::string> epoch_columns() { return names_of(columns::kEpochs); }
-void write_epoch(const EpochRow& row, DelimitedWriter& out) { write_row(row, columns::kEpochs, out); }
+std::vector<std::string> epoch_columns() { return names_of<columns::kEpochs>(); }
+void write_epoch(const EpochRow& row, DelimitedWriter& out) { write_row<columns::kEpochs>(row, out); }
 
-std::vector<std::string> metric_columns() { return names_of(columns::kMetrics); }
-void write_metric(const MetricRow& row, DelimitedWriter& out) { write_row(row, columns::kMetrics, out); }
+std::vector<std::string> metric_columns() { return names_of<columns::kMetrics>(); }
+void write_metric(const MetricRow& row, DelimitedWriter& out) { write_row<columns::kMetrics>(row, out); }
 
 std::vector<std::string> sample_columns(std::span<const std::string> counters) {
-  std::vector<std::string> names = names_of(columns::kSamples);
+  std::vector<std::string> names = names_of<columns::kSamples>();
   std::map<std::string, std::string> event_of_name;
   for (const std::string& event : counters) {
     const std::string name = counter_column_name(event);
@@ -271,7 +275,7 @@ std::vector<std::string> sample_columns(std::span<const std::string> counters) {
 }
 
 void write_sample(const SampleRow& row, std::span<const int> slots, DelimitedWriter& out) {
-  write_row(row, columns::kSamples, out);
+  write_row<columns::kSamples>(row, out);
   for (const int slot : slots) {
     if (slot < 0 || row.counters[static_cast<std::size_t>(slot)] == -1)
       out.empty();

@@ -45,7 +45,7 @@ std::optional<std::pair<double, const char*>> leading_number(std::string_view te
 // nullopt when it is not a positive duration.
 std::optional<double> unbounded_duration(std::string_view text) {
   // Units from longest name to shortest, so "ms" is not read as "m".
-  constexpr std::pair<std::string_view, double> kUnits[] = {
+  constexpr std::pair<std::string_view, double> kDurationUnits[] = {
       {"ms", 1e-3}, {"s", 1.0}, {"m", 60.0}, {"h", 3600.0}, {"d", 86400.0}};
   if (text.empty()) return std::nullopt;
   double total = 0.0;
@@ -65,9 +65,9 @@ std::optional<double> unbounded_duration(std::string_view text) {
       break;
     }
     bare_number = false;
-    const auto unit =
-        std::find_if(std::begin(kUnits), std::end(kUnits), [&](const auto& u) { return text.starts_with(u.first); });
-    if (unit == std::end(kUnits) || !(unit->second < last_unit)) return std::nullopt;
+    const auto unit = std::find_if(std::begin(kDurationUnits), std::end(kDurationUnits),
+                                   [&](const auto& u) { return text.starts_with(u.first); });
+    if (unit == std::end(kDurationUnits) || !(unit->second < last_unit)) return std::nullopt;
     total += value * unit->second;
     last_unit = unit->second;
     text.remove_prefix(unit->first.size());

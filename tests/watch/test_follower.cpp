@@ -366,9 +366,9 @@ TEST(SweepFollower, ShowsEachSearchsBracketAsItsProbesEnd) {
   const memsweep::testing::TempDir dir;
   const auto path = dir.path() / "results.h5";
   const std::vector<TrialSpec> trials = sweep_trials();
-  // Expected by the simple rule (until probe_outcome is in): ok within the
-  // limit fits; over_budget, or a program's own out-of-memory, does not; an
-  // interrupted probe is no result and runs again.
+  // Expected by probe_outcome's rule: ok within the limit fits;
+  // over_budget, or a program's own out-of-memory, does not; an interrupted
+  // probe is no result and runs again.
   {
     ResultStore store = ResultStore::create(path, follow_header(), false, StoreOptions{false});
     store.append_trial(probe_of(trials[0], 0, 0, 64, "ok", 500'000'000));
