@@ -89,16 +89,18 @@ double to_mib(const std::string& number, const std::string& unit) {
 }
 
 // Rows of the running trials' table:
-// "   1  host  1eb6bd43ee7a    3/6       4s  221 MiB   221 MiB  ▁▂▃..."
+// "   1  host  1eb6bd43ee7a    3/6       4s  221 MiB   221 MiB  ▁▂▃...",
+// and "setup/6" (epoch 0) for a trial caught before its first epoch.
 std::vector<RunningRow> running_rows(const std::string& snapshot) {
   static const std::regex kRow(
-      R"(^\s*(\d+)\s+(\S+)\s+([0-9a-f]{12})\s+(\d+)/(\d+)\s+\S+\s+([\d.]+) (B|KiB|MiB|GiB)\s+([\d.]+) (B|KiB|MiB|GiB))");
+      R"(^\s*(\d+)\s+(\S+)\s+([0-9a-f]{12})\s+(\d+|setup)/(\d+)\s+\S+\s+([\d.]+) (B|KiB|MiB|GiB)\s+([\d.]+) (B|KiB|MiB|GiB))");
   std::vector<RunningRow> rows;
   std::istringstream lines(snapshot);
   for (std::string line; std::getline(lines, line);) {
     std::smatch match;
     if (!std::regex_search(line, match, kRow)) continue;
-    rows.push_back({std::stoi(match[1]), match[2], match[3], std::stoi(match[4]), std::stoi(match[5]),
+    const int epoch = match[4] == "setup" ? 0 : std::stoi(match[4]);
+    rows.push_back({std::stoi(match[1]), match[2], match[3], epoch, std::stoi(match[5]),
                     to_mib(match[6], match[7]), to_mib(match[8], match[9])});
   }
   return rows;
