@@ -100,8 +100,8 @@ std::vector<RunningRow> running_rows(const std::string& snapshot) {
     std::smatch match;
     if (!std::regex_search(line, match, kRow)) continue;
     const int epoch = match[4] == "setup" ? 0 : std::stoi(match[4]);
-    rows.push_back({std::stoi(match[1]), match[2], match[3], epoch, std::stoi(match[5]),
-                    to_mib(match[6], match[7]), to_mib(match[8], match[9])});
+    rows.push_back({std::stoi(match[1]), match[2], match[3], epoch, std::stoi(match[5]), to_mib(match[6], match[7]),
+                    to_mib(match[8], match[9])});
   }
   return rows;
 }
