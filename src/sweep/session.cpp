@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <functional>
@@ -124,7 +125,10 @@ class Session {
     // A silent rank takes part in nothing more: the ranks cannot agree, so
     // the job ends here (the file is closed), and with it the silent rank.
     if (root_ && !result.silent_ranks.empty()) comm_.abort(final_status.status);
-    return agree_on_exit_status(final_status).status;
+    const StepOutcome agreed = agree_on_exit_status(final_status);
+    // A message: rank 0's file failed (sweep()), and it has not printed it yet.
+    if (!agreed.message.empty()) throw SessionEnded{agreed};
+    return agreed.status;
   }
 
  private:
@@ -225,11 +229,15 @@ class Session {
       return run_sweep(comm_, steps_.sweep().trials, opened_.pending, runner, opened_.sink,
                        sweep_options(run_index, stop, progress));
     } catch (const SinkFailure& failure) {
-      // Every worker has returned from the sweep: they wait for the status.
       const StepOutcome outcome = outcome_of(failure.cause());
-      if (root_) steps_.ending(outcome.status, std::nullopt);
+      if (comm_.size() == 1) {
+        steps_.ending(outcome.status, std::nullopt);
+        std::rethrow_exception(failure.cause());  // printed and mapped by main
+      }
+      // Every worker has returned from the sweep and waits for the status
+      // (run()); with this one's message, they end the session with it.
       agree_on_exit_status(outcome);
-      std::rethrow_exception(failure.cause());  // printed and mapped as when alone
+      throw SessionEnded{outcome};
     } catch (const std::exception& error) {
       if (comm_.size() == 1) throw;
       abort_job(comm_, error);
@@ -311,11 +319,15 @@ int run_session(Communicator& comm, SessionSteps& steps) {
   try {
     return Session(comm, steps).run();
   } catch (const SessionEnded& ended) {
-    // Every rank fails alike; one message is enough.
+    // Every rank fails alike; one message is enough. No rank returns before
+    // it is out: under mpirun the first rank to exit non-zero ends the job,
+    // rank 0 with it, its line maybe not yet written (issue 43's CI run).
     if (comm.rank() == 0) {
       fmt::print(stderr, "memsweep: error: {}\n", ended.outcome.message);
+      std::fflush(stderr);
       steps.ending(ended.outcome.status, std::nullopt);
     }
+    comm.all_gather({});
     return ended.outcome.status;
   }
 }

@@ -8,10 +8,14 @@
 #include "sweep/sweep_support.hpp"
 #include "sweep/thread_communicator.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -101,16 +105,24 @@ struct SessionRun {
   std::vector<int> statuses;
   std::vector<std::string> errors;  // each rank's exception's message, "" for none
   std::string err;                  // the process's stderr
+  // By rank: the bytes on stderr when that rank returned. Under mpirun a
+  // rank that returns non-zero ends the job, so rank 0's line must be out
+  // by then.
+  std::vector<long> err_bytes_at_return;
 };
 
 SessionRun run_session_on(std::vector<ScriptedSteps>& steps) {
   ThreadGroup group(static_cast<int>(steps.size()));
   SessionRun run;
   run.statuses.assign(steps.size(), -1);
+  run.err_bytes_at_return.assign(steps.size(), -1);
   ::testing::internal::CaptureStderr();
   const auto errors = group.run_on_every_rank([&](Communicator& comm) {
-    run.statuses[static_cast<std::size_t>(comm.rank())] =
-        run_session(comm, steps[static_cast<std::size_t>(comm.rank())]);
+    const auto rank = static_cast<std::size_t>(comm.rank());
+    run.statuses[rank] = run_session(comm, steps[rank]);
+    std::fflush(stderr);
+    struct stat captured {};  // stderr is gtest's capture file
+    if (::fstat(STDERR_FILENO, &captured) == 0) run.err_bytes_at_return[rank] = static_cast<long>(captured.st_size);
   });
   run.err = ::testing::internal::GetCapturedStderr();
   for (const auto& error : errors) run.errors.push_back(message_of(error));
@@ -160,6 +172,9 @@ TEST(Session, OneRanksInputErrorEndsEveryRankWithStatusTwoAndOneMessage) {
   const SessionRun run = run_session_on(steps);
   EXPECT_EQ(run.statuses, (std::vector<int>{2, 2, 2}));
   EXPECT_EQ(run.err, "memsweep: error: rank 2: sweep.toml: not readable\n");
+  for (std::size_t rank = 1; rank < 3; ++rank)
+    EXPECT_EQ(run.err_bytes_at_return[rank], static_cast<long>(run.err.size()))
+        << "rank " << rank << " returned before rank 0's line was out";
   EXPECT_FALSE(steps[1].runner_setup.has_value()) << "nothing ran after the failed step";
 }
 
@@ -179,17 +194,20 @@ TEST(Session, AnInternalErrorOfRankZerosDecisionIsStatusOneOnEveryRank) {
   EXPECT_EQ(run.err, "memsweep: error: results.h5: cannot read /runs\n");
 }
 
-// The disk fills during the sweep: the workers get the status (2) and
-// return; rank 0 rethrows the store's error, printed by main as when alone.
+// The disk fills during the sweep: every rank gets the status (2) and
+// returns, none before rank 0's one line is out (a CI run of the full-disk
+// test under mpirun lost it: a worker's exit ended rank 0 first).
 TEST(Session, AFullDiskEndsEveryRankWithStatusTwoWithoutAborting) {
   const std::vector<TrialSpec> trials = make_trials(6);
   std::vector<ScriptedSteps> steps = steps_for(trials, 3, {{0, StepScript{.sink_fails_from = 3}}});
   const SessionRun run = run_session_on(steps);
-  EXPECT_EQ(run.errors[0], "results.h5: No space left on device; make room, then --resume");
-  EXPECT_EQ(run.errors[1], "") << "no abort";
-  EXPECT_EQ(run.errors[2], "");
-  EXPECT_EQ(run.statuses[1], 2);
-  EXPECT_EQ(run.statuses[2], 2);
+  const std::string line = "memsweep: error: results.h5: No space left on device; make room, then --resume\n";
+  EXPECT_EQ(run.err, line);
+  EXPECT_EQ(run.errors, (std::vector<std::string>{"", "", ""})) << "no abort, nothing left for main to print";
+  EXPECT_EQ(run.statuses, (std::vector<int>{2, 2, 2}));
+  for (std::size_t rank = 1; rank < 3; ++rank)
+    EXPECT_EQ(run.err_bytes_at_return[rank], static_cast<long>(line.size()))
+        << "rank " << rank << " returned before rank 0's line was out";
   EXPECT_EQ(steps[0].sink().trials.size(), 2U) << "the rows before the disk filled";
   EXPECT_FALSE(steps[0].closed_complete.has_value()) << "the run is not marked ended";
 }
