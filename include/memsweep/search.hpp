@@ -2,7 +2,7 @@
 // The search for the largest value along an axis that trains within a
 // memory limit (docs/search.md), as pure functions: what a finished trial
 // says about the limit, and which values to try next given every result
-// so far. Rank 0's scheduler (src/sweep/search_board.*) asks them after
+// so far. Rank 0's scheduler (src/search/board.*) asks them after
 // each result; so does a resume, replaying the file's rows, and the tests,
 // on synthetic peak curves. Nothing here depends on the order results
 // came in: the state is a function of the set of finished probes.

@@ -11,7 +11,7 @@
 // `each(name, member)` for the struct's fields in order, const when encoding:
 //
 //   struct MyFields {
-//     void operator()(FieldsOf<Shape> auto& shape, auto&& each) const {
+//     constexpr void operator()(FieldsOf<Shape> auto& shape, auto&& each) const {
 //       each("width", shape.width);
 //       each("kind", shape.kind);
 //     }
@@ -23,6 +23,8 @@
 // bytes can check (a message that ends inside a field or goes on past its
 // last, a count past its end, a bool that is neither, an unknown enum) and
 // throws FieldCodecError naming the message and the field.
+
+#include "common/member_count.hpp"
 
 #include <concepts>
 #include <cstddef>
@@ -198,6 +200,26 @@ std::vector<std::byte> encode_fields(const T& message, const Fields& fields) {
   FieldWriter out;
   common::detail::write_field(out, message, fields);
   return std::move(out).take();
+}
+
+// Whether `fields` lists every member of the aggregate `T`
+// (member_count.hpp), for a static_assert beside each protocol's lists: a
+// member added to a struct without its line there fails to compile. Its
+// overloads are constexpr for this (T{} too: strings, vectors and
+// optionals are, in C++20).
+template <typename T, typename Fields>
+constexpr bool lists_every_member(const Fields& fields) {
+#if defined(__clang__)
+  // Clang (14, Debian 12's) cannot make libstdc++'s std::string in a
+  // constant expression: there the check is left to the GCC build (CI's).
+  (void)fields;
+  return true;
+#else
+  T value{};
+  std::size_t listed = 0;
+  fields(value, [&listed](std::string_view, auto&) { ++listed; });
+  return listed == member_count<T>();
+#endif
 }
 
 // A `T` from exactly `bytes`; `message` names it in errors ("the setup message").

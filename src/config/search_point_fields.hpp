@@ -2,8 +2,8 @@
 // SearchPoint's fields, listed once for each protocol that carries a
 // search's probe (the trial protocol's job, the sweep's assignment), so
 // that the field codec sends a probe whole and the lists cannot differ. A
-// field added to SearchPoint is added here; tests/runner/
-// test_trial_protocol.cpp's member count fails until it is.
+// field added to SearchPoint is added here; the protocols' static_asserts
+// (lists_every_member) fail to compile until it is.
 
 #include "common/field_codec.hpp"
 #include "memsweep/config.hpp"
@@ -11,7 +11,7 @@
 namespace memsweep::config {
 
 struct SearchPointFields {
-  void operator()(FieldsOf<SearchPoint> auto& point, auto&& each) const {
+  constexpr void operator()(FieldsOf<SearchPoint> auto& point, auto&& each) const {
     each("search", point.search);
     each("probe", point.probe);
     each("value", point.value);

@@ -26,18 +26,17 @@ static_assert(sizeof(FrameHeader) == 12 && std::is_trivially_copyable_v<FrameHea
 
 // Every message's fields, each struct's listed once: encode() and the
 // decode_*() functions walk the same lists (common/field_codec.hpp), so a
-// field added to TrialSpec is added here, once, and travels both ways.
-// test_trial_protocol.cpp compares each list's length (listed_fields())
-// with its struct's member count: a member added there without a line here
-// fails the tests.
+// field added to TrialSpec is added here, once, and travels both ways. A
+// member added there without a line here fails to compile (the
+// static_asserts below).
 struct TrialFields : config::SearchPointFields {
   using config::SearchPointFields::operator();
-  void operator()(FieldsOf<ImageShape> auto& shape, auto&& each) const {
+  constexpr void operator()(FieldsOf<ImageShape> auto& shape, auto&& each) const {
     each("channels", shape.channels);
     each("height", shape.height);
     each("width", shape.width);
   }
-  void operator()(FieldsOf<SyntheticSpec> auto& synthetic, auto&& each) const {
+  constexpr void operator()(FieldsOf<SyntheticSpec> auto& synthetic, auto&& each) const {
     each("shape", synthetic.shape);
     each("classes", synthetic.classes);
     each("train_size", synthetic.train_size);
@@ -45,18 +44,18 @@ struct TrialFields : config::SearchPointFields {
     each("noise", synthetic.noise);
     each("seed", synthetic.seed);
   }
-  void operator()(FieldsOf<DatasetSpec> auto& dataset, auto&& each) const {
+  constexpr void operator()(FieldsOf<DatasetSpec> auto& dataset, auto&& each) const {
     each("kind", dataset.kind);
     each("synthetic", dataset.synthetic);
   }
-  void operator()(FieldsOf<OptimizerSpec> auto& optimizer, auto&& each) const {
+  constexpr void operator()(FieldsOf<OptimizerSpec> auto& optimizer, auto&& each) const {
     each("kind", optimizer.kind);
     each("momentum", optimizer.momentum);
     each("beta1", optimizer.beta1);
     each("beta2", optimizer.beta2);
     each("epsilon", optimizer.epsilon);
   }
-  void operator()(FieldsOf<ProgramSpec> auto& program, auto&& each) const {
+  constexpr void operator()(FieldsOf<ProgramSpec> auto& program, auto&& each) const {
     each("name", program.name);
     each("command", program.command);
     each("env", program.env);
@@ -69,16 +68,16 @@ struct TrialFields : config::SearchPointFields {
     each("keep_trial_dir", program.keep_trial_dir);
     each("log_limit_bytes", program.log_limit_bytes);
   }
-  void operator()(FieldsOf<ProgramMetric> auto& metric, auto&& each) const {
+  constexpr void operator()(FieldsOf<ProgramMetric> auto& metric, auto&& each) const {
     each("name", metric.name);
     each("pattern", metric.pattern);
     each("place", metric.place);
   }
-  void operator()(FieldsOf<ParamValue> auto& param, auto&& each) const {
+  constexpr void operator()(FieldsOf<ParamValue> auto& param, auto&& each) const {
     each("text", param.text);
     each("json", param.json);
   }
-  void operator()(FieldsOf<TrialSpec> auto& trial, auto&& each) const {
+  constexpr void operator()(FieldsOf<TrialSpec> auto& trial, auto&& each) const {
     each("id", trial.id);
     each("repeat", trial.repeat);
     each("plan_index", trial.plan_index);
@@ -100,35 +99,37 @@ struct TrialFields : config::SearchPointFields {
     each("params", trial.params);
     each("search", trial.search);
   }
-  void operator()(FieldsOf<TrialJob> auto& job, auto&& each) const {
+  constexpr void operator()(FieldsOf<TrialJob> auto& job, auto&& each) const {
     each("trial", job.trial);
     each("threads", job.threads);
     each("predicted_bytes", job.predicted_bytes);
   }
-  void operator()(FieldsOf<ReadyReport> auto& report, auto&& each) const {
+  constexpr void operator()(FieldsOf<ReadyReport> auto& report, auto&& each) const {
     each("pid", report.pid);
     each("train_examples", report.train_examples);
     each("test_examples", report.test_examples);
     each("dataset_bytes", report.dataset_bytes);
   }
-  void operator()(FieldsOf<PhaseReport> auto& report, auto&& each) const {
+  constexpr void operator()(FieldsOf<PhaseReport> auto& report, auto&& each) const {
     each("evaluating", report.evaluating);
     each("epoch", report.epoch);
   }
-  void operator()(FieldsOf<EpochReport> auto& report, auto&& each) const {
+  constexpr void operator()(FieldsOf<EpochReport> auto& report, auto&& each) const {
     each("epoch", report.epoch);
     each("train_loss", report.train_loss);
     each("test_accuracy", report.test_accuracy);
     each("seconds", report.seconds);
   }
-  void operator()(FieldsOf<ResultReport> auto& report, auto&& each) const {
+  constexpr void operator()(FieldsOf<ResultReport> auto& report, auto&& each) const {
     each("outcome", report.outcome);
     each("message", report.message);
     each("epochs_done", report.epochs_done);
     each("final_train_loss", report.final_train_loss);
     each("test_accuracy", report.test_accuracy);
   }
-  void operator()(FieldsOf<FailureReport> auto& report, auto&& each) const { each("message", report.message); }
+  constexpr void operator()(FieldsOf<FailureReport> auto& report, auto&& each) const {
+    each("message", report.message);
+  }
 
   // An enum value this build has no name for is refused, never trained as another.
   bool known(DatasetKind kind) const { return kind >= DatasetKind::mnist && kind <= DatasetKind::synthetic; }
@@ -138,6 +139,22 @@ struct TrialFields : config::SearchPointFields {
   bool known(KeepTrialDir keep) const { return keep <= KeepTrialDir::never; }
   bool known(ResultOutcome outcome) const { return outcome <= ResultOutcome::stopped; }
 };
+
+static_assert(lists_every_member<TrialSpec>(TrialFields{}));
+static_assert(lists_every_member<ProgramSpec>(TrialFields{}));
+static_assert(lists_every_member<ProgramMetric>(TrialFields{}));
+static_assert(lists_every_member<ParamValue>(TrialFields{}));
+static_assert(lists_every_member<SearchPoint>(TrialFields{}));
+static_assert(lists_every_member<DatasetSpec>(TrialFields{}));
+static_assert(lists_every_member<SyntheticSpec>(TrialFields{}));
+static_assert(lists_every_member<ImageShape>(TrialFields{}));
+static_assert(lists_every_member<OptimizerSpec>(TrialFields{}));
+static_assert(lists_every_member<TrialJob>(TrialFields{}));
+static_assert(lists_every_member<ReadyReport>(TrialFields{}));
+static_assert(lists_every_member<PhaseReport>(TrialFields{}));
+static_assert(lists_every_member<EpochReport>(TrialFields{}));
+static_assert(lists_every_member<ResultReport>(TrialFields{}));
+static_assert(lists_every_member<FailureReport>(TrialFields{}));
 
 template <typename Message>
 Frame encode_frame(const Message& message, FrameType type) {
@@ -190,29 +207,6 @@ std::string_view frame_type_name(FrameType type) {
 }
 
 // ---- messages -------------------------------------------------------------------
-
-template <typename T>
-std::size_t listed_fields() {
-  T value{};
-  std::size_t count = 0;
-  TrialFields{}(value, [&count](const char*, auto&) { ++count; });
-  return count;
-}
-template std::size_t listed_fields<TrialSpec>();
-template std::size_t listed_fields<ProgramSpec>();
-template std::size_t listed_fields<ProgramMetric>();
-template std::size_t listed_fields<ParamValue>();
-template std::size_t listed_fields<SearchPoint>();
-template std::size_t listed_fields<DatasetSpec>();
-template std::size_t listed_fields<SyntheticSpec>();
-template std::size_t listed_fields<ImageShape>();
-template std::size_t listed_fields<OptimizerSpec>();
-template std::size_t listed_fields<TrialJob>();
-template std::size_t listed_fields<ReadyReport>();
-template std::size_t listed_fields<PhaseReport>();
-template std::size_t listed_fields<EpochReport>();
-template std::size_t listed_fields<ResultReport>();
-template std::size_t listed_fields<FailureReport>();
 
 Frame encode(const TrialJob& job) { return encode_frame(job, FrameType::job); }
 

@@ -106,13 +106,6 @@ struct FailureReport {
   std::string message;  // one line
 };
 
-// How many fields the protocol's list for T names (trial_protocol.cpp):
-// the tests compare it with T's own member count, so that a member added
-// to a struct the pipe carries without a line in the list fails them.
-// Instantiated for each struct the list covers.
-template <typename T>
-std::size_t listed_fields();
-
 Frame encode(const TrialJob& job);
 Frame encode(const ReadyReport& report);
 Frame encode(const PhaseReport& report);

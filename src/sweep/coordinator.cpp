@@ -17,10 +17,9 @@
 // attempt already has its row.
 
 #include "common/duration_text.hpp"
+#include "sweep/job_sources.hpp"
 #include "sweep/protocol.hpp"
 #include "sweep/roles.hpp"
-#include "sweep/search_board.hpp"
-#include "sweep/trial_cursor.hpp"
 
 #include <fmt/format.h>
 

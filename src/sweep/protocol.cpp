@@ -72,25 +72,25 @@ namespace {
 // the decode_*() functions walk the same lists (common/field_codec.hpp).
 struct SessionFields : config::SearchPointFields {
   using config::SearchPointFields::operator();
-  void operator()(FieldsOf<Assignment> auto& assignment, auto&& each) const {
+  constexpr void operator()(FieldsOf<Assignment> auto& assignment, auto&& each) const {
     each("index", assignment.index);
     each("attempt", assignment.attempt);
     each("probe", assignment.probe);
   }
-  void operator()(FieldsOf<StepOutcome> auto& outcome, auto&& each) const {
+  constexpr void operator()(FieldsOf<StepOutcome> auto& outcome, auto&& each) const {
     each("status", outcome.status);
     each("message", outcome.message);
   }
-  void operator()(FieldsOf<RunRowMessage> auto& message, auto&& each) const {
+  constexpr void operator()(FieldsOf<RunRowMessage> auto& message, auto&& each) const {
     each("outcome", message.outcome);
     each("run", message.run);  // plain bytes: trivially copyable, and every rank runs the same build
   }
-  void operator()(FieldsOf<SetupMessage> auto& message, auto&& each) const {
+  constexpr void operator()(FieldsOf<SetupMessage> auto& message, auto&& each) const {
     each("outcome", message.outcome);
     each("run_index", message.run_index);
     each("counter_columns", message.counter_columns);
   }
-  void operator()(FieldsOf<CounterRequest> auto& column, auto&& each) const {
+  constexpr void operator()(FieldsOf<CounterRequest> auto& column, auto&& each) const {
     each("name", column.name);
     each("source", column.source);
   }
@@ -98,6 +98,12 @@ struct SessionFields : config::SearchPointFields {
     return source >= CounterSourceChoice::automatic && source <= CounterSourceChoice::kernel;
   }
 };
+// A member added to a message without its line above fails to compile.
+static_assert(lists_every_member<Assignment>(SessionFields{}));
+static_assert(lists_every_member<StepOutcome>(SessionFields{}));
+static_assert(lists_every_member<RunRowMessage>(SessionFields{}));
+static_assert(lists_every_member<SetupMessage>(SessionFields{}));
+static_assert(lists_every_member<CounterRequest>(SessionFields{}));
 
 template <typename Message>
 std::string encode_message(const Message& message) {

@@ -6,6 +6,7 @@
 // docs/sweep.md draws the exchange.
 
 #include "memsweep/error.hpp"
+#include "memsweep/job_source.hpp"
 #include "memsweep/results.hpp"
 #include "memsweep/sweep.hpp"
 
@@ -52,7 +53,6 @@ struct Assignment {
   std::optional<SearchPoint> probe{};
 };
 
-struct Job;
 Assignment assignment_of(const Job& job);
 // The trial `assignment` names, made from `trials` (and `search`, for a probe).
 TrialSpec assigned_trial(const Assignment& assignment, const SweepTrials& trials, const SearchSpec* search);

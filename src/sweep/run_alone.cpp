@@ -2,10 +2,9 @@
 // they stream and their rows itself, on this thread (the sink needs no
 // locking: the trial's rows reach it through run_streamed_trial's queue).
 
+#include "sweep/job_sources.hpp"
 #include "sweep/roles.hpp"
-#include "sweep/search_board.hpp"
 #include "sweep/streamed_trial.hpp"
-#include "sweep/trial_cursor.hpp"
 
 #include <stdexcept>
 #include <string>

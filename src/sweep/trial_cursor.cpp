@@ -86,13 +86,6 @@ std::optional<Job> TrialCursor::next() {
   return std::nullopt;
 }
 
-void report_skipped(JobSource& source, ProgressReporter* progress) {
-  const JobSource::Skipped skipped = source.take_skipped();
-  if (progress == nullptr || skipped.count == 0) return;
-  for (const std::string& note : skipped.notes) progress->note(note);
-  progress->trials_skipped(skipped.count);
-}
-
 std::optional<TrialSpec> TrialCursor::made_trial(std::size_t position) {
   try {
     return trials_[position];

@@ -3,6 +3,7 @@
 // its position when it is handed out. What it keeps grows with what has
 // been handed out, not with the sweep (docs/sweep.md, "Large sweeps").
 
+#include "memsweep/job_source.hpp"
 #include "memsweep/results.hpp"
 #include "memsweep/sweep.hpp"
 
@@ -30,37 +31,7 @@ class TrialIdSet {
   std::size_t size_ = 0;
 };
 
-struct Job {
-  PendingTrial attempt;
-  TrialSpec trial;  // a search's probe has its SearchPoint
-};
-
-// Where rank 0 takes the attempts it hands out: the sweep's trials in
-// order (TrialCursor), or probes made as a search's results come in
-// (SearchBoard, search_board.hpp).
-class JobSource {
- public:
-  virtual ~JobSource() = default;
-  // The next attempt to run; nullopt when there is none now.
-  virtual std::optional<Job> next() = 0;
-  // Whether an attempt may come later although next() has none now: a
-  // search waits for its running probes' results.
-  virtual bool waits() const { return false; }
-  // A handed-out attempt's row, as rank 0 records it.
-  virtual void finished(const TrialRow& row) { (void)row; }
-  // What is still to hand out (an upper bound): attempts, or searches not ended.
-  virtual std::size_t left() const = 0;
-  // What was skipped since the last call: how many, and a note on each of
-  // the first few.
-  struct Skipped {
-    std::size_t count = 0;
-    std::vector<std::string> notes;
-  };
-  virtual Skipped take_skipped() { return {}; }
-  // Searches that ended since the last call: their rows of /searches.
-  virtual std::vector<SearchRow> take_ended() { return {}; }
-};
-
+// The sweep's trials in order (a [search]'s source is search/board.hpp's).
 class TrialCursor final : public JobSource {
  public:
   // Both are kept by reference: they outlive the sweep.
@@ -94,13 +65,5 @@ class TrialCursor final : public JobSource {
   Skipped skipped_;
   std::size_t noted_ = 0;  // skipped trials named so far
 };
-
-// The source's skipped trials onto the progress lines (when there are any).
-void report_skipped(JobSource& source, ProgressReporter* progress);
-
-// The sweep's source of attempts: a SearchBoard for a [search]
-// (options.search), else a TrialCursor. `workers`: the ranks that train.
-std::unique_ptr<JobSource> make_job_source(const SweepTrials& trials, const PendingTrials& pending,
-                                           const SweepOptions& options, int workers);
 
 }  // namespace memsweep::sweep::detail

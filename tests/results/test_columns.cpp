@@ -2,8 +2,8 @@
 // time), and docs/results-file.md lists exactly their columns, with their
 // types and units.
 
+#include "common/member_count.hpp"
 #include "memsweep/columns.hpp"
-#include "support/member_count.hpp"
 
 #include <gtest/gtest.h>
 
@@ -31,7 +31,7 @@ template <typename Row, std::size_t N>
 constexpr bool table_covers(const std::array<ColumnSpec, N>& table, std::size_t grouped = 0,
                             columns::RowRange uncovered = {}) {
   const std::size_t members = N - (grouped > 0 ? grouped - 1 : 0) + (uncovered.bytes > 0 ? 1 : 0);
-  return columns::covers<Row>(table, uncovered) && members == testing::member_count<Row>();
+  return columns::covers<Row>(table, uncovered) && members == member_count<Row>();
 }
 
 // A member added to a row without its table entry, or an entry whose offset

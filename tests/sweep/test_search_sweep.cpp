@@ -1,4 +1,4 @@
-// Searches scheduled by rank 0 (search_board): real sweep files with
+// Searches scheduled by rank 0 (src/search/board.cpp): real sweep files with
 // [search], the scheduler over threads as ranks, and a runner whose trials
 // use memory along a known line, so that each search's true answer is known.
 

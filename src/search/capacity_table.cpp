@@ -1,11 +1,11 @@
-#include "results/summary_capacity.hpp"
+#include "search/capacity_table.hpp"
 
 #include "common/text_table.hpp"
 #include "memsweep/byte_size.hpp"
 #include "memsweep/config.hpp"
 #include "memsweep/results.hpp"
 #include "memsweep/sweep_split.hpp"
-#include "results/summary_fields.hpp"
+#include "results/row_text.hpp"
 
 #include <fmt/format.h>
 
@@ -14,7 +14,7 @@
 #include <set>
 #include <vector>
 
-namespace memsweep::results::detail {
+namespace memsweep::search {
 namespace {
 
 // ---- capacity: the searches' answers -----------------------------------------
@@ -74,9 +74,9 @@ std::vector<TrialSpec> search_configurations(const FileHeader& header) {
 // (the whole value), else the row's JSON.
 void add_param_fields(const SearchRow& search, const TrialSpec* configuration, std::vector<NamedField>& fields) {
   const std::string axis = get_fixed(search.axis);
-  const bool program = trainer_of(configuration_row(search)) != kBuiltinTrainer;
+  const bool program = results::trainer_of(configuration_row(search)) != kBuiltinTrainer;
   if (configuration == nullptr) {
-    const std::string params = params_of(configuration_row(search));
+    const std::string params = results::params_of(configuration_row(search));
     fields.push_back({"params", params, program && !params.empty()});
     return;
   }
@@ -88,10 +88,11 @@ void add_param_fields(const SearchRow& search, const TrialSpec* configuration, s
 std::vector<NamedField> configuration_fields(const SearchRow& search, const TrialSpec* configuration) {
   const TrialRow row = configuration_row(search);
   std::vector<NamedField> fields{
-      {"optimizer", get_fixed(row.optimizer)}, {"lr", learning_rate_text(row)}, {"epochs", count_text(row.epochs)},
-      {"batch", count_text(row.batch_size)},   {"hidden", hidden_text(row)},    {"channels", channels_text(row)}};
+      {"optimizer", get_fixed(row.optimizer)},     {"lr", results::learning_rate_text(row)},
+      {"epochs", results::count_text(row.epochs)}, {"batch", results::count_text(row.batch_size)},
+      {"hidden", results::hidden_text(row)},       {"channels", results::channels_text(row)}};
   add_param_fields(search, configuration, fields);
-  fields.push_back({"plan", memory_plan_text(row)});
+  fields.push_back({"plan", results::memory_plan_text(row)});
   fields.push_back({"repeat", std::to_string(row.repeat)});
   return fields;
 }
@@ -114,7 +115,7 @@ std::vector<std::string> configuration_names(const std::vector<ShownSearch>& sho
   std::vector<std::string> names;
   for (std::size_t i = 0; i < shown.size(); ++i) {
     const TrialRow row = configuration_row(*shown[i].row);
-    std::string name = trainer_of(row);
+    std::string name = results::trainer_of(row);
     for (const std::string& part : {get_fixed(row.model), get_fixed(row.dataset)})
       if (!part.empty()) name += "/" + part;
     for (const NamedField& field : fields[i]) {
@@ -202,4 +203,4 @@ std::string capacity_section(const std::vector<SummaryInput>& files) {
          "fitted on the probes that fit.\n";
 }
 
-}  // namespace memsweep::results::detail
+}  // namespace memsweep::search

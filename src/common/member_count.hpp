@@ -1,13 +1,13 @@
 #pragma once
 // The number of members of an aggregate, counted by the compiler: the most
-// initialisers T{...} takes. For tests that check a list (the protocol's
+// initialisers T{...} takes. For the checks that a list (the protocols'
 // fields, a table's columns) names every member of its struct, so that a
-// member added without its entry fails to compile or fails the test.
+// member added without its entry fails to compile.
 
 #include <cstddef>
 #include <utility>
 
-namespace memsweep::testing {
+namespace memsweep {
 
 // Converts to any member's type, so that T{AnyMember{}, ...} compiles for
 // as many initialisers as the aggregate T has members, and no more.
@@ -29,4 +29,4 @@ constexpr std::size_t member_count() {
     return member_count<T, N + 1>();
 }
 
-}  // namespace memsweep::testing
+}  // namespace memsweep

@@ -1,4 +1,4 @@
-#include "results/summary_fields.hpp"
+#include "results/row_text.hpp"
 
 #include "memsweep/byte_size.hpp"
 #include "memsweep/config.hpp"
@@ -9,7 +9,7 @@
 #include <cmath>
 #include <vector>
 
-namespace memsweep::results::detail {
+namespace memsweep::results {
 
 std::string mib(double bytes) { return mib_text(bytes); }
 std::string mib(std::int64_t bytes) { return mib_text(static_cast<double>(bytes)); }
@@ -50,4 +50,4 @@ std::string params_of(const TrialRow& row) {
   return params == "{}" ? std::string() : params;
 }
 
-}  // namespace memsweep::results::detail
+}  // namespace memsweep::results

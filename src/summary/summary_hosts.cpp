@@ -1,4 +1,4 @@
-#include "results/summary_hosts.hpp"
+#include "summary/summary_hosts.hpp"
 
 #include "common/text_table.hpp"
 #include "memsweep/byte_size.hpp"
@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <map>
 
-namespace memsweep {
+namespace memsweep::summary::detail {
 namespace {
 
 struct HostFigures {
@@ -51,4 +51,4 @@ std::string hosts_section(const std::vector<const TrialRow*>& rows) {
          "rss peak max: the largest trial peak on the host.\n";
 }
 
-}  // namespace memsweep
+}  // namespace memsweep::summary::detail

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-namespace memsweep {
+namespace memsweep::summary::detail {
 
 // Empty unless the rows name two hosts or more.
 std::string hosts_section(const std::vector<const TrialRow*>& rows);
 
-}  // namespace memsweep
+}  // namespace memsweep::summary::detail

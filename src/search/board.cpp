@@ -1,4 +1,4 @@
-#include "sweep/search_board.hpp"
+#include "search/board.hpp"
 
 #include "memsweep/byte_size.hpp"
 
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <utility>
 
-namespace memsweep::sweep::detail {
+namespace memsweep::search {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
@@ -261,17 +261,4 @@ std::string search_note(const SearchRow& row) {
   return text;
 }
 
-void report_ended_search(ProgressReporter& progress, const SearchRow& row, const SweepOptions& options) {
-  progress.note(search_note(row));
-  if (options.search != nullptr && row.trials < options.search->max_trials)
-    progress.trials_skipped(static_cast<std::size_t>(options.search->max_trials - row.trials));
-}
-
-std::unique_ptr<JobSource> make_job_source(const SweepTrials& trials, const PendingTrials& pending,
-                                           const SweepOptions& options, int workers) {
-  if (options.search != nullptr)
-    return std::make_unique<SearchBoard>(trials, *options.search, options.search_history, options.run, workers);
-  return std::make_unique<TrialCursor>(trials, pending);
-}
-
-}  // namespace memsweep::sweep::detail
+}  // namespace memsweep::search

@@ -1,14 +1,14 @@
 #pragma once
 // A trial row's fields as the summary's tables show them, shared by the
-// dataset tables (summary_text.cpp) and the capacity table
-// (summary_capacity.cpp).
+// dataset tables (src/summary/summary_text.cpp) and the search's capacity
+// table (src/search/capacity_table.cpp).
 
 #include "memsweep/results.hpp"
 
 #include <cstdint>
 #include <string>
 
-namespace memsweep::results::detail {
+namespace memsweep::results {
 
 // One decimal MiB (the paper's "MB" is psutil's bytes / 2^20; the per-process
 // columns use the same unit); "-" for a figure not measured.
@@ -30,4 +30,4 @@ std::string memory_plan_text(const TrialRow& row);
 // The row's params, "" for none.
 std::string params_of(const TrialRow& row);
 
-}  // namespace memsweep::results::detail
+}  // namespace memsweep::results

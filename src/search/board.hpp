@@ -7,9 +7,9 @@
 // (a k-section). A resume starts it from the file's probe rows, which is
 // all a search's state is.
 
-#include "sweep/trial_cursor.hpp"
-
 #include "memsweep/estimate.hpp"
+#include "memsweep/job_source.hpp"
+#include "memsweep/search.hpp"
 
 #include <deque>
 #include <map>
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace memsweep::sweep::detail {
+namespace memsweep::search {
 
 class SearchBoard final : public JobSource {
  public:
@@ -72,8 +72,4 @@ class SearchBoard final : public JobSource {
 // GiB): found batch_size 1234 (verified); 1260 does not fit; 5 trials".
 std::string search_note(const SearchRow& row);
 
-// The note on the progress lines, and the trials the search did not use
-// taken off the count (which starts at searches × max_trials).
-void report_ended_search(ProgressReporter& progress, const SearchRow& row, const SweepOptions& options);
-
-}  // namespace memsweep::sweep::detail
+}  // namespace memsweep::search

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-namespace memsweep::results::detail {
+namespace memsweep::search {
 
 // Empty when no file holds a search.
 std::string capacity_section(const std::vector<SummaryInput>& files);
 
-}  // namespace memsweep::results::detail
+}  // namespace memsweep::search

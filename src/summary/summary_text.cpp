@@ -1,6 +1,6 @@
 // The summary of results files as text (summary_text.hpp): the header lines
 // of each file, one table per dataset, the hosts, GPU memory, the searches'
-// capacity (summary_capacity.cpp), then the trials that are not ok.
+// capacity (src/search/capacity_table.cpp), then the trials that are not ok.
 
 #include "memsweep/summary_text.hpp"
 
@@ -10,9 +10,9 @@
 #include "memsweep/results.hpp"
 #include "memsweep/run_record.hpp"
 #include "memsweep/sweep_split.hpp"
-#include "results/summary_capacity.hpp"
-#include "results/summary_fields.hpp"
-#include "results/summary_hosts.hpp"
+#include "results/row_text.hpp"
+#include "search/capacity_table.hpp"
+#include "summary/summary_hosts.hpp"
 
 #include <fmt/format.h>
 
@@ -31,15 +31,16 @@
 namespace memsweep {
 namespace {
 
-using results::detail::capacity_section;
-using results::detail::channels_text;
-using results::detail::count_text;
-using results::detail::hidden_text;
-using results::detail::learning_rate_text;
-using results::detail::memory_plan_text;
-using results::detail::mib;
-using results::detail::params_of;
-using results::detail::trainer_of;
+using results::channels_text;
+using results::count_text;
+using results::hidden_text;
+using results::learning_rate_text;
+using results::memory_plan_text;
+using results::mib;
+using results::params_of;
+using results::trainer_of;
+using search::capacity_section;
+using summary::detail::hosts_section;
 
 // A synthetic dataset's image shape, "1x28x28", from the row's definition
 // (TrialSpec::canonical_text(), whose format the trial ids fix); empty for
