@@ -4,6 +4,9 @@
 // functions through which a test scripts the devices, their used memory,
 // their processes and the codes each call returns. Loaded by path.
 
+#include <cstdio>
+#include <cstring>
+#include <string>
 #include <vector>
 
 namespace {
@@ -14,6 +17,7 @@ struct Process {
 };
 
 struct Device {
+  std::string uuid;
   unsigned long long used = 0;
   int memory_result = 0;
   int process_result = 0;
@@ -49,6 +53,14 @@ Device* device_of(void* handle) {
   return index < devices.size() ? &devices[index] : nullptr;
 }
 
+// A text into the caller's buffer, as NVML does: refused when it does not fit.
+int copy_text(const std::string& text, char* out, unsigned int length) {
+  if (out == nullptr) return kInvalidArgument;
+  if (text.size() + 1 > length) return kInsufficientSize;
+  std::memcpy(out, text.c_str(), text.size() + 1);
+  return kSuccess;
+}
+
 }  // namespace
 
 extern "C" {
@@ -61,9 +73,13 @@ void fake_nvml_reset() {
 }
 void fake_nvml_set_init_result(int result) { init_result = result; }
 unsigned fake_nvml_add_device(unsigned long long used) {
-  devices.push_back(Device{used, kSuccess, kSuccess, {}});
+  // A UUID of the real form, told apart by the device's index.
+  char uuid[64];
+  std::snprintf(uuid, sizeof uuid, "GPU-00000000-1111-2222-3333-%012zu", devices.size());
+  devices.push_back(Device{uuid, used, kSuccess, kSuccess, {}});
   return static_cast<unsigned>(devices.size() - 1);
 }
+void fake_nvml_set_uuid(unsigned index, const char* uuid) { devices.at(index).uuid = uuid; }
 void fake_nvml_set_used(unsigned index, unsigned long long used) { devices.at(index).used = used; }
 void fake_nvml_set_memory_result(unsigned index, int result) { devices.at(index).memory_result = result; }
 void fake_nvml_set_process_result(unsigned index, int result) { devices.at(index).process_result = result; }
@@ -116,6 +132,19 @@ int nvmlDeviceGetComputeRunningProcesses_v3(void* handle, unsigned int* count, N
   *count = needed;
   for (unsigned int i = 0; i < needed; ++i)
     infos[i] = NvmlProcessInfo{device->processes[i].pid, device->processes[i].used, 0xFFFFFFFFU, 0xFFFFFFFFU};
+  return kSuccess;
+}
+int nvmlDeviceGetUUID(void* handle, char* uuid, unsigned int length) {
+  Device* device = device_of(handle);
+  return device == nullptr ? kInvalidArgument : copy_text(device->uuid, uuid, length);
+}
+int nvmlDeviceGetName(void* handle, char* name, unsigned int length) {
+  return device_of(handle) == nullptr ? kInvalidArgument : copy_text("Fake GPU 80GB", name, length);
+}
+int nvmlSystemGetDriverVersion(char* version, unsigned int length) { return copy_text("999.12.34", version, length); }
+int nvmlSystemGetCudaDriverVersion_v2(int* version) {
+  if (version == nullptr) return kInvalidArgument;
+  *version = 12020;
   return kSuccess;
 }
 const char* nvmlErrorString(int result) {

@@ -100,6 +100,39 @@ TEST(GpuMemory, NoDeviceIsNotSampled) {
   EXPECT_EQ(fake.call<int>("fake_nvml_shutdowns"), 1);  // the library was let go
 }
 
+// What a trial's record and its CUDA_VISIBLE_DEVICES (by UUID) need: each
+// device's UUID, name and memory, and the driver's versions.
+TEST(GpuMemory, DevicesAreDescribedByUuidNameAndMemoryAndTheDriverByItsVersions) {
+  FakeNvml fake;
+  fake.add_device(0);
+  const unsigned mig = fake.add_device(0);
+  const std::string mig_uuid = "MIG-4a5b6c7d-8888-9999-aaaa-bbbbccccdddd";
+  fake.call<void>("fake_nvml_set_uuid", mig, mig_uuid.c_str());
+  const std::unique_ptr<GpuMemoryReader> reader = open_fake();
+  const std::vector<GpuDevice> devices = reader->describe_devices();
+  ASSERT_EQ(devices.size(), 2U);
+  EXPECT_EQ(devices[0].index, 0);
+  EXPECT_EQ(devices[0].uuid, "GPU-00000000-1111-2222-3333-000000000000");
+  EXPECT_EQ(devices[1].uuid, mig_uuid) << "a MIG instance is a device of its own";
+  EXPECT_EQ(devices[1].name, "Fake GPU 80GB");
+  EXPECT_EQ(devices[1].total_bytes, std::int64_t{80} << 30);
+  const GpuDriver driver = reader->driver();
+  EXPECT_EQ(driver.version, "999.12.34");
+  EXPECT_EQ(driver.cuda_version, "12.2");
+
+  // A UUID longer than NVML's buffer is refused by the library: no text,
+  // never a cut one.
+  fake.call<void>("fake_nvml_set_uuid", mig, std::string(kNvmlTextBufferSize, 'x').c_str());
+  EXPECT_EQ(reader->describe_devices()[1].uuid, "");
+}
+
+TEST(GpuMemory, CudaVersionsAreWrittenAsPeopleWriteThem) {
+  EXPECT_EQ(cuda_version_text(12020), "12.2");
+  EXPECT_EQ(cuda_version_text(13000), "13.0");
+  EXPECT_EQ(cuda_version_text(11080), "11.8");
+  EXPECT_EQ(cuda_version_text(0), "") << "not known";
+}
+
 TEST(GpuMemory, DeviceUsedPerDeviceAndSummed) {
   FakeNvml fake;
   fake.add_device(100 * kMiB);

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 
 namespace memsweep::gpu {
 namespace {
@@ -137,6 +138,52 @@ std::vector<std::string> GpuMemoryReader::problems() const {
         "nvmlDeviceGetComputeRunningProcesses(device {}): {}: the GPU peak falls back to the device's used memory",
         process_failure_.device, api.describe(process_failure_.code)));
   return problems;
+}
+
+std::string cuda_version_text(int version) {
+  if (version <= 0) return {};
+  return fmt::format("{}.{}", version / 1000, version % 1000 / 10);
+}
+
+std::vector<GpuDevice> GpuMemoryReader::describe_devices() const {
+  const NvmlApi& api = library_->api();
+  const auto text = [](auto call) {
+    std::array<char, kNvmlTextBufferSize> buffer{};
+    if (call(buffer.data(), static_cast<unsigned int>(buffer.size())) != kNvmlSuccess) return std::string();
+    buffer.back() = '\0';
+    return std::string(buffer.data());
+  };
+  std::vector<GpuDevice> described;
+  for (std::size_t index = 0; index < devices_.size(); ++index) {
+    const NvmlDevice device = devices_[index];
+    if (device == nullptr) continue;
+    GpuDevice about;
+    about.index = static_cast<int>(index);
+    if (api.uuid != nullptr)
+      about.uuid = text([&](char* out, unsigned int size) { return api.uuid(device, out, size); });
+    if (api.name != nullptr)
+      about.name = text([&](char* out, unsigned int size) { return api.name(device, out, size); });
+    NvmlMemory memory{};
+    if (api.memory_info(device, &memory) == kNvmlSuccess) about.total_bytes = static_cast<std::int64_t>(memory.total);
+    described.push_back(std::move(about));
+  }
+  return described;
+}
+
+GpuDriver GpuMemoryReader::driver() const {
+  const NvmlApi& api = library_->api();
+  GpuDriver driver;
+  if (api.driver_version != nullptr) {
+    std::array<char, kNvmlTextBufferSize> buffer{};
+    if (api.driver_version(buffer.data(), static_cast<unsigned int>(buffer.size())) == kNvmlSuccess) {
+      buffer.back() = '\0';
+      driver.version = buffer.data();
+    }
+  }
+  int cuda = 0;
+  if (api.cuda_version != nullptr && api.cuda_version(&cuda) == kNvmlSuccess)
+    driver.cuda_version = cuda_version_text(cuda);
+  return driver;
 }
 
 GpuOpen open_gpu_memory() {

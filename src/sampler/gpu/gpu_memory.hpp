@@ -47,6 +47,24 @@ struct TreeGpuReading {
   std::vector<int> devices;  // where the tree has a process, ascending
 };
 
+// A device as NVML names it. Empty texts and -1 where NVML cannot tell.
+struct GpuDevice {
+  int index = -1;    // NVML's
+  std::string uuid;  // "GPU-…", or "MIG-…" for a MIG instance
+  std::string name;  // "NVIDIA H100 80GB HBM3"
+  std::int64_t total_bytes = -1;
+};
+
+// The driver, as NVML reports it: "580.65.06", and the CUDA version the
+// driver supports, "13.0".
+struct GpuDriver {
+  std::string version;
+  std::string cuda_version;
+};
+
+// Pure: NVML's CUDA version number as people write it, 12020 -> "12.2".
+std::string cuda_version_text(int version);
+
 class GpuMemoryReader {
  public:
   explicit GpuMemoryReader(std::shared_ptr<NvmlLibrary> library);
@@ -59,6 +77,10 @@ class GpuMemoryReader {
   std::int64_t read_device_used(std::span<std::int64_t> used) noexcept;
   // The per-process lists of every device, filtered to `pids`.
   TreeGpuReading read_tree(std::span<const int> pids);
+
+  // Each device that could be opened, in NVML's order.
+  std::vector<GpuDevice> describe_devices() const;
+  GpuDriver driver() const;
 
   // The first failure of each kind of call, once each (for the trial's
   // warnings); a failure repeated on every read is not repeated here.

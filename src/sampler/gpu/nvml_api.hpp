@@ -38,6 +38,9 @@ struct NvmlProcessInfo {
   unsigned int computeInstanceId;
 };
 inline constexpr unsigned long long kNvmlValueNotAvailable = ~0ULL;
+// Room for any of NVML's texts: its largest buffer constant
+// (NVML_DEVICE_UUID_V2_BUFFER_SIZE, NVML_DEVICE_NAME_V2_BUFFER_SIZE).
+inline constexpr unsigned int kNvmlTextBufferSize = 96;
 
 struct NvmlApi {
   NvmlReturn (*init)() = nullptr;                                                  // nvmlInit_v2
@@ -47,6 +50,12 @@ struct NvmlApi {
   NvmlReturn (*memory_info)(NvmlDevice, NvmlMemory*) = nullptr;                    // nvmlDeviceGetMemoryInfo
   NvmlReturn (*processes)(NvmlDevice, unsigned int*, NvmlProcessInfo*) = nullptr;  // _v3, else _v2; may be null
   const char* (*error_string)(NvmlReturn) = nullptr;                               // nvmlErrorString
+  // What a device and the driver are (the trial's record, its
+  // CUDA_VISIBLE_DEVICES by UUID); each may be null.
+  NvmlReturn (*uuid)(NvmlDevice, char*, unsigned int) = nullptr;  // nvmlDeviceGetUUID
+  NvmlReturn (*name)(NvmlDevice, char*, unsigned int) = nullptr;  // nvmlDeviceGetName
+  NvmlReturn (*driver_version)(char*, unsigned int) = nullptr;    // nvmlSystemGetDriverVersion
+  NvmlReturn (*cuda_version)(int*) = nullptr;                     // nvmlSystemGetCudaDriverVersion_v2
 
   // "NVML error 3 (Not Supported)" style text for a code.
   std::string describe(NvmlReturn code) const;

@@ -52,6 +52,12 @@ NvmlOpen open_nvml(const std::string& path) {
   // stands in (docs/runner.md, "GPU memory").
   if (!find(handle, "nvmlDeviceGetComputeRunningProcesses_v3", api.processes))
     find(handle, "nvmlDeviceGetComputeRunningProcesses_v2", api.processes);
+  // What names a device and the driver is optional too: without it the
+  // record is blank.
+  find(handle, "nvmlDeviceGetUUID", api.uuid);
+  find(handle, "nvmlDeviceGetName", api.name);
+  find(handle, "nvmlSystemGetDriverVersion", api.driver_version);
+  find(handle, "nvmlSystemGetCudaDriverVersion_v2", api.cuda_version);
   const NvmlReturn init = api.init();
   if (init != kNvmlSuccess) {
     opened.problem =
