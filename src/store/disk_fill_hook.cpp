@@ -8,6 +8,7 @@
 #include <array>
 #include <cerrno>
 #include <charconv>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -58,6 +59,11 @@ void fill_disk_beside(const std::filesystem::path& file, const Hdf5Errors& error
     while (::write(fd, zeros.data(), block) == static_cast<ssize_t>(block)) {
     }
   ::close(fd);
+}
+
+void allocate_past_last_page(hid_t file, const Hdf5Errors& errors) {
+  errors.check(H5Fincrement_filesize(file, kSkippedBytes),
+               fmt::format("{}: move the end of allocation past the file's last page", kStoreHookEnvVar));
 }
 
 }  // namespace memsweep::store

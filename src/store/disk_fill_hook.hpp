@@ -41,4 +41,12 @@ StoreHook store_hook_from_environment(const Hdf5Errors& errors);
 // more than kMaxDiskFillBytes free or the fill file cannot be made.
 void fill_disk_beside(const std::filesystem::path& file, const Hdf5Errors& errors);
 
+// Moves the open file's end of allocation kSkippedBytes past its end, so
+// that the next block HDF5 writes starts in a page the full disk no longer
+// has. Without it a chunk that compresses well fits in the slack of the
+// file's last page and is written, and the fill lands in the next flush
+// instead (a CI run saw it). The gap is a hole, and reads as zeros.
+inline constexpr std::uint64_t kSkippedBytes = std::uint64_t{64} << 10;
+void allocate_past_last_page(hid_t file, const Hdf5Errors& errors);
+
 }  // namespace memsweep::store

@@ -450,7 +450,10 @@ void ResultStore::Impl::append_compressed(const CompressedSampleChunk& chunk) {
   // of its attempt: an attempt's rows stay in time order in the file.
   if (chunks_accepted_ && chunk.fits(chunk_format_) && samples.rows() % samples.chunk_rows() == 0 &&
       !waits(chunk.info)) {
-    if (hook_.fill_disk_before_chunk == counts_.chunks_direct + 1) store::fill_disk_beside(path_, errors_);
+    if (hook_.fill_disk_before_chunk == counts_.chunks_direct + 1) {
+      store::fill_disk_beside(path_, errors_);
+      store::allocate_past_last_page(file_.get(), errors_);
+    }
     samples.append_chunk(chunk.bytes, chunk.info.filter_mask, chunk.info.rows);
     counts_.chunks_direct += 1;
     counts_.rows_direct += chunk.info.rows;

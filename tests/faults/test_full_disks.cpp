@@ -9,7 +9,8 @@
 // Where a fill lands depends on the moment: in a direct chunk write in
 // about 1 of 12 fills here. MEMSWEEP_TEST_STORE_HOOK makes the writer fill
 // the disk just before its Nth direct chunk write (src/store/disk_fill_hook.hpp),
-// so that the chunk write meets the full disk every time.
+// so that the chunk write meets the full disk every time (and starts a page
+// past the file's end: a small chunk would fit in the last page's slack).
 
 #include "faults/small_disk.hpp"
 #include "run/results_file.hpp"
