@@ -26,6 +26,16 @@ std::vector<int> marked(std::uint32_t mask) {
   return indices;
 }
 
+// A text NVML writes into a buffer (`call(buffer, size)`); empty when the
+// call fails, never a cut one.
+template <typename Call>
+std::string nvml_text(const Call& call) {
+  std::array<char, kNvmlTextBufferSize> buffer{};
+  if (call(buffer.data(), static_cast<unsigned int>(buffer.size())) != kNvmlSuccess) return {};
+  buffer.back() = '\0';
+  return std::string(buffer.data());
+}
+
 }  // namespace
 
 std::chrono::nanoseconds next_tree_read_delay(std::chrono::nanoseconds last_cost) {
@@ -147,12 +157,6 @@ std::string cuda_version_text(int version) {
 
 std::vector<GpuDevice> GpuMemoryReader::describe_devices() const {
   const NvmlApi& api = library_->api();
-  const auto text = [](auto call) {
-    std::array<char, kNvmlTextBufferSize> buffer{};
-    if (call(buffer.data(), static_cast<unsigned int>(buffer.size())) != kNvmlSuccess) return std::string();
-    buffer.back() = '\0';
-    return std::string(buffer.data());
-  };
   std::vector<GpuDevice> described;
   for (std::size_t index = 0; index < devices_.size(); ++index) {
     const NvmlDevice device = devices_[index];
@@ -160,9 +164,9 @@ std::vector<GpuDevice> GpuMemoryReader::describe_devices() const {
     GpuDevice about;
     about.index = static_cast<int>(index);
     if (api.uuid != nullptr)
-      about.uuid = text([&](char* out, unsigned int size) { return api.uuid(device, out, size); });
+      about.uuid = nvml_text([&](char* out, unsigned int size) { return api.uuid(device, out, size); });
     if (api.name != nullptr)
-      about.name = text([&](char* out, unsigned int size) { return api.name(device, out, size); });
+      about.name = nvml_text([&](char* out, unsigned int size) { return api.name(device, out, size); });
     NvmlMemory memory{};
     if (api.memory_info(device, &memory) == kNvmlSuccess) about.total_bytes = static_cast<std::int64_t>(memory.total);
     described.push_back(std::move(about));
@@ -173,13 +177,7 @@ std::vector<GpuDevice> GpuMemoryReader::describe_devices() const {
 GpuDriver GpuMemoryReader::driver() const {
   const NvmlApi& api = library_->api();
   GpuDriver driver;
-  if (api.driver_version != nullptr) {
-    std::array<char, kNvmlTextBufferSize> buffer{};
-    if (api.driver_version(buffer.data(), static_cast<unsigned int>(buffer.size())) == kNvmlSuccess) {
-      buffer.back() = '\0';
-      driver.version = buffer.data();
-    }
-  }
+  if (api.driver_version != nullptr) driver.version = nvml_text(api.driver_version);
   int cuda = 0;
   if (api.cuda_version != nullptr && api.cuda_version(&cuda) == kNvmlSuccess)
     driver.cuda_version = cuda_version_text(cuda);
