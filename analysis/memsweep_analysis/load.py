@@ -1,7 +1,7 @@
-"""Read memsweep results files (docs/results-file.md, schemas 1 to 12) into pandas DataFrames.
+"""Read memsweep results files (docs/results-file.md, schemas 1 to 13) into pandas DataFrames.
 
 `load(*paths)` checks every file at once (an HDF5 file, `format` = "memsweep",
-`schema_version` 1 to 12, the four tables present, and /messages from schema 5) and reads only its root
+`schema_version` 1 to 13, the four tables present, and /messages from schema 5) and reads only its root
 attributes; each table is read from every file the first time its property
 is used, then kept. `load(big).trials` never touches /samples, and
 `samples_for(ids)` reads the samples of a few trials without converting the
@@ -65,8 +65,9 @@ FORMAT = "memsweep"
 # schema 10 what the analysis reads instead of working it out: /trials' parameters (TRIAL_COLUMNS_OF_SCHEMA_10) and
 # estimate parts (ESTIMATE_PREFIX), and the root attribute final_statuses; schema 11 the /metrics table (programs'
 # own figures, read by metrics.py); schema 12 each column's since: and missing: attributes (read below: a column
-# added later needs no table here) and /trials' train_examples. The tables named here are old_schemas.py's.
-SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
+# added later needs no table here) and /trials' train_examples; schema 13 a trial's own GPUs and GPU limit, and GPU
+# searches (read through those attributes). The tables named here are old_schemas.py's.
+SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
 SCHEMA_VERSION = SCHEMA_VERSIONS[-1]
 TABLES = ("trials", "samples", "epochs", "runs")
 MESSAGES_TABLE = "messages"

@@ -68,7 +68,7 @@ EVENTS = "events"
 MAX_HIDDEN = 16
 MAX_CHANNELS = 8
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 MAX_AXIS = 64
 MESSAGE_PIECE_BYTES = 256
 
@@ -156,6 +156,16 @@ TRIAL_COLUMNS = [
     ("parameters", "<i8", ONE),
     *((column, "<i8", BYTES) for column in ESTIMATE_PART_LABELS),
     ("train_examples", "<i8", ONE),
+    ("gpu_uuids", _text(256), TEXT),
+    ("gpu_name", _text(64), TEXT),
+    ("gpu_total", "<i8", BYTES),
+    ("gpu_driver", _text(16), TEXT),
+    ("cuda_version", _text(16), TEXT),
+    ("cuda_alloc_conf", _text(128), TEXT),
+    ("gpu_limit", "<i8", BYTES),
+    ("gpu_limit_mechanism", _text(16), TEXT),
+    ("gpu_reserved", "<i8", BYTES),
+    ("search_device", _text(16), TEXT),
 ]
 
 # /searches (schema 6): SearchRow's fields in order.
@@ -196,6 +206,9 @@ SEARCH_COLUMNS = [
     ("message", _text(256), TEXT),
     ("memory_plan", _text(16), TEXT),
     ("recompute_every", "<i4", ONE),
+    ("device", _text(16), TEXT),
+    ("gpu_name", _text(64), TEXT),
+    ("gpu_total", "<i8", BYTES),
 ]
 
 SAMPLE_COLUMNS = [
@@ -276,9 +289,12 @@ ADDED_IN = {
                **{name: 7 for name in ("gpu_peak", "gpu_devices", "gpu_peak_source", "torch_allocated_peak",
                                        "torch_reserved_peak")},
                "memory_plan": 8, "recompute_every": 8,
-               **{name: 10 for name in ("parameters", *ESTIMATE_PART_LABELS)}, "train_examples": 12},
+               **{name: 10 for name in ("parameters", *ESTIMATE_PART_LABELS)}, "train_examples": 12,
+               **{name: 13 for name in ("gpu_uuids", "gpu_name", "gpu_total", "gpu_driver", "cuda_version",
+                                        "cuda_alloc_conf", "gpu_limit", "gpu_limit_mechanism", "gpu_reserved",
+                                        "search_device")}},
     "samples": {"sys_total": 2, "phase": 5, "gpu_used": 7, "gpu_tree_used": 7},
-    "searches": {"memory_plan": 8, "recompute_every": 8},
+    "searches": {"memory_plan": 8, "recompute_every": 8, "device": 13, "gpu_name": 13, "gpu_total": 13},
     "runs": {"end_time": 3, "end_state": 3,
              **{name: 5 for name in ("data_dirs", "max_train_examples", "max_test_examples", "threads",
                                      "counter_source", "mem_budget", "trial_timeout", "flush_interval", "no_swmr",
@@ -376,13 +392,15 @@ TRIAL_DEFAULTS = {
     "gpu_peak": -1, "gpu_devices": "", "gpu_peak_source": "", "torch_allocated_peak": -1, "torch_reserved_peak": -1,
     "memory_plan": "keep", "recompute_every": 0,
     "parameters": -1, **{name: -1 for name in ESTIMATE_PART_LABELS}, "train_examples": -1,
+    "gpu_uuids": "", "gpu_name": "", "gpu_total": -1, "gpu_driver": "", "cuda_version": "", "cuda_alloc_conf": "",
+    "gpu_limit": -1, "gpu_limit_mechanism": "", "gpu_reserved": -1, "search_device": "",
 }
 
 SEARCH_DEFAULTS = {
     "search": 0, "configuration": 0, "limit_index": 0, "run": 0, "axis": "batch_size", "range_low": 1,
     "range_high": 1024, "limit": 512 * 2**20, "enforced_by": "cgroup2", "strategy": "model", "status": "found",
     "fits": -1, "fits_verified": 0, "does_not_fit": -1, "fit_a_mib": -1.0, "fit_b_mib": -1.0, "predicted": -1,
-    "trials": 0, "seconds": 0.0, "message": "",
+    "trials": 0, "seconds": 0.0, "message": "", "device": "host", "gpu_name": "", "gpu_total": -1,
 }
 # The configuration's fields a search row shares with a trial row (their defaults are the trial's).
 SEARCH_CONFIGURATION_FIELDS = ("trainer", "dataset", "model", "optimizer", "learning_rate", "epochs", "batch_size",
@@ -524,9 +542,9 @@ def _records(rows, columns, defaults):
 
 # Schema 12: the columns whose -1 means "not measured" carry missing:<column> (MinusOne::not_measured in
 # include/memsweep/columns.hpp): every figure of unit bytes or events but /runs' mem_budget and /searches' limit
-# (-1 there is "none"), and these of /trials.
+# (-1 there is "none"), /trials' gpu_limit and gpu_reserved (likewise), and these of /trials.
 NOT_MEASURED_OF_UNIT_ONE = {"final_train_loss", "test_accuracy", "start_seconds", "parameters", "train_examples"}
-MINUS_ONE_IS_NONE = {("runs", "mem_budget"), ("searches", "limit")}
+MINUS_ONE_IS_NONE = {("runs", "mem_budget"), ("searches", "limit"), ("trials", "gpu_limit"), ("trials", "gpu_reserved")}
 
 
 def _not_measured(table, column, unit):

@@ -416,10 +416,10 @@ def test_a_file_a_swmr_writer_left_open_is_read(tmp_path):
     (lambda p: write_results_file(p, [{}], attrs={"format": "other"}), "format attribute is 'other'"),
     (lambda p: write_results_file(p, [{}], attrs={"schema_version": None}),
      "a memsweep file without a schema_version attribute"),
-    (lambda p: write_results_file(p, [{}], attrs={"schema_version": 13}),
-     "schema version 13, written by a newer memsweep? this package reads schemas 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12"),
+    (lambda p: write_results_file(p, [{}], attrs={"schema_version": 14}),
+     "schema version 14, written by a newer memsweep? this package reads schemas 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13"),
     (lambda p: write_results_file(p, [{}], attrs={"schema_version": 0}),
-     "schema version 0, unknown: this package reads schemas 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12"),
+     "schema version 0, unknown: this package reads schemas 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13"),
 ])
 def test_refusals_name_the_file_and_what_was_expected(tmp_path, make, expected):
     path = str(tmp_path / "bad.h5")

@@ -274,6 +274,17 @@ inline constexpr auto kTrials = detail::joined(
                    std::array{
                        // Schema 12: what the trial trained on.
                        MEMSWEEP_COLUMN(TrialRow, train_examples, .since = 12, .minus_one = kNotMeasured),
+                       // Schema 13: the trial's own GPUs (rank_gpus.hpp).
+                       MEMSWEEP_COLUMN(TrialRow, gpu_uuids, .since = 13),
+                       MEMSWEEP_COLUMN(TrialRow, gpu_name, .since = 13),
+                       MEMSWEEP_COLUMN(TrialRow, gpu_total, .unit = kBytes, .since = 13, .minus_one = kNotMeasured),
+                       MEMSWEEP_COLUMN(TrialRow, gpu_driver, .since = 13),
+                       MEMSWEEP_COLUMN(TrialRow, cuda_version, .since = 13),
+                       MEMSWEEP_COLUMN(TrialRow, cuda_alloc_conf, .since = 13),
+                       MEMSWEEP_COLUMN(TrialRow, gpu_limit, .unit = kBytes, .since = 13, .minus_one = kNone),
+                       MEMSWEEP_COLUMN(TrialRow, gpu_limit_mechanism, .since = 13),
+                       MEMSWEEP_COLUMN(TrialRow, gpu_reserved, .unit = kBytes, .since = 13, .minus_one = kNone),
+                       MEMSWEEP_COLUMN(TrialRow, search_device, .since = 13),
                    }));
 
 // /samples, but for its counter columns: one int64 column of unit "events"
@@ -383,6 +394,10 @@ inline constexpr auto kSearches =
                        // Schema 8: the configuration's memory plan.
                        MEMSWEEP_COLUMN(SearchRow, memory_plan, .since = 8),
                        MEMSWEEP_COLUMN(SearchRow, recompute_every, .since = 8),
+                       // Schema 13: GPU searches.
+                       MEMSWEEP_COLUMN(SearchRow, device, .since = 13),
+                       MEMSWEEP_COLUMN(SearchRow, gpu_name, .since = 13),
+                       MEMSWEEP_COLUMN(SearchRow, gpu_total, .unit = kBytes, .since = 13, .minus_one = kNotMeasured),
                    });
 
 // Values as the program printed them, parsed: no unit memsweep could know.

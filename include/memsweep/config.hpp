@@ -34,6 +34,7 @@ inline constexpr int kMaxRepeats = 10'000;
 // (hidden, convolution and AlexNet's layers together); a value past the
 // network's depth makes the whole network one segment.
 inline constexpr int kMaxRecomputeEvery = 1'000;
+inline constexpr int kMaxGpusPerTrial = 16;          // the GPU reader's devices (gpu_memory.hpp's kMaxGpuDevices)
 inline constexpr int kMaxRandomCount = 100'000'000;  // config/expand.hpp's kMaxSweepTrials
 inline constexpr int kMinSamplerIntervalMs = 1;
 inline constexpr int kMaxSamplerIntervalMs = 600'000;  // ten minutes
@@ -96,6 +97,9 @@ struct ProgramSpec {
   std::vector<ProgramMetric> metrics;
   // A text names {trial_dir}: a folder of the attempt's own is made for it.
   bool uses_trial_dir = false;
+  // A text names {gpu}: the trial needs a GPU even where gpus_per_trial
+  // is not set (TrialSpec::gpus_needed()).
+  bool uses_gpu = false;
   KeepTrialDir keep_trial_dir = KeepTrialDir::failed;
   std::uint64_t log_limit_bytes = kDefaultLogLimitBytes;  // per stream and attempt; 0: no limit
 };
@@ -117,6 +121,7 @@ struct SearchPoint {
   std::int64_t value = 0;
   std::uint64_t limit_bytes = 0;
   bool full = true;  // trains the configuration's own epochs
+  bool gpu = false;  // limit_bytes is its GPU's (SearchDevice::gpu)
 };
 
 // One trial, fully resolved: every field has a value.
@@ -143,12 +148,25 @@ struct TrialSpec {
   // Layers per segment for `recompute` (kRecomputeEveryDefault: ceil(sqrt(L)));
   // kept as the file gave it whatever the plan, but only `recompute` uses it.
   int recompute_every = kRecomputeEveryDefault;
-  std::optional<std::uint64_t> mem_budget_bytes;           // not part of the id: a limit, not the trial
-  std::optional<double> timeout_seconds;                   // wall time from the start of training; not part of the id
+  std::optional<std::uint64_t> mem_budget_bytes;  // not part of the id: a limit, not the trial
+  std::optional<double> timeout_seconds;          // wall time from the start of training; not part of the id
+  // The GPUs the trial runs on, its own (docs/runner.md, "A trial's GPUs");
+  // nullopt: gpus_needed()'s default. Where it runs, not what it is: not
+  // part of the id.
+  std::optional<int> gpus_per_trial;
+  // The most GPU memory the trial may have on each of its devices, held by
+  // memsweep (docs/runner.md, "A GPU limit"); kWholeDevice: the device's
+  // own size. A limit, not what the trial is: not part of the id.
+  std::optional<std::uint64_t> gpu_limit_bytes;
+  static constexpr std::uint64_t kWholeDevice = 0;
   std::string origin;                                      // where the file defines it, e.g. "sweep.toml:12 grid[3]"
   std::optional<ProgramSpec> program;                      // nullopt: memsweep's own trainer
   std::vector<std::pair<std::string, ParamValue>> params;  // sorted by name
   std::optional<SearchPoint> search;                       // a search's probe
+
+  // gpus_per_trial, else the default: one for a program on a node that has
+  // GPUs or a program that names {gpu}, none for memsweep's CPU trainer.
+  int gpus_needed(bool node_has_gpus) const;
 
   // "memsweep", or the program's name.
   std::string_view trainer() const { return program ? std::string_view(program->name) : kBuiltinTrainer; }

@@ -25,6 +25,9 @@ struct ProgramRunValues {
   // The attempt's own folder ({trial_dir}, absolute), made before it starts;
   // empty where the program names none.
   std::string trial_dir;
+  // The trial's GPUs as the program sees them ({gpu}): "0", or "0,1" for
+  // two; its CUDA_VISIBLE_DEVICES holds only them, by UUID.
+  std::string gpu;
 };
 
 struct ProgramInvocation {
@@ -39,7 +42,7 @@ struct ProgramInvocation {
 // seed, synthetic.shape,
 // synthetic.classes, synthetic.train_size, synthetic.test_size,
 // synthetic.noise), trial_id, repeat, attempt, data_dir, trial_dir, threads,
-// max_train_examples, max_test_examples, and the trial's [params] names.
+// max_train_examples, max_test_examples, gpu, and the trial's [params] names.
 // {seed} is the seed memsweep's trainer would train this repeat with.
 std::vector<std::string> builtin_placeholder_names();
 

@@ -31,7 +31,7 @@
 
 namespace memsweep {
 
-inline constexpr int kSchemaVersion = 12;
+inline constexpr int kSchemaVersion = 13;
 // The oldest version readers still read (columns added later read as their
 // "not measured" value); only the current one is written or resumed.
 inline constexpr int kOldestReadableSchemaVersion = 1;
@@ -47,6 +47,9 @@ inline constexpr std::size_t kMessagePieceChars = 256;            // MessageRow:
 inline constexpr std::size_t kDefinitionChars = 512;              // TrialSpec::canonical_text()
 inline constexpr std::size_t kParamsChars = kMaxParamsJsonBytes;  // TrialSpec::params_json()
 inline constexpr std::size_t kGpuDevicesChars = 40;               // "0,1,...,15"
+inline constexpr std::size_t kGpuUuidsChars = 256;                // 6 UUIDs ("GPU-" + 36), commas
+inline constexpr std::size_t kGpuNameChars = 64;                  // "NVIDIA H100 80GB HBM3"
+inline constexpr std::size_t kAllocConfChars = 128;               // PYTORCH_CUDA_ALLOC_CONF
 inline constexpr std::size_t kMetricNameChars = kMaxMetricName;   // MetricRow::name: a [programs] metric's name
 
 template <std::size_t N>
@@ -184,6 +187,27 @@ struct TrialRow {
   // --max-train-examples (schema 12): what counts per step are worked out
   // from. -1 where not known (a program's trial; rows of older files).
   std::int64_t train_examples = -1;
+  // The trial's own GPUs (schema 13; docs/runner.md, "A trial's GPUs"):
+  // their UUIDs as its CUDA_VISIBLE_DEVICES named them, NVML's name for
+  // them, their memory in all, the driver's version and its CUDA's; and
+  // the PYTORCH_CUDA_ALLOC_CONF the program ran with. Empty and -1 for a
+  // trial given no GPU, and in rows of older files.
+  FixedString<kGpuUuidsChars> gpu_uuids{};
+  FixedString<kGpuNameChars> gpu_name{};
+  std::int64_t gpu_total = -1;
+  FixedString<kNameChars> gpu_driver{};
+  FixedString<kNameChars> cuda_version{};
+  FixedString<kAllocConfChars> cuda_alloc_conf{};
+  // Its GPU limit (schema 13; docs/runner.md, "A GPU limit"): the bytes its
+  // devices' use may reach in all (-1: none), what held it
+  // (gpu_limit_mechanism: "device", "reserve", "dmem" or "watch") and what
+  // a reserve held beside it.
+  std::int64_t gpu_limit = -1;
+  FixedString<kNameChars> gpu_limit_mechanism{};
+  std::int64_t gpu_reserved = -1;
+  // A probe's search's device: "host" or "gpu" (search_limit is its GPU
+  // limit, 0 for the whole device); empty outside searches (schema 13).
+  FixedString<kNameChars> search_device{};
 };
 
 // Records `bytes` as the trial's estimate part `part` (kEstimatePartColumns);
@@ -233,6 +257,12 @@ struct SearchRow {
   // one configuration under two plans are two searches.
   FixedString<kNameChars> memory_plan{'k', 'e', 'e', 'p'};
   std::int32_t recompute_every = 0;
+  // Which memory the limit is of (schema 13): "host", or "gpu" with the
+  // device the probes ran on, its name and size (the limit "device" is
+  // that size); older files read "host" and no device.
+  FixedString<kNameChars> device{'h', 'o', 's', 't'};
+  FixedString<kGpuNameChars> gpu_name{};
+  std::int64_t gpu_total = -1;
 };
 static_assert(std::is_trivially_copyable_v<SearchRow>);
 
@@ -249,6 +279,7 @@ inline constexpr std::string_view kFailed = "failed";           // a trial faile
 namespace end_cause {
 inline constexpr std::string_view kExited = "exited";       // it reported its result and exited
 inline constexpr std::string_view kBudget = "budget";       // the rank killed it: RSS past the memory budget
+inline constexpr std::string_view kGpu = "gpu";             // the rank killed it: its GPU memory past its GPU limit
 inline constexpr std::string_view kTimeout = "timeout";     // the rank killed it: past its time limit
 inline constexpr std::string_view kStopped = "stopped";     // the rank killed it: it did not stop when asked
 inline constexpr std::string_view kOom = "oom";             // the kernel's OOM killer

@@ -334,6 +334,10 @@ class Sampler {
   // Samples GPU memory through `reader` from the next start() on (null:
   // not). Throws std::logic_error while running.
   void set_gpu(std::shared_ptr<gpu::GpuMemoryReader> reader);
+  // From the next start() on, reads only these GPUs (NVML indices: a
+  // trial's own, rank_gpus.hpp); empty: every device. Throws
+  // std::logic_error while running.
+  void set_gpu_devices(const std::vector<int>& nvml_indices);
   // set_gpu with the node's NVML (libnvidia-ml.so.1, opened now). Returns
   // why GPU memory will not be sampled ("no NVIDIA driver: GPU memory not
   // sampled"), or empty. Never throws for a missing or failing driver.
@@ -388,6 +392,10 @@ class Sampler {
   std::vector<std::string> counter_problems() const;
   // The GPU reader's failed NVML calls, once each.
   std::vector<std::string> gpu_problems() const;
+  // The trial's tree's GPU memory at the last per-process read of this
+  // region (-1: none yet): what a GPU limit's watch compares. The thread
+  // that runs the region's calls may ask.
+  std::int64_t gpu_tree_bytes() const noexcept;
   const SamplerOptions& options() const { return options_; }
 
  private:

@@ -33,15 +33,24 @@ inline constexpr std::string_view kWidth = "width";           // every hidden la
 inline constexpr std::string_view kParamsPrefix = "params.";  // params.NAME: a program's own integer
 }  // namespace search_axis
 
+// Which memory a search's limits are of: the host's (the trial's memory
+// cgroup, the default) or its GPU's ("gpu": docs/search.md, "GPU limits").
+enum class SearchDevice { host, gpu };
+std::string_view search_device_name(SearchDevice device);  // "host", "gpu"
+
 struct SearchSpec {
   std::string axis;
-  std::int64_t low = 1;               // the range's ends, both considered
-  std::int64_t high = 1;              // low <= high
-  std::vector<std::uint64_t> limits;  // bytes of memory per trial; one search per limit, in the file's order
-  double resolution = 0.02;           // done when does-not-fit − fits <= max(1, resolution × fits)
-  int max_trials = 12;                // per configuration and limit, verifications included
-  int probe_epochs = 1;               // a probe trains min(this, the configuration's epochs)
-  bool verify = true;                 // the answer trained in full (its own epochs) before it is one
+  std::int64_t low = 1;   // the range's ends, both considered
+  std::int64_t high = 1;  // low <= high
+  // Bytes of memory per trial; one search per limit, in the file's order.
+  // A GPU search's limit 0 is "device": its whole device
+  // (TrialSpec::kWholeDevice), which the trials' rows tell the size of.
+  std::vector<std::uint64_t> limits;
+  SearchDevice device = SearchDevice::host;
+  double resolution = 0.02;  // done when does-not-fit − fits <= max(1, resolution × fits)
+  int max_trials = 12;       // per configuration and limit, verifications included
+  int probe_epochs = 1;      // a probe trains min(this, the configuration's epochs)
+  bool verify = true;        // the answer trained in full (its own epochs) before it is one
   SearchStrategy strategy = SearchStrategy::model;
   std::string place;  // "sweep.toml:12: [search]", for messages
   int line = 0;       // of [search] in the file

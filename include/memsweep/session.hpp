@@ -55,6 +55,13 @@ class SessionSteps {
   virtual RunRow decide_run_row(int ranks, const std::vector<std::string>& hosts, ProgressReporter& notes) = 0;
   // Every rank, with the agreed row: this rank's datasets are there.
   virtual void check_datasets(const RunRow& run) = 0;
+  // Every rank, once every rank has its datasets: this rank's GPUs
+  // (rank_gpus.hpp), from every rank's host. InputError when its node's do
+  // not go round its training ranks.
+  virtual void assign_gpus(const std::vector<std::string>& hosts, int rank) {
+    (void)hosts;
+    (void)rank;
+  }
   // Rank 0: the results file created or reopened, with `run`.
   virtual OpenedResults open_results(const RunRow& run, const Communicator& comm, const std::vector<std::string>& hosts,
                                      ProgressReporter& notes) = 0;

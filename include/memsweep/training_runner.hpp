@@ -9,6 +9,7 @@
 // or hangs ends with its own status while the rank goes on.
 // docs/runner.md describes a trial's steps.
 
+#include "memsweep/rank_gpus.hpp"
 #include "memsweep/sampler.hpp"
 #include "memsweep/sweep.hpp"
 #include "memsweep/trial_process_cost.hpp"
@@ -62,6 +63,9 @@ struct TrainingRunnerOptions {
   // and .err (docs/runner.md, "Programs"). Empty: not kept (its stderr's end
   // still makes a failure's message).
   std::filesystem::path log_dir;
+  // This rank's GPUs (assign_rank_gpus()): each trial runs on the first
+  // TrialSpec::gpus_needed() of them. Empty: none.
+  RankGpus gpus;
 };
 
 // Where the runner's own time went in the last run(), in seconds: what a
@@ -119,5 +123,10 @@ std::unique_ptr<TrainingRunner> make_training_runner(const TrainingRunnerOptions
 // passed as descriptor 3 (docs/runner.md, "When the rank dies"). Never
 // returns: it ends when the rank does, after ending what the rank left.
 [[noreturn]] void run_trial_guard();
+
+// `memsweep gpu-reserve LIMIT`: the helper that holds what its device has
+// free beyond LIMIT bytes while a trial runs (src/runner/gpu_reserve.hpp),
+// on the device its CUDA_VISIBLE_DEVICES names. Never returns.
+[[noreturn]] void run_gpu_reserve_process(const char* limit_text);
 
 }  // namespace memsweep

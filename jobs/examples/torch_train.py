@@ -104,6 +104,11 @@ def train(args, events):
     if args.device == "cuda" and not torch.cuda.is_available():
         raise InputError("--device cuda: torch sees no CUDA device (torch.cuda.is_available() is false)")
     device = torch.device(args.device)
+    if args.device == "cuda":
+        # What the device offers this process once its context is made: under
+        # memsweep's GPU limit, the limit less the context (docs/runner.md, "A GPU limit").
+        free, total = torch.cuda.mem_get_info()
+        print(f"cuda mem_get_info: free {free} total {total}", flush=True)
 
     # SplitView::head: the first N of each split; the whole dataset stays loaded.
     if args.max_train_examples:

@@ -41,6 +41,8 @@ int main(int argc, char** argv) {
   if (argc == 3 && std::string_view(argv[1]) == "trial") run_trial_process();
   // The trial guard a rank starts (docs/runner.md, "When the rank dies").
   if (argc == 2 && std::string_view(argv[1]) == "guard") run_trial_guard();
+  // The helper that holds a GPU limit (docs/runner.md, "A GPU limit").
+  if (argc == 3 && std::string_view(argv[1]) == "gpu-reserve") run_gpu_reserve_process(argv[2]);
   CLI::App app{"memsweep: memory of neural-network training across hyperparameter sweeps", "memsweep"};
   app.set_version_flag("--version", std::string("memsweep ") + kVersion);
   // Checked below rather than by CLI11, whose message for a mistyped

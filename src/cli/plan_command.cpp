@@ -7,6 +7,7 @@
 #include "memsweep/dataset_preflight.hpp"
 #include "memsweep/estimate.hpp"
 #include "memsweep/program.hpp"
+#include "memsweep/rank_gpus.hpp"
 #include "memsweep/trial_process_cost.hpp"
 
 #include <fmt/format.h>
@@ -240,6 +241,35 @@ std::vector<std::size_t> listed_positions(std::size_t trials, bool all) {
   return positions;
 }
 
+// Which trials need GPUs, and how many this node offers: how many
+// training ranks it can run (docs/runner.md, "A trial's GPUs").
+void write_gpu_line(std::FILE* out, const std::vector<TrialSpec>& trials, const RankGpus& node) {
+  std::size_t needing = 0;
+  int most = 0;
+  for (const TrialSpec& trial : trials) {
+    const int gpus = trial.gpus_needed(node.node_has_gpus);
+    needing += gpus > 0 ? 1 : 0;
+    most = std::max(most, gpus);
+  }
+  const std::size_t offered =
+      node.node_has_gpus
+          ? static_cast<std::size_t>(std::count(node.node_devices.begin(), node.node_devices.end(), ',') + 1)
+          : 0;
+  const std::string here =
+      offered == 0 ? std::string("this node has no GPU")
+                   : fmt::format("this node offers {} ({} from {})", offered, node.node_devices, node.source);
+  if (needing == 0) {
+    fmt::print(out, "gpus: no trial needs a GPU here; {}\n", here);
+    return;
+  }
+  fmt::print(out, "gpus: {} need{} {} GPU{} each at most; {}{}\n", counted(needing, "trial"), needing == 1 ? "s" : "",
+             most, most == 1 ? "" : "s", here,
+             offered == 0 ? ": memsweep run refuses them here"
+                          : fmt::format(": at most {} training rank{} on a node like it",
+                                        offered / static_cast<std::size_t>(most),
+                                        offered / static_cast<std::size_t>(most) == 1 ? "" : "s"));
+}
+
 void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<PlannedPart>& parts, bool all) {
   const std::vector<TrialSpec> every_value = sweep.trials.every_value();
   const auto any = [&](const auto& has) { return std::any_of(every_value.begin(), every_value.end(), has); };
@@ -249,6 +279,13 @@ void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<Planne
   // A sweep that never leaves the default plan lists as it did before there were others.
   const bool any_plan = any([](const TrialSpec& t) { return t.memory_plan != MemoryPlan::keep; });
   const bool any_program = any([](const TrialSpec& t) { return t.program.has_value(); });
+  const bool any_gpu_limit = any([](const TrialSpec& t) { return t.gpu_limit_bytes.has_value(); });
+  // This node's GPUs, as a rank alone here would be given them: what
+  // `gpus` counts against (a login node often has none).
+  const RankGpus node = assign_rank_gpus({"this node"}, 0, [](bool) { return 0; });
+  // Shown where GPUs play a part: a trial needs one, or the node has some.
+  const bool any_gpus =
+      node.node_has_gpus || any([&](const TrialSpec& t) { return t.gpus_needed(node.node_has_gpus) > 0; });
   const std::vector<std::string> params = param_names(every_value);
   std::map<std::string, std::size_t> part_of_value;
   for (std::size_t index = 0; index < parts.size(); ++index) part_of_value.emplace(parts[index].part.value, index);
@@ -263,6 +300,8 @@ void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<Planne
   if (any_plan) header.push_back("memory_plan");
   if (any_budget) header.push_back("budget");
   if (any_timeout) header.push_back("timeout");
+  if (any_gpus) header.push_back("gpus");
+  if (any_gpu_limit) header.push_back("gpu_limit");
   header.insert(header.end(), params.begin(), params.end());
   header.push_back("predicted");
   EstimateCache estimates;
@@ -296,6 +335,11 @@ void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<Planne
     if (any_plan) field("memory_plan", memory_plan_text(t));
     if (any_budget) row.push_back(t.mem_budget_bytes ? format_byte_size(*t.mem_budget_bytes) : "-");
     if (any_timeout) row.push_back(t.timeout_seconds ? format_duration(*t.timeout_seconds) : "-");
+    if (any_gpus) row.push_back(std::to_string(t.gpus_needed(node.node_has_gpus)));
+    if (any_gpu_limit)
+      row.push_back(!t.gpu_limit_bytes                              ? "-"
+                    : *t.gpu_limit_bytes == TrialSpec::kWholeDevice ? "device"
+                                                                    : format_byte_size(*t.gpu_limit_bytes));
     for (const std::string& name : params) row.push_back(param_text(t, name));
     // The estimate is of memsweep's own trainer; another program's memory is its own.
     row.push_back(t.program ? "-" : predicted_text(estimates, t, process_cost));
@@ -318,6 +362,7 @@ void write_plan(std::FILE* out, const SweepSpec& sweep, const std::vector<Planne
              "process's cost), dataset excluded, for the published dataset sizes (memsweep estimate shows the "
              "parts){}",
              counted(sweep.trials.size(), "trial"), any_program ? "; for memsweep's own trainer only\n" : "\n");
+  if (any_gpus) write_gpu_line(out, every_value, node);
 }
 
 // [search]: what each configuration is searched for, and the estimate's

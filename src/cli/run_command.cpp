@@ -17,6 +17,7 @@
 #include "memsweep/flush_interval.hpp"
 #include "memsweep/mpi_communicator.hpp"
 #include "memsweep/program.hpp"
+#include "memsweep/rank_gpus.hpp"
 #include "memsweep/results.hpp"
 #include "memsweep/run_record.hpp"
 #include "memsweep/session.hpp"
@@ -323,6 +324,17 @@ class RunSteps final : public SessionSteps {
     require_datasets(::memsweep::check_datasets(sweep_.trials.every_value(), data_dirs_));
   }
 
+  // Each rank its own GPUs: as many as the hungriest of its trials needs,
+  // from the devices the job gave its node.
+  void assign_gpus(const std::vector<std::string>& hosts, int rank) override {
+    const std::vector<TrialSpec> every_value = sweep_.trials.every_value();
+    gpus_ = assign_rank_gpus(hosts, rank, [&](bool node_has_gpus) {
+      int most = 0;
+      for (const TrialSpec& trial : every_value) most = std::max(most, trial.gpus_needed(node_has_gpus));
+      return most;
+    });
+  }
+
   OpenedResults open_results(const RunRow& run, const Communicator& comm, const std::vector<std::string>& hosts,
                              ProgressReporter& notes) override {
     OpenedStore opened = open_results_file(input(), run, std::move(decided_), comm, hosts, notes);
@@ -381,6 +393,7 @@ class RunSteps final : public SessionSteps {
     if (run.trial_timeout > 0) runner_options.trial_timeout = limit_milliseconds(run.trial_timeout);
     runner_options.log_dir = program_log_dir(settings_.output);
     runner_options.trial_process_cost = trial_process_cost_;
+    runner_options.gpus = gpus_;
     return runner_options;
   }
 
@@ -418,6 +431,7 @@ class RunSteps final : public SessionSteps {
   std::vector<std::string> notes_;
   std::vector<fs::path> data_dirs_;
   TrialProcessCost trial_process_cost_;  // added to each built-in trial's prediction
+  RankGpus gpus_;                        // this rank's (assign_gpus)
   DecidedRun decided_;                   // rank 0's, from decide_run_row to open_results
   std::optional<ResultStore> store_;     // rank 0's
   std::optional<StoreSink> sink_;

@@ -124,7 +124,7 @@ std::optional<std::string> literal_text(std::string_view text) {
 
 bool is_run_time_placeholder(std::string_view name) {
   return name == "data_dir" || name == "threads" || name == "max_train_examples" || name == "max_test_examples" ||
-         name == "attempt" || name == "trial_dir";
+         name == "attempt" || name == "trial_dir" || name == "gpu";
 }
 
 std::optional<std::string> trial_placeholder(const TrialSpec& trial, std::string_view name, bool with_id) {
@@ -141,6 +141,7 @@ std::optional<std::string> run_placeholder(const ProgramRunValues& values, std::
   if (name == "max_test_examples") return std::to_string(values.max_test_examples);
   if (name == "attempt") return std::to_string(values.attempt);
   if (name == "trial_dir") return values.trial_dir;
+  if (name == "gpu") return values.gpu;
   return std::nullopt;
 }
 
@@ -188,6 +189,7 @@ std::vector<std::string> builtin_placeholder_names() {
                                  "attempt",
                                  "data_dir",
                                  "trial_dir",
+                                 "gpu",
                                  "threads",
                                  "max_train_examples",
                                  "max_test_examples"};

@@ -49,7 +49,7 @@ bool is_run_time_placeholder(std::string_view name);
 // id when `with_id` (the canonical text cannot use the id: the id is its hash).
 std::optional<std::string> trial_placeholder(const TrialSpec& trial, std::string_view name, bool with_id);
 
-// Values from the run: data_dir, trial_dir, threads, max_train_examples, max_test_examples, attempt.
+// Values from the run: data_dir, trial_dir, threads, max_train_examples, max_test_examples, attempt, gpu.
 std::optional<std::string> run_placeholder(const ProgramRunValues& values, std::string_view name);
 
 // Throws ConfigError with `message` at the program's place, its

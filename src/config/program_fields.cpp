@@ -3,6 +3,7 @@
 #include "config/json_text.hpp"
 #include "config/placeholders.hpp"
 #include "config/program_metrics.hpp"
+#include "config/trial_fields.hpp"
 #include "memsweep/byte_size.hpp"
 #include "memsweep/program.hpp"
 
@@ -320,7 +321,7 @@ std::string_view field_of_placeholder(std::string_view name) {
 void record_fields_shown(const TrialDraft& draft, ProgramSpec& spec) {
   std::vector<std::string> fields;
   for (const auto& [key, field] : draft) {
-    if (is_program_field(key) || key == "seed" || key == "mem_budget" || key == "timeout") continue;
+    if (is_program_field(key) || key == "seed" || is_placement_field(key)) continue;
     fields.push_back(key == "synthetic" ? "dataset" : key);
   }
   std::vector<const std::string*> texts;
@@ -332,6 +333,7 @@ void record_fields_shown(const TrialDraft& draft, ProgramSpec& spec) {
       if (!piece.is_placeholder) continue;
       spec.uses_data_dir = spec.uses_data_dir || piece.text == "data_dir";
       spec.uses_trial_dir = spec.uses_trial_dir || piece.text == "trial_dir";
+      spec.uses_gpu = spec.uses_gpu || piece.text == "gpu";
       if (const std::string_view field = field_of_placeholder(piece.text); !field.empty()) fields.emplace_back(field);
     }
   std::sort(fields.begin(), fields.end());

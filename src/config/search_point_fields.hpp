@@ -17,6 +17,7 @@ struct SearchPointFields {
     each("value", point.value);
     each("limit_bytes", point.limit_bytes);
     each("full", point.full);
+    each("gpu", point.gpu);
   }
 };
 

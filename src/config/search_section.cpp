@@ -23,6 +23,8 @@ std::string_view strategy_name(SearchStrategy strategy) {
   return "unknown";
 }
 
+std::string_view search_device_name(SearchDevice device) { return device == SearchDevice::gpu ? "gpu" : "host"; }
+
 std::optional<SearchStrategy> parse_strategy(std::string_view name) {
   for (const SearchStrategy strategy : {SearchStrategy::model, SearchStrategy::bisect, SearchStrategy::doubling})
     if (strategy_name(strategy) == name) return strategy;
@@ -32,8 +34,8 @@ std::optional<SearchStrategy> parse_strategy(std::string_view name) {
 namespace config::detail {
 namespace {
 
-const std::vector<std::string_view> kSearchKeys{"axis",       "range",        "limit",    "resolution",
-                                                "max_trials", "probe_epochs", "strategy", "verify"};
+const std::vector<std::string_view> kSearchKeys{"axis",         "range",    "limit",  "resolution", "max_trials",
+                                                "probe_epochs", "strategy", "verify", "device"};
 
 // A params.NAME axis goes into a program's command as text: any whole
 // number a double holds exactly, so that its JSON reads back the same.
@@ -57,28 +59,32 @@ Place key_place(const TomlTable& table, const Place& table_place, std::string_vi
   return place;
 }
 
-std::uint64_t limit_bytes(const TomlValue& value, const Place& place) {
+std::uint64_t limit_bytes(const TomlValue& value, const Place& place, SearchDevice device) {
+  if (device == SearchDevice::gpu && value.is_string() && value.as_string().str == "device")
+    return TrialSpec::kWholeDevice;
   std::optional<std::uint64_t> bytes;
   if (value.is_integer() && !beyond_64_bits(value) && value.as_integer() > 0)
     bytes = static_cast<std::uint64_t>(value.as_integer());
   else if (value.is_string() && !is_too_large_byte_size(value.as_string().str))
     bytes = parse_byte_size(value.as_string().str);
   if (!bytes || *bytes == 0 || *bytes > kMaxByteSize)
-    fail(place, fmt::format("expected a memory size of at most {} ({}), or a list of them; found {}", kMaxByteSizeText,
-                            kByteSizeHelp, describe(value)));
+    fail(place, fmt::format("expected a memory size of at most {} ({}){}, or a list of them; found {}",
+                            kMaxByteSizeText, kByteSizeHelp,
+                            device == SearchDevice::gpu ? ", or \"device\" (the whole GPU)" : "", describe(value)));
   return *bytes;
 }
 
-std::vector<std::uint64_t> read_limits(const TomlValue& value, const Place& place) {
+std::vector<std::uint64_t> read_limits(const TomlValue& value, const Place& place, SearchDevice device) {
   std::vector<std::uint64_t> limits;
-  if (!value.is_array()) return {limit_bytes(value, place)};
+  if (!value.is_array()) return {limit_bytes(value, place, device)};
   const TomlArray& items = value.as_array();
   if (items.empty()) fail(place, "expected a memory size, or a non-empty list of them; found an empty list");
   for (std::size_t i = 0; i < items.size(); ++i) {
     const std::uint64_t bytes =
-        limit_bytes(items[i], Place{place.file, place.line, fmt::format("{}[{}]", place.key, i)});
+        limit_bytes(items[i], Place{place.file, place.line, fmt::format("{}[{}]", place.key, i)}, device);
     if (std::find(limits.begin(), limits.end(), bytes) != limits.end())
-      fail(place, fmt::format("the limit {} is listed twice; expected each limit once", format_byte_size(bytes)));
+      fail(place, fmt::format("the limit {} is listed twice; expected each limit once",
+                              bytes == TrialSpec::kWholeDevice ? std::string("\"device\"") : format_byte_size(bytes)));
     limits.push_back(bytes);
   }
   return limits;
@@ -122,8 +128,16 @@ std::optional<SearchSpec> read_search_section(const TomlTable& top, const std::s
                                  "hidden layer's), or params.NAME; found \"{}\"",
                                  search.axis));
   read_range(required("range", "[smallest, largest]"), key_place(table, table_place, "range"), *maximum, search);
-  search.limits =
-      read_limits(required("limit", "the memory each trial may use"), key_place(table, table_place, "limit"));
+  if (const auto found = table.find("device"); found != table.end()) {
+    const Place place = key_place(table, table_place, "device");
+    const std::string& name = expect_string(found->second, place);
+    if (name != "host" && name != "gpu")
+      fail(place, fmt::format("expected \"host\" (the trial's memory) or \"gpu\" (its GPU's), found {}",
+                              describe(found->second)));
+    search.device = name == "gpu" ? SearchDevice::gpu : SearchDevice::host;
+  }
+  search.limits = read_limits(required("limit", "the memory each trial may use"),
+                              key_place(table, table_place, "limit"), search.device);
   if (const auto found = table.find("resolution"); found != table.end()) {
     const Place place = key_place(table, table_place, "resolution");
     search.resolution = expect_number(found->second, place);
@@ -225,7 +239,12 @@ TrialSpec search_trial(const TrialSpec& configuration, const SearchSpec& search,
     }
   }
   if (!point.full && search.axis != search_axis::kEpochs) trial.epochs = std::min(trial.epochs, search.probe_epochs);
-  trial.mem_budget_bytes = std::min(trial.mem_budget_bytes.value_or(point.limit_bytes), point.limit_bytes);
+  // A GPU search's limit is the trial's GPU limit (held by a reserve: docs/search.md);
+  // the host's limit, its budget. Either way the other limit stays as the file gives it.
+  if (point.gpu)
+    trial.gpu_limit_bytes = point.limit_bytes;
+  else
+    trial.mem_budget_bytes = std::min(trial.mem_budget_bytes.value_or(point.limit_bytes), point.limit_bytes);
   trial.search = point;
   trial.id = trial_id(trial);
   return trial;

@@ -8,6 +8,7 @@
 #include "config/search_section.hpp"
 #include "config/sweep_file_reader.hpp"
 #include "config/toml_access.hpp"
+#include "config/trial_fields.hpp"
 
 #include <fmt/format.h>
 
@@ -165,17 +166,14 @@ std::vector<std::unique_ptr<TrialSection>> trial_section_list(const TrialSection
   return list;
 }
 
-// Keys that are limits on a trial, not part of it (its id leaves them out
-// too): editing them does not make another sweep.
-bool is_limit_key(std::string_view key) { return key == "mem_budget" || key == "timeout"; }
-
 // A value in one canonical spelling: tables' keys sorted (std::map),
 // numbers in round-trip form, strings quoted.
 void append_canonical(const TomlValue& value, std::string& text, bool trial_fields) {
   if (value.is_table()) {
     text += '{';
     for (const auto& [key, item] : value.as_table()) {
-      if (trial_fields && is_limit_key(key)) continue;
+      // Limits and where a trial runs: editing them makes no other sweep.
+      if (trial_fields && is_placement_field(key)) continue;
       fmt::format_to(std::back_inserter(text), "{:?}=", key);
       append_canonical(item, text, false);
       text += ';';
@@ -220,7 +218,7 @@ std::string canonical_set(const TomlArray& items, bool trial_fields) {
 std::string canonical_grid(const TomlTable& grid) {
   std::string text = "{";
   for (const auto& [key, value] : grid) {
-    if (is_limit_key(key)) continue;
+    if (is_placement_field(key)) continue;
     fmt::format_to(std::back_inserter(text), "{:?}=", key);
     if (value.is_array()) {
       text += canonical_set(value.as_array(), false);
@@ -409,6 +407,16 @@ SweepSpec parse_sweep(std::string_view text, const std::string& source_name) {
                                   "split it into several sweeps (--split-by on a field other than the axis)",
                                   spec.trials.size(), spec.search->limits.size(),
                                   spec.trials.size() * spec.search->limits.size(), kMaxSearches));
+  if (spec.search && spec.search->device == SearchDevice::gpu)
+    for (std::size_t index = 0; index < spec.trials.size() && index < kWalkedTrials; ++index) {
+      const TrialSpec configuration = spec.trials[index];
+      if (!configuration.program || configuration.gpus_per_trial == 0)
+        throw ConfigError(source_name, spec.search->line, "search.device",
+                          fmt::format("device = \"gpu\" searches within a GPU limit, but configuration {} ({}) runs "
+                                      "on no GPU ({}); expected programs with a GPU each",
+                                      index + 1, configuration.origin,
+                                      configuration.program ? "gpus_per_trial = 0" : "memsweep's own CPU trainer"));
+    }
   spec.definition = definition_of(top, spec);
   reject_integers_beyond_64_bits(root);  // those no field read as a number
   return spec;

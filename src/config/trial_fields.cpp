@@ -77,6 +77,15 @@ std::uint64_t byte_size_field(const FieldValue& f) {
   return *bytes;
 }
 
+// "40GiB", a number of bytes, or "device": the whole device.
+std::uint64_t gpu_limit_field(const FieldValue& f) {
+  if (f.value.is_string() && f.value.as_string().str == "device") return TrialSpec::kWholeDevice;
+  if (f.value.is_string() && !parse_byte_size(f.value.as_string().str))
+    fail(f.place,
+         fmt::format("expected {}, or \"device\" for the whole device; found {}", kByteSizeHelp, describe(f.value)));
+  return byte_size_field(f);
+}
+
 // timeout: seconds as a number, or a duration as text; at most
 // kMaxDurationSeconds, so that no limit wraps round when the runner adds
 // it to its clock.
@@ -196,6 +205,8 @@ const std::vector<std::pair<std::string_view, Apply>>& field_table() {
        }},
       {"mem_budget", [](TrialSpec& t, const FieldValue& f) { t.mem_budget_bytes = byte_size_field(f); }},
       {"timeout", [](TrialSpec& t, const FieldValue& f) { t.timeout_seconds = duration_field(f); }},
+      {"gpus_per_trial", [](TrialSpec& t, const FieldValue& f) { t.gpus_per_trial = as_int(f, 0, kMaxGpusPerTrial); }},
+      {"gpu_limit", [](TrialSpec& t, const FieldValue& f) { t.gpu_limit_bytes = gpu_limit_field(f); }},
   };
   return kFields;
 }
@@ -230,6 +241,10 @@ const std::vector<std::string_view>& trial_field_names() {
     return names;
   }();
   return kNames;
+}
+
+bool is_placement_field(std::string_view name) {
+  return name == "mem_budget" || name == "timeout" || name == "gpus_per_trial" || name == "gpu_limit";
 }
 
 bool is_trial_field(std::string_view name) {
@@ -277,6 +292,27 @@ TrialSpec build_trial(const TrialDraft& defaults, const TrialSpec& defaults_appl
     for (const auto& [name, value] : own) merged.insert_or_assign(name, value);
     apply_program_fields(merged, programs, trial);
   }
+  const auto sets_visible_devices = [](const ProgramSpec& program) {
+    return std::any_of(program.env.begin(), program.env.end(),
+                       [](const auto& entry) { return entry.first == "CUDA_VISIBLE_DEVICES"; });
+  };
+  if (trial.program && sets_visible_devices(*trial.program) && trial.gpus_per_trial != 0)
+    fail(place_for("gpus_per_trial"),
+         "the program's env sets CUDA_VISIBLE_DEVICES, which memsweep sets to each trial's own GPUs; expected "
+         "gpus_per_trial = 0 beside it (the program then chooses among the job's devices itself) or no "
+         "CUDA_VISIBLE_DEVICES in env");
+  if (!trial.program && trial.gpu_limit_bytes)
+    fail(place_for("gpu_limit"), "memsweep's own trainer runs on the CPU; expected gpu_limit on a program's trial");
+  if (trial.program && trial.gpu_limit_bytes && trial.gpus_per_trial == 0)
+    fail(place_for("gpu_limit"), "gpus_per_trial = 0 gives the trial no GPU to limit; expected 1 or more GPUs");
+  if (!trial.program && trial.gpus_per_trial.value_or(0) > 0)
+    fail(place_for("gpus_per_trial"),
+         "memsweep's own trainer runs on the CPU; expected gpus_per_trial = 0, or a program (gpus_per_trial gives a "
+         "program its GPUs)");
+  if (trial.program && trial.program->uses_gpu && trial.gpus_per_trial == 0)
+    fail(place_for("gpus_per_trial"),
+         fmt::format("the program names {{gpu}}, but gpus_per_trial = 0 gives the trial no GPU; expected 1 or more, "
+                     "or a program without {{gpu}}"));
   trial.origin = fmt::format("{}:{} {}", origin.file, origin.line, origin.key);
   trial.id = trial_id(trial);
   return trial;

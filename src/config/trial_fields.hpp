@@ -28,6 +28,9 @@ using ProgramTables = std::map<std::string, ProgramTable, std::less<>>;
 // Every key a trial may set, in the order tables print them.
 const std::vector<std::string_view>& trial_field_names();
 bool is_trial_field(std::string_view name);
+// mem_budget, timeout, gpus_per_trial, gpu_limit: limits on a trial and where it runs,
+// not what it is (neither its id nor the sweep's hash holds them).
+bool is_placement_field(std::string_view name);
 
 // Checks one value as the named field (or draft key: "params.dropout")
 // would use it, so a grid list or a random distribution is rejected where it

@@ -65,6 +65,11 @@ std::string_view optimizer_name(OptimizerKind kind) {
   return "unknown";
 }
 
+int TrialSpec::gpus_needed(bool node_has_gpus) const {
+  if (gpus_per_trial) return *gpus_per_trial;
+  return program && (node_has_gpus || program->uses_gpu) ? 1 : 0;
+}
+
 bool TrialSpec::shows_field(std::string_view name) const {
   return !program || std::binary_search(program->fields.begin(), program->fields.end(), name, std::less<>());
 }
@@ -123,6 +128,7 @@ std::string TrialSpec::canonical_text() const {
   if (!params.empty()) text += ";params=" + params_json();
   // A search's probe: the same values under another limit are another trial.
   if (search) fmt::format_to(out, FMT_COMPILE(";search_limit={}"), search->limit_bytes);
+  if (search && search->gpu) fmt::format_to(out, FMT_COMPILE(";search_device=gpu"));
   return text;
 }
 

@@ -163,6 +163,7 @@ TrialRow trial_row_for(const TrialSpec& trial, int attempt) {
     row.axis_value = trial.search->value;
     row.search_limit = static_cast<std::int64_t>(trial.search->limit_bytes);
     row.full_run = trial.search->full ? 1 : 0;
+    set_fixed(row.search_device, trial.search->gpu ? "gpu" : "host");
   }
   return row;
 }

@@ -56,6 +56,13 @@ std::optional<std::string> environment_value(const std::vector<std::string>& env
   return std::nullopt;
 }
 
+bool says_cuda_out_of_memory(std::string_view text) {
+  for (const std::string_view words :
+       {"CUDA out of memory", "OutOfMemoryError", "CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation"})
+    if (text.find(words) != std::string_view::npos) return true;
+  return false;
+}
+
 std::string output_tail(std::string_view text, int max_lines, std::size_t max_bytes) {
   std::vector<std::string_view> lines;
   while (!text.empty() && static_cast<int>(lines.size()) < max_lines) {

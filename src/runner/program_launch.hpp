@@ -54,4 +54,10 @@ std::optional<std::string> environment_value(const std::vector<std::string>& env
 // at most `max_bytes` (cut at the front, on a UTF-8 boundary).
 std::string output_tail(std::string_view text, int max_lines, std::size_t max_bytes);
 
+// Pure: whether a program's stderr says CUDA ran out of memory, as
+// PyTorch ("CUDA out of memory", torch.cuda.OutOfMemoryError) and the
+// CUDA runtime and driver (CUDA_ERROR_OUT_OF_MEMORY,
+// cudaErrorMemoryAllocation) word it.
+bool says_cuda_out_of_memory(std::string_view text);
+
 }  // namespace memsweep::runner::detail

@@ -10,6 +10,7 @@
 #include "runner/output_metrics.hpp"
 #include "runner/program_events.hpp"
 #include "runner/program_launch.hpp"
+#include "runner/trial_gpus.hpp"
 #include "runner/trial_messages.hpp"
 #include "sampler/process_tree.hpp"
 
@@ -246,6 +247,7 @@ bool ProgramTrial::prepare(const TrialContext& context) {
   values.max_train_examples = options.max_train_examples;
   values.max_test_examples = options.max_test_examples;
   values.attempt = context.attempt;
+  values.gpu = gpu_placeholder(attempt_.gpus);
   try {
     // Only a program that names {data_dir} reads the files; others' dataset is a label.
     if (trial_.program->uses_data_dir) values.data_dir = program_data_dir(options, trial_);
@@ -256,7 +258,13 @@ bool ProgramTrial::prepare(const TrialContext& context) {
     ProgramInvocation& invocation = program_.invocation = program_invocation(trial_, values);
     invocation.env.emplace_back(kEventsFdVariable, std::to_string(kEventsFd));
     invocation.env.emplace_back("MEMSWEEP_TRIAL_ID", trial_.id);
+    // Its own devices only, by UUID: an index would be CUDA's order, not
+    // NVML's. A trial given none sees what the job does (a program's env
+    // sets the variable only with gpus_per_trial = 0: trial_fields.cpp).
+    if (!attempt_.gpus.empty()) invocation.env.emplace_back("CUDA_VISIBLE_DEVICES", visible_devices(attempt_.gpus));
     program_.environment = merged_environment(current_environment(), invocation.env);
+    set_fixed(attempt_.row.cuda_alloc_conf,
+              environment_value(program_.environment, "PYTORCH_CUDA_ALLOC_CONF").value_or(""));
     const std::string path_list =
         environment_value(program_.environment, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
     const std::optional<std::string> found = find_executable(invocation.argv.at(0), path_list, invocation.workdir);
@@ -370,14 +378,17 @@ void ProgramTrial::watch(const TrialContext& context, TrialSink& sink) {
     if (std::string problems = metrics->problems(); !problems.empty()) attempt_.note(std::move(problems));
   }
   seen.outcome.output_tail = output_tail(program_.output.err_log->tail(), kTailLines, kTailBytes);
+  const std::string seen_tail = seen.outcome.output_tail;
   record_end(runner_, attempt_, std::move(seen.outcome));
   const bool ok = get_fixed(row.status) == status_name(TrialStatus::ok);
-  if (progress.out_of_memory) {
-    // Caught by the program itself (a GPU's OOM in PyTorch): not the
-    // kernel's, so only the program can say it; a search counts it as not fitting.
+  // Caught by the program itself (a GPU's OOM in PyTorch): not the
+  // kernel's, so only the program can say it, on its events channel or as
+  // PyTorch and CUDA word it on stderr; a search counts it as not fitting.
+  std::optional<std::string> out_of_memory = progress.out_of_memory;
+  if (!out_of_memory && says_cuda_out_of_memory(seen_tail)) out_of_memory = "cuda, on its stderr";
+  if (out_of_memory) {
     row.reported_oom = 1;
-    attempt_.set_message(
-        fmt::format("out of memory, the program says ({}); {}", *progress.out_of_memory, attempt_.message));
+    attempt_.set_message(fmt::format("out of memory, the program says ({}); {}", *out_of_memory, attempt_.message));
   }
   if (progress.bad_lines > 0 && ok)
     attempt_.set_message(fmt::format("{} events line{} not understood; the first: {}", progress.bad_lines,

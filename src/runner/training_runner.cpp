@@ -7,8 +7,10 @@
 #include "runner/builtin_trial_runner.hpp"
 #include "runner/program_trial_runner.hpp"
 #include "runner/trial_attempt.hpp"
+#include "runner/trial_gpus.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <stdexcept>
 #include <utility>
@@ -77,11 +79,61 @@ struct TrainingRunner::Impl {
     } release{state.guard};
     state.timings = {};
     Attempt attempt(trial, context);
+    TrialGpus gpus = trial_gpus(trial, state.options.gpus);
+    if (!gpus.problem.empty()) {
+      finish(attempt, TrialStatus::failed, gpus.problem);
+      return std::move(attempt).record();
+    }
+    state.sampler->set_gpu_devices(nvml_indices(gpus.devices));
+    record_trial_gpus(attempt.row, gpus.devices, state.options.gpus);
+    attempt.gpus = std::move(gpus.devices);
+    if (trial.gpu_limit_bytes && !hold_gpu_limit(attempt, *trial.gpu_limit_bytes)) return std::move(attempt).record();
     if (trial.program)
       run_program_trial(state, attempt, trial, context, sink);
     else
       run_builtin_trial(state, attempt, trial, context, sink);
     return std::move(attempt).record();
+  }
+
+  // The trial's GPU limit on each of its devices: the device's own size,
+  // or the rest of the device held by a reserve; else only the watch's
+  // stop. False: the trial cannot run (finished failed).
+  bool hold_gpu_limit(Attempt& attempt, std::uint64_t asked) {
+    if (attempt.gpus.empty()) {
+      finish(attempt, TrialStatus::failed, "the trial has a gpu_limit but no GPU: its node's job has none");
+      return false;
+    }
+    std::int64_t limit = 0, reserved = 0;
+    bool whole_devices = true;
+    std::vector<std::string> problems;
+    for (const RankGpu& device : attempt.gpus) {
+      const std::optional<std::uint64_t> own = device_limit(asked, device.total_bytes);
+      if (!own) {
+        finish(attempt, TrialStatus::failed,
+               fmt::format("gpu_limit = \"device\", but NVML does not tell the size of {}", device.visible_id));
+        return false;
+      }
+      limit += static_cast<std::int64_t>(*own);
+      if (device.total_bytes >= 0 && *own >= static_cast<std::uint64_t>(device.total_bytes)) continue;
+      whole_devices = false;
+      GpuReserve reserve = GpuReserve::start(state.options.trial_executable, device.visible_id, *own);
+      if (reserve.held()) {
+        reserved += static_cast<std::int64_t>(reserve.held()->reserved);
+      } else {
+        problems.push_back(fmt::format("{}: {}", device.visible_id, reserve.problem()));
+      }
+      attempt.reserves.push_back(std::move(reserve));
+    }
+    attempt.row.gpu_limit = limit;
+    std::string_view mechanism = whole_devices ? gpu_limit_mechanism::kDevice : gpu_limit_mechanism::kReserve;
+    if (!problems.empty()) {
+      mechanism = gpu_limit_mechanism::kWatch;
+      attempt.note(
+          fmt::format("its GPU limit is only watched, not held (the reserve failed: {})", fmt::join(problems, "; ")));
+    }
+    set_fixed(attempt.row.gpu_limit_mechanism, mechanism);
+    if (mechanism == gpu_limit_mechanism::kReserve) attempt.row.gpu_reserved = reserved;
+    return true;
   }
 
   RunnerState state;

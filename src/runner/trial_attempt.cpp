@@ -158,6 +158,7 @@ WatchSettings watch_settings(const RunnerState& runner, const Attempt& attempt, 
   settings.counter_slots = runner.counter_slots;
   settings.check_interval = runner.options.check_interval;
   settings.budget_bytes = attempt.budget;
+  if (attempt.row.gpu_limit >= 0) settings.gpu_limit_bytes = attempt.row.gpu_limit;
   settings.time_limit = time_limit(runner.options, trial);
   settings.stop_grace = runner.options.stop_grace;
   settings.external_stop = context.stop;

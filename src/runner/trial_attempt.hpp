@@ -17,6 +17,7 @@
 #include "memsweep/training_runner.hpp"
 #include "runner/child_process.hpp"
 #include "runner/dataset_cache.hpp"
+#include "runner/gpu_reserve.hpp"
 #include "runner/oom_evidence.hpp"
 #include "runner/trial_cgroup.hpp"
 #include "runner/trial_ending.hpp"
@@ -82,6 +83,8 @@ struct Attempt {
   std::string message;
   std::vector<std::string> notes;
   std::optional<std::uint64_t> budget;
+  std::vector<RankGpu> gpus;         // the trial's own (trial_gpus.hpp)
+  std::vector<GpuReserve> reserves;  // holding its GPU limit, one per device, until the attempt ends
   std::unique_ptr<TrialCgroup> cgroup;
   bool cgroup_limit_is_budget = false;
   OomCounters oom_before;

@@ -44,6 +44,10 @@ TrialEnding rank_kill(const ProcessOutcome& outcome, TrialEnding ending) {
       ending.status = TrialStatus::over_budget;
       ending.cause = end_cause::kBudget;
       break;
+    case RankKill::gpu_limit:
+      ending.status = TrialStatus::over_budget;
+      ending.cause = end_cause::kGpu;
+      break;
     case RankKill::timeout:
       ending.status = TrialStatus::timeout;
       ending.cause = end_cause::kTimeout;

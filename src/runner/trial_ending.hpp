@@ -15,7 +15,7 @@
 namespace memsweep::runner::detail {
 
 // Why the rank itself killed the process (SIGKILL), if it did.
-enum class RankKill { none, budget, timeout, stop_unanswered };
+enum class RankKill { none, budget, gpu_limit, timeout, stop_unanswered };
 
 // What the rank saw of the process, from the go-ahead to its end.
 struct ProcessOutcome {

@@ -65,6 +65,7 @@ struct TrialFields : config::SearchPointFields {
     each("uses_data_dir", program.uses_data_dir);
     each("metrics", program.metrics);
     each("uses_trial_dir", program.uses_trial_dir);
+    each("uses_gpu", program.uses_gpu);
     each("keep_trial_dir", program.keep_trial_dir);
     each("log_limit_bytes", program.log_limit_bytes);
   }
@@ -94,6 +95,8 @@ struct TrialFields : config::SearchPointFields {
     each("recompute_every", trial.recompute_every);
     each("mem_budget_bytes", trial.mem_budget_bytes);
     each("timeout_seconds", trial.timeout_seconds);
+    each("gpus_per_trial", trial.gpus_per_trial);
+    each("gpu_limit_bytes", trial.gpu_limit_bytes);
     each("origin", trial.origin);
     each("program", trial.program);
     each("params", trial.params);

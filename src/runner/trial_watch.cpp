@@ -1,5 +1,6 @@
 #include "runner/trial_watch.hpp"
 
+#include "memsweep/byte_size.hpp"
 #include "runner/budget.hpp"
 
 #include <fmt/format.h>
@@ -122,6 +123,12 @@ void TrialWatch::check(Clock::time_point now) {
     return kill(RankKill::budget,
                 over_budget_while_running(memory.process->rss_bytes, *settings_.budget_bytes,
                                           when_text(seconds, outcome.epoch, outcome.evaluating, settings_.program)));
+  if (const std::int64_t gpu = sampler_.gpu_tree_bytes(); settings_.gpu_limit_bytes && gpu > *settings_.gpu_limit_bytes)
+    return kill(RankKill::gpu_limit,
+                fmt::format("stopped: its GPU memory ({}) passed its GPU limit of {}; killed {}",
+                            format_byte_size(static_cast<std::uint64_t>(gpu)),
+                            format_byte_size(static_cast<std::uint64_t>(*settings_.gpu_limit_bytes)),
+                            when_text(seconds, outcome.epoch, outcome.evaluating, settings_.program)));
   if (settings_.time_limit && now - go_ >= *settings_.time_limit)
     return kill(RankKill::timeout,
                 fmt::format("stopped: no result within its time limit of {:g} s; killed {}",

@@ -29,6 +29,9 @@ struct WatchSettings {
   std::vector<int> counter_slots;  // results.hpp counter_slots(): sampler slot per file column
   std::chrono::milliseconds check_interval{20};
   std::optional<std::uint64_t> budget_bytes;
+  // The trial's GPU limit over its devices (TrialRow::gpu_limit): the
+  // backstop behind the reserve, read from the sampler's per-process reads.
+  std::optional<std::int64_t> gpu_limit_bytes;
   std::optional<std::chrono::milliseconds> time_limit;
   std::chrono::milliseconds stop_grace{10000};
   const std::atomic<bool>* external_stop = nullptr;  // TrialContext::stop

@@ -151,10 +151,19 @@ void Sampler::set_gpu(std::shared_ptr<gpu::GpuMemoryReader> reader) {
   gpu_ = std::move(reader);
 }
 
+void Sampler::set_gpu_devices(const std::vector<int>& nvml_indices) {
+  if (running_) throw std::logic_error("the sampler's GPU devices cannot change while it runs");
+  if (gpu_) gpu_->select_devices(nvml_indices);
+}
+
 std::string Sampler::open_gpu() {
   gpu::GpuOpen opened = gpu::open_gpu_memory();
   if (opened.reader) set_gpu(std::move(opened.reader));
   return opened.problem;
+}
+
+std::int64_t Sampler::gpu_tree_bytes() const noexcept {
+  return shared_ ? shared_->gpu_tree_bytes.load(std::memory_order_relaxed) : -1;
 }
 
 std::vector<std::string> Sampler::gpu_problems() const { return gpu_ ? gpu_->problems() : std::vector<std::string>{}; }

@@ -58,7 +58,9 @@ SearchBoard::SearchBoard(const SweepTrials& configurations, const SearchSpec& sp
       search.configuration = position;
       search.limit_index = limit;
       search.settings = search_settings(spec, limit, probes_are_full);
-      if (estimates_.back()) search.settings.estimated_slope = estimates_.back()->slope;
+      // The estimate is of host memory: a GPU search has none to start from.
+      if (estimates_.back() && spec.device == SearchDevice::host)
+        search.settings.estimated_slope = estimates_.back()->slope;
       searches_.push_back(std::move(search));
     }
   }
@@ -82,10 +84,18 @@ void SearchBoard::add_result(Search& search, const TrialRow& row) {
   const std::string id = get_fixed(row.trial_id);
   next_attempt_[id] = std::max(next_attempt_[id], row.attempt + 1);
   search.isolation = get_fixed(row.isolation);
+  const bool gpu = spec_.device == SearchDevice::gpu;
+  if (gpu && row.gpu_limit >= 0) {
+    search.gpu_mechanism = get_fixed(row.gpu_limit_mechanism);
+    search.gpu_name = get_fixed(row.gpu_name);
+    search.gpu_total = row.gpu_total;
+    // "device": the limit is the size the trials' rows report.
+    if (search.settings.limit_bytes <= 0) search.settings.limit_bytes = static_cast<double>(row.gpu_limit);
+  }
   ProbeResult result{.value = row.axis_value,
                      .full = row.full_run == 1,
                      .outcome = probe_outcome(row),
-                     .peak_bytes = static_cast<double>(row.rss_peak),
+                     .peak_bytes = static_cast<double>(gpu ? row.gpu_peak : row.rss_peak),
                      .seconds = row.wall_seconds,
                      .status = parse_status(get_fixed(row.status)),
                      .message = get_fixed(row.message)};
@@ -154,7 +164,8 @@ std::optional<Job> SearchBoard::job_for(std::size_t index, const NextProbe& prob
                           .probe = search.probes++,
                           .value = probe.value,
                           .limit_bytes = spec_.limits[search.limit_index],
-                          .full = probe.full};
+                          .full = probe.full,
+                          .gpu = spec_.device == SearchDevice::gpu};
   TrialSpec trial = search_trial(made_[search.configuration], spec_, point);
   const auto attempt = next_attempt_.find(trial.id);
   const std::int32_t number = attempt == next_attempt_.end() ? 0 : attempt->second;
@@ -231,6 +242,14 @@ SearchRow SearchBoard::row_of(std::size_t index, const SearchStanding& standing)
   // The runner put each probe in a cgroup with the limit as its memory.max
   // where the node allowed it; the rank's budget kill holds it otherwise.
   set_fixed(row.enforced_by, search.isolation.starts_with("cgroup") ? search.isolation : std::string("budget"));
+  if (spec_.device == SearchDevice::gpu) {
+    // The limit as bytes ("device": the device's size) and what held it.
+    row.limit = static_cast<std::int64_t>(search.settings.limit_bytes);
+    set_fixed(row.enforced_by, search.gpu_mechanism);
+    set_fixed(row.device, "gpu");
+    set_fixed(row.gpu_name, search.gpu_name);
+    row.gpu_total = search.gpu_total;
+  }
   set_fixed(row.strategy, strategy_name(spec_.strategy));
   set_fixed(row.status, search_state_name(standing.state));
   row.fits = standing.fits.value_or(-1);
@@ -240,7 +259,8 @@ SearchRow SearchBoard::row_of(std::size_t index, const SearchStanding& standing)
     row.fit_a_mib = standing.fitted->a / kMiB;
     row.fit_b_mib = standing.fitted->b / kMiB;
   }
-  row.predicted = predicted_answer(estimates_[search.configuration], spec_, limit);
+  if (spec_.device == SearchDevice::host)
+    row.predicted = predicted_answer(estimates_[search.configuration], spec_, limit);
   row.trials = standing.trials;
   for (const ProbeResult& result : search.finished) row.seconds += result.seconds;
   set_fixed(row.message, standing.message);

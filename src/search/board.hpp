@@ -45,6 +45,9 @@ class SearchBoard final : public JobSource {
     std::deque<NextProbe> queued;  // a k-section's points not handed out yet
     std::int32_t probes = 0;       // probe numbers handed out
     std::string isolation;         // of its last row: how the limit held
+    std::string gpu_mechanism;     // a GPU search's: its last row's gpu_limit_mechanism
+    std::string gpu_name;          // and the device the probes ran on
+    std::int64_t gpu_total = -1;
     bool ended = false;
   };
 

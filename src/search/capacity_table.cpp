@@ -139,6 +139,13 @@ std::string limit_text(std::int64_t bytes) {
   return fmt::format("{} {}", number, gib ? "GiB" : "MiB");
 }
 
+// "host", or a GPU search's device: "NVIDIA H100 80GB HBM3 (79.6 GiB)".
+std::string device_text(const SearchRow& row) {
+  if (get_fixed(row.device) != "gpu") return "host";
+  const std::string name = get_fixed(row.gpu_name).empty() ? std::string("GPU") : get_fixed(row.gpu_name);
+  return row.gpu_total < 0 ? name : fmt::format("{} ({})", name, limit_text(row.gpu_total));
+}
+
 // "700 (verified)": the answer, and whether it trained its full epochs.
 std::string answer_text(const SearchRow& row) {
   if (row.fits < 0) return "-";
@@ -147,9 +154,14 @@ std::string answer_text(const SearchRow& row) {
 
 std::string capacity_table(const std::vector<ShownSearch>& shown, bool several,
                            const std::vector<std::vector<TrialSpec>>& configurations) {
+  // A GPU search's limit is of its device, which the table names.
+  const bool any_gpu =
+      std::any_of(shown.begin(), shown.end(), [](const ShownSearch& s) { return get_fixed(s.row->device) == "gpu"; });
   TableRow header{"search"};
   if (several) header.push_back("file");
-  for (const char* name : {"configuration", "limit", "axis", "fits", "does not fit", "MiB/unit", "trials", "status"})
+  header.push_back("configuration");
+  if (any_gpu) header.push_back("device");
+  for (const char* name : {"limit", "axis", "fits", "does not fit", "MiB/unit", "trials", "status"})
     header.push_back(name);
   std::vector<TableRow> table{header};
   const std::vector<std::string> names = configuration_names(shown, configurations);
@@ -157,7 +169,9 @@ std::string capacity_table(const std::vector<ShownSearch>& shown, bool several,
     const SearchRow& row = *shown[i].row;
     TableRow line{std::to_string(row.search)};
     if (several) line.push_back(std::to_string(shown[i].file));
-    for (std::string cell : {names[i], limit_text(row.limit), get_fixed(row.axis), answer_text(row),
+    line.push_back(names[i]);
+    if (any_gpu) line.push_back(device_text(row));
+    for (std::string cell : {limit_text(row.limit), get_fixed(row.axis), answer_text(row),
                              row.does_not_fit < 0 ? "-" : std::to_string(row.does_not_fit),
                              row.fit_b_mib < 0 ? "-" : fmt::format("{:.2f}", row.fit_b_mib), std::to_string(row.trials),
                              get_fixed(row.status)})

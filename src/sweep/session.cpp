@@ -113,6 +113,7 @@ class Session {
       for (const std::string& note : steps_.notes()) notes.note(note);
     agree_on_run_row(notes);
     agree_on(comm_, attempt([&] { steps_.check_datasets(run_); }), hosts_);
+    agree_on(comm_, attempt([&] { steps_.assign_gpus(hosts_, comm_.rank()); }), hosts_);
     const SetupMessage setup = agree_on_results(notes);
     const std::unique_ptr<TrialRunner> runner = runner_if_training(setup, notes);
     const auto started = std::chrono::steady_clock::now();

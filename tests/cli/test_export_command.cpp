@@ -235,13 +235,13 @@ TEST_F(Export, SearchesEveryColumnInBothFormats) {
   for (const std::string format : {"csv", "tsv"}) {
     const std::string out = export_ok({"export", results.string(), "--table", "searches", "--format", format}).out;
     const Table table = format == "csv" ? parse_csv(out) : parse_tsv(out);
-    EXPECT_THAT(
-        table.columns,
-        ElementsAre("search", "configuration", "limit_index", "run", "configuration_id", "trainer", "dataset", "model",
-                    "optimizer", "learning_rate", "epochs", "batch_size", "depth", "hidden", "channels", "repeat",
-                    "params", "axis", "range_low", "range_high", "limit_bytes", "enforced_by", "strategy", "status",
-                    "fits", "fits_verified", "does_not_fit", "fit_a_mib", "fit_b_mib", "predicted", "trials", "seconds",
-                    "message", "memory_plan", "recompute_every", "definition"));
+    EXPECT_THAT(table.columns,
+                ElementsAre("search", "configuration", "limit_index", "run", "configuration_id", "trainer", "dataset",
+                            "model", "optimizer", "learning_rate", "epochs", "batch_size", "depth", "hidden",
+                            "channels", "repeat", "params", "axis", "range_low", "range_high", "limit_bytes",
+                            "enforced_by", "strategy", "status", "fits", "fits_verified", "does_not_fit", "fit_a_mib",
+                            "fit_b_mib", "predicted", "trials", "seconds", "message", "memory_plan", "recompute_every",
+                            "device", "gpu_name", "gpu_total_bytes", "definition"));
     ASSERT_EQ(table.rows.size(), 2u) << format;
     for (const auto& row : table.rows) EXPECT_EQ(row.size(), table.columns.size());
     const SearchRow found = example_search(0);

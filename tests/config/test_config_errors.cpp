@@ -163,6 +163,23 @@ const BadSweep kCases[] = {
      "not UTF-8 text: the character at column 9 (byte 0xC3) is not valid UTF-8"},
     {"too_many_runs", "[sweep]\nrepeats = 10000\n[random]\ncount = 1000000\n", 1, "",
      "= 10000000000 runs, more than 100000000; split it into several sweeps"},
+    // a trial's GPUs
+    {"gpus_for_the_cpu_trainer", "[[trial]]\ngpus_per_trial = 1\n", 2, "trial[0].gpus_per_trial",
+     "memsweep's own trainer runs on the CPU; expected gpus_per_trial = 0"},
+    {"gpus_past_the_most", "[[trial]]\nprogram = ['sh', 't.sh']\ngpus_per_trial = 17\n", 3, "trial[0].gpus_per_trial",
+     "expected a whole number from 0 to 16, found 17"},
+    {"gpu_placeholder_without_a_gpu", "[[trial]]\nprogram = ['t.sh', '--device=cuda:{gpu}']\ngpus_per_trial = 0\n", 3,
+     "trial[0].gpus_per_trial", "the program names {gpu}, but gpus_per_trial = 0 gives the trial no GPU"},
+    {"visible_devices_of_its_own",
+     "[programs.t]\ncommand = ['t.sh']\nenv = { CUDA_VISIBLE_DEVICES = '0' }\n[defaults]\nprogram = 't'\n"
+     "gpus_per_trial = 1\n[[trial]]\n",
+     6, "defaults.gpus_per_trial", "the program's env sets CUDA_VISIBLE_DEVICES"},
+    {"gpu_limit_for_the_cpu_trainer", "[[trial]]\ngpu_limit = '8GiB'\n", 2, "trial[0].gpu_limit",
+     "memsweep's own trainer runs on the CPU; expected gpu_limit on a program's trial"},
+    {"gpu_limit_not_a_size", "[[trial]]\nprogram = ['t.sh']\ngpu_limit = 'all'\n", 3, "trial[0].gpu_limit",
+     "or \"device\" for the whole device; found the string \"all\""},
+    {"gpu_limit_without_a_gpu", "[[trial]]\nprogram = ['t.sh']\ngpu_limit = 'device'\ngpus_per_trial = 0\n", 3,
+     "trial[0].gpu_limit", "gpus_per_trial = 0 gives the trial no GPU to limit"},
     // syntax
     {"syntax_missing_value", "[sweep]\nname =\n", 2, "", "syntax error"},
     {"syntax_duplicate_key", "[sweep]\nname = 'a'\nname = 'b'\n", 3, "", "syntax error"},

@@ -51,7 +51,8 @@ const BadProgram kCases[] = {
     {"unknown_placeholder", "[[trial]]\nprogram = ['./t', '--p={drpout}']\nparams = { dropout = 0.1 }\n", 2,
      "trial[0].program[1]",
      "unknown placeholder {drpout}; expected one of: attempt, batch_size, beta1, beta2, channels, data_dir, dataset, "
-     "epochs, epsilon, hidden, learning_rate, max_test_examples, max_train_examples, memory_plan, model, momentum, "
+     "epochs, epsilon, gpu, hidden, learning_rate, max_test_examples, max_train_examples, memory_plan, model, "
+     "momentum, "
      "optimizer, recompute_every, repeat, seed, synthetic.classes, synthetic.noise, synthetic.shape, "
      "synthetic.test_size, synthetic.train_size, "
      "threads, trial_dir, trial_id; or a name in the trial's [params] (dropout)"},

@@ -237,7 +237,7 @@ program = ["./train", "--dataset={dataset}", "{model}", "--channels", "{channels
 )",
                                       "p.toml");
   const TrialSpec& t = sweep.trials.at(0);
-  ProgramRunValues values{"/data/synthetic", 4, 1000, 200, 2, ""};
+  ProgramRunValues values{"/data/synthetic", 4, 1000, 200, 2, "", "0"};
   EXPECT_THAT(argv_of(t, values),
               ElementsAre("./train", "--dataset=synthetic", "cnn", "--channels", "16,32", "--hidden=128,64",
                           "adam:0.001:0.5:0.8:0.99:1e-07", "2x64", "--seed=5", "--shape=3,16,12", "4/100/20/0.25", t.id,
@@ -305,6 +305,7 @@ std::optional<std::string> value_of(const TrialSpec& t, const ProgramRunValues& 
       {"attempt", std::to_string(run.attempt)},
       {"data_dir", run.data_dir},
       {"trial_dir", run.trial_dir},
+      {"gpu", run.gpu},
       {"threads", std::to_string(run.threads)},
       {"max_train_examples", std::to_string(run.max_train_examples)},
       {"max_test_examples", std::to_string(run.max_test_examples)},
@@ -326,7 +327,7 @@ TEST(Placeholders, EveryBuiltinNameIsAcceptedAndFilledWithItsOwnValue) {
   const SweepSpec sweep = parse_sweep(std::string(kDistinctFields) + command, "p.toml");
   ASSERT_EQ(sweep.trials.size(), 2u);
   const TrialSpec& t = sweep.trials[1];
-  const ProgramRunValues run{"/data/synthetic", 6, 1000, 200, 7, "/out/r.logs/t-7"};
+  const ProgramRunValues run{"/data/synthetic", 6, 1000, 200, 7, "/out/r.logs/t-7", "0,1"};
 
   const std::vector<std::string> argv = argv_of(t, run);
   ASSERT_EQ(argv.size(), names.size() + 1);

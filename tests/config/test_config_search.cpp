@@ -85,7 +85,14 @@ INSTANTIATE_TEST_SUITE_P(
                   "s.toml:7: search.strategy"},
         BadSearch{"Resolution", "axis = \"batch_size\"\nrange = [8, 64]\nlimit = \"1GiB\"\nresolution = 1.5\n",
                   "s.toml:7: search.resolution"},
-        BadSearch{"NoLimit", "axis = \"batch_size\"\nrange = [8, 64]\n", "search: expected `limit`"}),
+        BadSearch{"NoLimit", "axis = \"batch_size\"\nrange = [8, 64]\n", "search: expected `limit`"},
+        BadSearch{"WholeDeviceOfTheHost", "axis = \"batch_size\"\nrange = [8, 64]\nlimit = \"device\"\n",
+                  "s.toml:6: search.limit: expected a memory size"},
+        BadSearch{"UnknownDevice", "axis = \"batch_size\"\nrange = [8, 64]\nlimit = \"1GiB\"\ndevice = \"tpu\"\n",
+                  "s.toml:7: search.device: expected \"host\" (the trial's memory) or \"gpu\""},
+        BadSearch{"GpuOfTheCpuTrainer",
+                  "axis = \"batch_size\"\nrange = [8, 64]\nlimit = \"device\"\ndevice = \"gpu\"\n",
+                  "search.device: device = \"gpu\" searches within a GPU limit, but configuration 1"}),
     [](const ::testing::TestParamInfo<BadSearch>& each) { return std::string(each.param.name); });
 
 TEST(ConfigSearch, TheAxisInAnySectionIsRefusedWhereItIsWritten) {
@@ -102,6 +109,24 @@ TEST(ConfigSearch, TheAxisInAnySectionIsRefusedWhereItIsWritten) {
       EXPECT_THAT(error.what(), HasSubstr("axis of [search]"));
     }
   }
+}
+
+TEST(ConfigSearch, AGpuSearchsProbeHasItsLimitAsItsGpuLimitAndLeavesTheBudgetAlone) {
+  const SweepSpec sweep = with_search(
+      "axis = \"batch_size\"\nrange = [8, 64]\nlimit = [\"40GiB\", \"device\"]\n"
+      "device = \"gpu\"\n",
+      "[defaults]\nprogram = ['train.sh']\nmem_budget = '16GiB'\n[[trial]]\n");
+  ASSERT_TRUE(sweep.search.has_value());
+  EXPECT_EQ(sweep.search->device, SearchDevice::gpu);
+  EXPECT_EQ(sweep.search->limits, (std::vector<std::uint64_t>{40ULL << 30, TrialSpec::kWholeDevice}));
+  const TrialSpec configuration = sweep.trials.at(0);
+  const TrialSpec probe =
+      search_trial(configuration, *sweep.search, SearchPoint{.value = 32, .limit_bytes = 40ULL << 30, .gpu = true});
+  EXPECT_EQ(probe.gpu_limit_bytes, 40ULL << 30);
+  EXPECT_EQ(probe.mem_budget_bytes, 16ULL << 30) << "the host's limit stays the file's";
+  const TrialSpec host_probe =
+      search_trial(configuration, *sweep.search, SearchPoint{.value = 32, .limit_bytes = 40ULL << 30});
+  EXPECT_NE(probe.id, host_probe.id) << "the same bytes of another memory: another probe";
 }
 
 TEST(ConfigSearch, AProbeIsItsConfigurationAtTheValueWithItsLimitInItsId) {

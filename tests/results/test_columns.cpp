@@ -94,7 +94,7 @@ TEST(ColumnTables, NoColumnIsNewerThanTheSchemaWritten) {
   EXPECT_EQ(std::max_element(columns::kTrials.begin(), columns::kTrials.end(),
                              [](const ColumnSpec& a, const ColumnSpec& b) { return a.since_version < b.since_version; })
                 ->name,
-            "train_examples");
+            "gpu_uuids");
 }
 
 TEST(ColumnTables, TextColumnsAreTextAndNotMeasuredFiguresAreNumbers) {

@@ -63,7 +63,7 @@ TEST_F(MemoryPlanRun, TrialsCarryTheirPlanInTheResultsFile) {
   EXPECT_EQ(trials.at(trials.where("memory_plan", "recompute")[0], "recompute_every"), "2");
   EXPECT_EQ(trials.at(trials.where("memory_plan", "reuse")[0], "recompute_every"), "0");
   EXPECT_EQ(trials.at(trials.where("memory_plan", "keep")[0], "recompute_every"), "0");
-  EXPECT_EQ(h5py_attributes(results_).at("schema_version"), "12");
+  EXPECT_EQ(h5py_attributes(results_).at("schema_version"), "13");
   EXPECT_EQ(h5py_units(results_, "trials").at("memory_plan"), "text");
   EXPECT_EQ(h5py_units(results_, "trials").at("recompute_every"), "1");
 }

@@ -219,7 +219,7 @@ TEST_F(QuickstartOnThreeRanks, SamplesMatchTheirTrials) {
 TEST_F(QuickstartOnThreeRanks, FileDescribesItself) {
   const auto attributes = h5py_attributes(file());
   EXPECT_EQ(attributes.at("format"), "memsweep");
-  EXPECT_EQ(attributes.at("schema_version"), "12");
+  EXPECT_EQ(attributes.at("schema_version"), "13");
   EXPECT_EQ(attributes.at("sweep_name"), "quickstart");
   EXPECT_EQ(attributes.at("sweep_text"), slurp(kQuickstart));
   EXPECT_THAT(attributes.at("sweep_hash"), ::testing::MatchesRegex("[0-9a-f]{16}"));

@@ -85,6 +85,8 @@ TrialSpec every_field_trial() {
   trial.recompute_every = 3;
   trial.mem_budget_bytes = 3ULL << 30;
   trial.timeout_seconds = 12.5;
+  trial.gpus_per_trial = 2;
+  trial.gpu_limit_bytes = 40ULL << 30;
   trial.origin = "sweep.toml:12 grid[3]";
   trial.program = ProgramSpec{.name = "torch_mnist",
                               .command = {"python3", "train.py", "--lr={learning_rate}"},
@@ -95,10 +97,12 @@ TrialSpec every_field_trial() {
                               .uses_data_dir = true,
                               .metrics = {{"valid_ppl", "valid ppl +([0-9.]+)", "sweep.toml:5: programs.p.metrics"}},
                               .uses_trial_dir = true,
+                              .uses_gpu = true,
                               .keep_trial_dir = KeepTrialDir::always,
                               .log_limit_bytes = 12345};
   trial.params = {{"dropout", ParamValue{"0.25", "0.25"}}, {"widths", ParamValue{"16,32", "[16,32]"}}};
-  trial.search = SearchPoint{.search = 1, .probe = 5, .value = 96, .limit_bytes = 1ULL << 31, .full = false};
+  trial.search =
+      SearchPoint{.search = 1, .probe = 5, .value = 96, .limit_bytes = 1ULL << 31, .full = false, .gpu = true};
   trial.id = trial_id(trial);
   return trial;
 }
@@ -144,6 +148,7 @@ void expect_same_trial(const TrialSpec& got, const TrialSpec& sent) {
       EXPECT_EQ(got.program->metrics[i].place, sent.program->metrics[i].place);
     }
     EXPECT_EQ(got.program->uses_trial_dir, sent.program->uses_trial_dir);
+    EXPECT_EQ(got.program->uses_gpu, sent.program->uses_gpu);
     EXPECT_EQ(got.program->keep_trial_dir, sent.program->keep_trial_dir);
     EXPECT_EQ(got.program->log_limit_bytes, sent.program->log_limit_bytes);
   }
@@ -160,7 +165,10 @@ void expect_same_trial(const TrialSpec& got, const TrialSpec& sent) {
     EXPECT_EQ(got.search->value, sent.search->value);
     EXPECT_EQ(got.search->limit_bytes, sent.search->limit_bytes);
     EXPECT_EQ(got.search->full, sent.search->full);
+    EXPECT_EQ(got.search->gpu, sent.search->gpu);
   }
+  EXPECT_EQ(got.gpus_per_trial, sent.gpus_per_trial);
+  EXPECT_EQ(got.gpu_limit_bytes, sent.gpu_limit_bytes);
 }
 
 TEST(TrialProtocol, AJobCarriesEveryFieldOfTheTrial) {
@@ -187,7 +195,7 @@ TEST(TrialProtocol, ACutJobNamesTheFieldItEndsIn) {
   Frame cut = encode(job);
   cut.payload.resize(cut.payload.size() - sizeof(job.predicted_bytes) - sizeof(job.threads) - 1);
   EXPECT_THAT([&] { decode_job(cut); },
-              ::testing::ThrowsMessage<ProtocolError>(HasSubstr("ends inside its field trial.search.full")));
+              ::testing::ThrowsMessage<ProtocolError>(HasSubstr("ends inside its field trial.search.gpu")));
 }
 
 TEST(TrialProtocol, AJobCarriesEachMemoryPlan) {

@@ -94,7 +94,7 @@ TEST(RankGpus, FourDevicesGoOneToEachOfFourRanksTwoToEachOfTwoAndNeverToFive) {
     FAIL() << "5 ranks on 4 devices";
   } catch (const InputError& error) {
     const std::string message = error.what();
-    EXPECT_THAT(message, HasSubstr("n1: 5 ranks train here"));
+    EXPECT_THAT(message, HasSubstr("5 ranks train on n1 with 1 GPU per trial"));
     EXPECT_THAT(message, HasSubstr("the node has 4 (0,1,2,3 from SLURM_STEP_GPUS)"));
     EXPECT_THAT(message, HasSubstr("run at most 4 training ranks"));
   }
@@ -106,6 +106,19 @@ TEST(RankGpus, NoGpuPerTrialOrARankThatTrainsNothingGetsNone) {
   EXPECT_TRUE(gpu::rank_gpus(none, {0, 8}, 0, "n1").empty()) << "CPU trials need no device";
   EXPECT_TRUE(gpu::rank_gpus(none, {-1, 8}, 1, "n1").empty()) << "rank 0 of several";
   EXPECT_THROW((void)gpu::rank_gpus(none, {0, 1}, 1, "n1"), InputError);
+}
+
+TEST(ResolveDevice, AnIndexOrAUuidOrItsPrefixIsNvmlsDeviceAndAnUnknownOneStaysAsNamed) {
+  const std::vector<gpu::GpuDevice> described{
+      {0, "GPU-aaaa-0000", "A", 80}, {1, "GPU-bbbb-1111", "B", 40}, {2, "MIG-cccc-2222", "C MIG", 10}};
+  EXPECT_EQ(gpu::resolve_device("1", described).visible_id, "GPU-bbbb-1111");
+  EXPECT_EQ(gpu::resolve_device("1", described).total_bytes, 40);
+  EXPECT_EQ(gpu::resolve_device("GPU-aaaa", described).nvml_index, 0) << "a prefix, as CUDA takes it";
+  EXPECT_EQ(gpu::resolve_device("MIG-cccc-2222", described).name, "C MIG");
+  const RankGpu unknown = gpu::resolve_device("7", described);
+  EXPECT_EQ(unknown.visible_id, "7");
+  EXPECT_EQ(unknown.nvml_index, -1);
+  EXPECT_EQ(gpu::resolve_device("GPU-dddd", {}).visible_id, "GPU-dddd") << "no NVML: passed on as named";
 }
 
 }  // namespace

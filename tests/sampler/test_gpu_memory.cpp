@@ -2,11 +2,16 @@
 // (fake_nvml.cpp, loaded by path), and the absent driver for real: this
 // machine has no libnvidia-ml.
 
+#include "memsweep/error.hpp"
+#include "memsweep/rank_gpus.hpp"
 #include "memsweep/sampler.hpp"
+#include "sampler/gpu/device_share.hpp"
 #include "sampler/gpu/gpu_memory.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <fmt/format.h>
 
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -104,26 +109,55 @@ TEST(GpuMemory, NoDeviceIsNotSampled) {
 // device's UUID, name and memory, and the driver's versions.
 TEST(GpuMemory, DevicesAreDescribedByUuidNameAndMemoryAndTheDriverByItsVersions) {
   FakeNvml fake;
-  fake.add_device(0);
-  const unsigned mig = fake.add_device(0);
-  const std::string mig_uuid = "MIG-4a5b6c7d-8888-9999-aaaa-bbbbccccdddd";
-  fake.call<void>("fake_nvml_set_uuid", mig, mig_uuid.c_str());
+  const unsigned whole = fake.add_device(0);
+  const unsigned split = fake.add_device(0);
+  fake.call<unsigned>("fake_nvml_add_mig", split, 2U, static_cast<unsigned long long>(40) << 30);
   const std::unique_ptr<GpuMemoryReader> reader = open_fake();
   const std::vector<GpuDevice> devices = reader->describe_devices();
-  ASSERT_EQ(devices.size(), 2U);
+  ASSERT_EQ(devices.size(), 3U) << "a GPU in MIG mode is its instances";
   EXPECT_EQ(devices[0].index, 0);
   EXPECT_EQ(devices[0].uuid, "GPU-00000000-1111-2222-3333-000000000000");
-  EXPECT_EQ(devices[1].uuid, mig_uuid) << "a MIG instance is a device of its own";
-  EXPECT_EQ(devices[1].name, "Fake GPU 80GB");
-  EXPECT_EQ(devices[1].total_bytes, std::int64_t{80} << 30);
+  EXPECT_EQ(devices[0].name, "Fake GPU 80GB");
+  EXPECT_EQ(devices[0].total_bytes, std::int64_t{80} << 30);
+  for (const int instance : {1, 2}) {
+    EXPECT_EQ(devices[instance].index, instance);
+    EXPECT_EQ(devices[instance].uuid, fmt::format("MIG-00000000-1111-2222-3333-{:012}", instance - 1));
+    EXPECT_EQ(devices[instance].name, "Fake GPU MIG 40GB");
+    EXPECT_EQ(devices[instance].total_bytes, std::int64_t{40} << 30) << "an instance's own memory";
+  }
   const GpuDriver driver = reader->driver();
   EXPECT_EQ(driver.version, "999.12.34");
   EXPECT_EQ(driver.cuda_version, "12.2");
 
   // A UUID longer than NVML's buffer is refused by the library: no text,
   // never a cut one.
-  fake.call<void>("fake_nvml_set_uuid", mig, std::string(kNvmlTextBufferSize, 'x').c_str());
-  EXPECT_EQ(reader->describe_devices()[1].uuid, "");
+  fake.call<void>("fake_nvml_set_uuid", whole, std::string(kNvmlTextBufferSize, 'x').c_str());
+  EXPECT_EQ(reader->describe_devices()[0].uuid, "");
+}
+
+TEST(GpuMemory, ATrialsOwnDevicesAreTheOnlyOnesRead) {
+  FakeNvml fake;
+  for (int device = 0; device < 4; ++device) fake.add_device((device + 1) * 10 * kMiB);
+  fake.add_process(1, 100, 300 * kMiB);  // the trial's, on its device
+  fake.add_process(3, 100, 5 * kMiB);    // the same pid on a device not its own: not read
+  auto reader = open_fake();
+  reader->select_devices({1});
+  std::array<std::int64_t, kMaxGpuDevices> used{};
+  EXPECT_EQ(reader->read_device_used(used), 20 * kMiB);
+  EXPECT_EQ(used[0], -1);
+  EXPECT_EQ(used[1], 20 * kMiB);
+  EXPECT_EQ(used[3], -1);
+  const std::array<int, 1> pids{100};
+  const int calls = fake.call<int>("fake_nvml_process_calls");
+  const TreeGpuReading reading = reader->read_tree(pids);
+  EXPECT_EQ(fake.call<int>("fake_nvml_process_calls") - calls, 1) << "one device asked";
+  EXPECT_TRUE(reading.ok);
+  EXPECT_EQ(reading.bytes, 300 * kMiB);
+  EXPECT_EQ(reading.devices, (std::vector<int>{1}));
+
+  reader->select_devices({});
+  EXPECT_EQ(reader->read_device_used(used), 100 * kMiB) << "empty: every device again";
+  EXPECT_EQ(reader->read_tree(pids).bytes, 305 * kMiB);
 }
 
 TEST(GpuMemory, CudaVersionsAreWrittenAsPeopleWriteThem) {
@@ -293,6 +327,77 @@ TEST(GpuMemory, TreeReadSpacingIsBoundedByItsCost) {
   EXPECT_EQ(next_tree_read_delay(milliseconds(0)), kMinTreeInterval);
   EXPECT_EQ(next_tree_read_delay(milliseconds(1)), milliseconds(100));
   EXPECT_EQ(next_tree_read_delay(milliseconds(8)), milliseconds(400));  // 2 % of the time under the lock
+}
+
+}  // namespace
+}  // namespace memsweep::gpu
+
+namespace memsweep::gpu {
+namespace {
+
+// assign_rank_gpus through the test NVML: the job's environment as a
+// launcher leaves it, cleared of what this test process may have.
+class RankGpusOnFourDevices : public ::testing::Test {
+ protected:
+  RankGpusOnFourDevices() {
+    for (int device = 0; device < 4; ++device) fake_.add_device(0);
+    for (const std::string_view name : {kStepGpusVariable, kJobGpusVariable, kVisibleDevicesVariable})
+      ::unsetenv(std::string(name).c_str());
+    ::setenv(kNvmlLibraryVariable, MEMSWEEP_FAKE_NVML_PATH, 1);
+  }
+  ~RankGpusOnFourDevices() override {
+    ::unsetenv(kNvmlLibraryVariable);
+    for (const std::string_view name : {kStepGpusVariable, kJobGpusVariable, kVisibleDevicesVariable})
+      ::unsetenv(std::string(name).c_str());
+  }
+  static std::vector<std::string> hosts(int training_ranks) {
+    return std::vector<std::string>(static_cast<std::size_t>(training_ranks) + 1, "n1");  // rank 0 trains none
+  }
+  static std::string uuid(int device) { return fmt::format("GPU-00000000-1111-2222-3333-{:012}", device); }
+  FakeNvml fake_;
+};
+
+TEST_F(RankGpusOnFourDevices, FourRanksGetOneEachByUuidTwoGetTwoEachAndFiveAreRefused) {
+  const auto one = [](bool) { return 1; };
+  for (int rank = 1; rank <= 4; ++rank) {
+    const RankGpus gpus = assign_rank_gpus(hosts(4), rank, one);
+    EXPECT_TRUE(gpus.node_has_gpus);
+    ASSERT_EQ(gpus.devices.size(), 1U);
+    EXPECT_EQ(gpus.devices[0].visible_id, uuid(rank - 1));
+    EXPECT_EQ(gpus.devices[0].nvml_index, rank - 1);
+    EXPECT_EQ(gpus.devices[0].name, "Fake GPU 80GB");
+    EXPECT_EQ(gpus.driver_version, "999.12.34");
+    EXPECT_EQ(gpus.source, "NVML");
+  }
+  const RankGpus second = assign_rank_gpus(hosts(2), 2, [](bool) { return 2; });
+  ASSERT_EQ(second.devices.size(), 2U);
+  EXPECT_EQ(second.devices[0].visible_id, uuid(2));
+  EXPECT_EQ(second.devices[1].visible_id, uuid(3));
+  EXPECT_TRUE(assign_rank_gpus(hosts(4), 0, one).devices.empty()) << "rank 0 hands out trials";
+  try {
+    (void)assign_rank_gpus(hosts(5), 3, one);
+    FAIL() << "5 ranks on 4 devices";
+  } catch (const InputError& error) {
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("5 ranks train on n1"));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("the node has 4 (0,1,2,3 from NVML)"));
+  }
+}
+
+TEST_F(RankGpusOnFourDevices, SlurmsIndicesAndCudasUuidsNameTheDevicesTheJobWasGiven) {
+  ::setenv(std::string(kJobGpusVariable).c_str(), "2,3", 1);
+  EXPECT_EQ(assign_rank_gpus(hosts(2), 1, [](bool) { return 1; }).devices.at(0).visible_id, uuid(2));
+  EXPECT_EQ(assign_rank_gpus(hosts(2), 2, [](bool) { return 1; }).devices.at(0).visible_id, uuid(3));
+  ::unsetenv(std::string(kJobGpusVariable).c_str());
+  // A UUID's prefix, as CUDA takes it, is the whole device.
+  ::setenv(std::string(kVisibleDevicesVariable).c_str(), "GPU-00000000-1111-2222-3333-000000000001", 1);
+  const RankGpus alone = assign_rank_gpus({"n1"}, 0, [](bool has) { return has ? 1 : 0; });
+  ASSERT_EQ(alone.devices.size(), 1U) << "a rank alone trains";
+  EXPECT_EQ(alone.devices[0].nvml_index, 1);
+  // A job given no GPU: the default asks for none, and a trial that
+  // asks for one is refused.
+  ::setenv(std::string(kVisibleDevicesVariable).c_str(), "", 1);
+  EXPECT_FALSE(assign_rank_gpus({"n1"}, 0, [](bool has) { return has ? 1 : 0; }).node_has_gpus);
+  EXPECT_THROW((void)assign_rank_gpus({"n1"}, 0, [](bool) { return 1; }), InputError);
 }
 
 }  // namespace

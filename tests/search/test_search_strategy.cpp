@@ -74,6 +74,30 @@ INSTANTIATE_TEST_SUITE_P(
                       OutcomeCase{"unreadable", "bogus", "exited", 90, 100, 0, 0, ProbeOutcome::failed}),
     [](const auto& row) { return std::string(row.param.name); });
 
+// A GPU search's probe: judged by the tree's GPU peak against its GPU
+// limit (the device's size for "device"), whatever its host memory.
+TEST(ProbeOutcome, AGpuProbeFitsWhenItsGpuPeakIsWithinItsGpuLimit) {
+  TrialRow row;
+  set_fixed(row.status, "ok");
+  set_fixed(row.search_device, "gpu");
+  row.search_limit = 0;  // "device"
+  row.gpu_limit = 80LL << 30;
+  row.rss_peak = 100LL << 30;  // the host's: not this search's limit
+  row.gpu_peak = 80LL << 30;
+  EXPECT_EQ(probe_outcome(row), ProbeOutcome::fits);
+  row.gpu_peak = (80LL << 30) + 1;
+  EXPECT_EQ(probe_outcome(row), ProbeOutcome::does_not_fit);
+  row.gpu_peak = -1;
+  EXPECT_EQ(probe_outcome(row), ProbeOutcome::failed) << "not measured: nothing says it fits";
+  set_fixed(row.status, "over_budget");
+  set_fixed(row.end_cause, "gpu");
+  EXPECT_EQ(probe_outcome(row), ProbeOutcome::does_not_fit) << "the rank's stop at the GPU limit";
+  set_fixed(row.status, "failed");
+  set_fixed(row.end_cause, "exited");
+  row.reported_oom = 1;
+  EXPECT_EQ(probe_outcome(row), ProbeOutcome::does_not_fit) << "the program's CUDA out-of-memory";
+}
+
 // ---- names and settings ---------------------------------------------------
 
 TEST(SearchStrategyNames, StrategyNamesParseBack) {

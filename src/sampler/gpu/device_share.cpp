@@ -1,11 +1,15 @@
 #include "sampler/gpu/device_share.hpp"
 
 #include "memsweep/error.hpp"
+#include "memsweep/rank_gpus.hpp"
+#include "sampler/gpu/gpu_memory.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 
 namespace memsweep::gpu {
 namespace {
@@ -64,9 +68,9 @@ std::vector<std::string> rank_gpus(const NodeGpus& node, LocalPlace place, int p
     const std::string listed = node.devices.empty() ? "none" : fmt::format("{}", fmt::join(node.devices, ","));
     const std::size_t most = node.devices.size() / static_cast<std::size_t>(per_trial);
     throw InputError(fmt::format(
-        "{}: {} rank{} train{} here with {} GPU{} per trial, which needs {} GPUs, but the node has {} ({} from "
+        "{} rank{} train{} on {} with {} GPU{} per trial, which needs {} GPUs, but the node has {} ({} from "
         "{}): run at most {} training rank{} on it, or lower gpus_per_trial; GPUs are never shared between trials",
-        host, place.count, place.count == 1 ? "" : "s", place.count == 1 ? "s" : "", per_trial,
+        place.count, place.count == 1 ? "" : "s", place.count == 1 ? "s" : "", host, per_trial,
         per_trial == 1 ? "" : "s", needed, node.devices.size(), listed, node.source, most, most == 1 ? "" : "s"));
   }
   const auto first = static_cast<std::size_t>(place.index) * static_cast<std::size_t>(per_trial);
@@ -74,4 +78,46 @@ std::vector<std::string> rank_gpus(const NodeGpus& node, LocalPlace place, int p
           node.devices.begin() + static_cast<std::ptrdiff_t>(first + static_cast<std::size_t>(per_trial))};
 }
 
+RankGpu resolve_device(const std::string& named, const std::vector<GpuDevice>& described) {
+  const auto found = std::find_if(described.begin(), described.end(), [&](const GpuDevice& device) {
+    // CUDA takes a UUID's unambiguous prefix too.
+    return is_index(named) ? std::to_string(device.index) == named
+                           : !device.uuid.empty() && device.uuid.starts_with(named);
+  });
+  if (found == described.end() || found->uuid.empty()) return RankGpu{named, -1, {}, -1};
+  return RankGpu{found->uuid, found->index, found->name, found->total_bytes};
+}
+
 }  // namespace memsweep::gpu
+
+namespace memsweep {
+
+RankGpus assign_rank_gpus(const std::vector<std::string>& hosts, int rank,
+                          const std::function<int(bool node_has_gpus)>& per_trial) {
+  const gpu::GpuOpen nvml = gpu::open_gpu_memory();
+  std::vector<gpu::GpuDevice> described;
+  RankGpus gpus;
+  if (nvml.reader) {
+    described = nvml.reader->describe_devices();
+    const gpu::GpuDriver driver = nvml.reader->driver();
+    gpus.driver_version = driver.version;
+    gpus.cuda_version = driver.cuda_version;
+  }
+  const auto lookup = [](std::string_view name) -> std::optional<std::string> {
+    const char* value = std::getenv(std::string(name).c_str());
+    return value == nullptr ? std::nullopt : std::optional<std::string>(value);
+  };
+  const gpu::NodeGpus node =
+      gpu::node_gpus(lookup, nvml.reader ? static_cast<std::size_t>(nvml.reader->device_count()) : 0);
+  gpus.node_has_gpus = !node.devices.empty();
+  gpus.node_devices = fmt::format("{}", fmt::join(node.devices, ","));
+  gpus.source = node.source;
+  const auto own = static_cast<std::size_t>(rank);
+  const std::string host = own < hosts.size() ? hosts[own] : std::string("this node");
+  for (const std::string& named :
+       gpu::rank_gpus(node, gpu::local_place(hosts, rank), per_trial(gpus.node_has_gpus), host))
+    gpus.devices.push_back(gpu::resolve_device(named, described));
+  return gpus;
+}
+
+}  // namespace memsweep

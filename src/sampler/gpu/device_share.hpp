@@ -5,9 +5,10 @@
 // every device NVML lists, dealt out by the rank's place among the ranks
 // that train on its node, so that no two trials of a node share a device.
 // Pure: the environment and NVML's device count come in as arguments.
-//
-// Not wired yet: the runner does not give a trial its devices, nor the
-// sampler read only those (docs/runner.md, "GPU memory", says what it does).
+// assign_rank_gpus() (rank_gpus.hpp) puts them together with NVML's.
+
+#include "memsweep/rank_gpus.hpp"
+#include "sampler/gpu/gpu_memory.hpp"
 
 #include <cstddef>
 #include <functional>
@@ -54,5 +55,12 @@ LocalPlace local_place(const std::vector<std::string>& hosts, int rank);
 // InputError naming `host`, its devices and its ranks when the node has
 // fewer devices than its ranks need: never shared silently.
 std::vector<std::string> rank_gpus(const NodeGpus& node, LocalPlace place, int per_trial, const std::string& host);
+
+// A device as the job named it (an index, or a UUID or its prefix, as CUDA
+// takes them) matched with NVML's `described` devices: its UUID, name and
+// memory; as named, with index -1, where NVML does not list it. An index
+// is NVML's (PCI order); CUDA_VISIBLE_DEVICES's are CUDA's, the same order
+// on a node of one GPU model (docs/runner.md, "A trial's GPUs").
+RankGpu resolve_device(const std::string& named, const std::vector<GpuDevice>& described);
 
 }  // namespace memsweep::gpu

@@ -65,19 +65,45 @@ GpuMemoryReader::GpuMemoryReader(std::shared_ptr<NvmlLibrary> library) : library
     open_problem_ = fmt::format("NVML lists {} GPUs: only the first {} are read", count, kMaxGpuDevices);
     count = kMaxGpuDevices;
   }
-  for (unsigned int i = 0; i < count; ++i) {
-    NvmlDevice device = nullptr;
-    const NvmlReturn found = api.device_by_index(i, &device);
-    if (found != kNvmlSuccess) {
-      // The devices keep their NVML indices, so one that cannot be opened
-      // (lost, or not ours under a container's rules) holds its slot.
-      if (open_problem_.empty())
-        open_problem_ = fmt::format("nvmlDeviceGetHandleByIndex({}): {}", i, api.describe(found));
-      device = nullptr;
-    }
-    devices_.push_back(device);
-  }
+  for (unsigned int i = 0; i < count && devices_.size() < kMaxGpuDevices; ++i) add_device(i);
   buffer_.resize(kInitialProcessSlots);
+}
+
+void GpuMemoryReader::add_device(unsigned int index) {
+  const NvmlApi& api = library_->api();
+  NvmlDevice device = nullptr;
+  const NvmlReturn found = api.device_by_index(index, &device);
+  if (found != kNvmlSuccess) {
+    // A device that cannot be opened (lost, or not ours under a container's
+    // rules) holds its slot, so that the others keep their indices.
+    if (open_problem_.empty())
+      open_problem_ = fmt::format("nvmlDeviceGetHandleByIndex({}): {}", index, api.describe(found));
+    devices_.push_back(nullptr);
+    return;
+  }
+  unsigned int current = 0, pending = 0, instances = 0;
+  const bool mig = api.mig_mode != nullptr && api.mig_mode(device, &current, &pending) == kNvmlSuccess &&
+                   current == kNvmlMigEnabled && api.max_mig_count(device, &instances) == kNvmlSuccess;
+  if (!mig) {
+    devices_.push_back(device);
+    return;
+  }
+  // The GPU itself runs no CUDA work in MIG mode: its instances do, and
+  // each is read as a device (the slots of instances not made are absent).
+  for (unsigned int slot = 0; slot < instances && devices_.size() < kMaxGpuDevices; ++slot) {
+    NvmlDevice instance = nullptr;
+    if (api.mig_by_index(device, slot, &instance) == kNvmlSuccess && instance != nullptr) devices_.push_back(instance);
+  }
+}
+
+void GpuMemoryReader::select_devices(const std::vector<int>& indices) {
+  if (indices.empty()) {
+    selected_ = ~0U;
+    return;
+  }
+  selected_ = 0;
+  for (const int index : indices)
+    if (index >= 0 && static_cast<std::size_t>(index) < kMaxGpuDevices) selected_ |= 1U << index;
 }
 
 void GpuMemoryReader::FirstFailure::note(int index, NvmlReturn failed) noexcept {
@@ -90,7 +116,7 @@ std::int64_t GpuMemoryReader::read_device_used(std::span<std::int64_t> used) noe
   std::fill(used.begin(), used.end(), -1);
   std::int64_t total = -1;
   for (std::size_t i = 0; i < devices_.size(); ++i) {
-    if (devices_[i] == nullptr) continue;
+    if (devices_[i] == nullptr || ((selected_ >> i) & 1U) == 0) continue;
     NvmlMemory memory{};
     const NvmlReturn read = library_->api().memory_info(devices_[i], &memory);
     if (read != kNvmlSuccess) {
@@ -110,6 +136,7 @@ TreeGpuReading GpuMemoryReader::read_tree(std::span<const int> pids) {
   if (api.processes == nullptr || devices_.empty()) return reading;
   reading.ok = true;
   for (std::size_t i = 0; i < devices_.size(); ++i) {
+    if (((selected_ >> i) & 1U) == 0) continue;
     if (devices_[i] == nullptr) {
       reading.ok = false;
       continue;

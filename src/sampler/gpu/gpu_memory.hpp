@@ -78,7 +78,14 @@ class GpuMemoryReader {
   // The per-process lists of every device, filtered to `pids`.
   TreeGpuReading read_tree(std::span<const int> pids);
 
-  // Each device that could be opened, in NVML's order.
+  // From now on, reads only the devices at these indices (empty: every
+  // device): a trial's own. Not while a read runs (the sampler's threads
+  // are stopped).
+  void select_devices(const std::vector<int>& indices);
+
+  // Each device that could be opened, in NVML's order: a GPU in MIG mode
+  // is its instances, in the GPU's place (each with its own UUID and
+  // memory, as CUDA sees them).
   std::vector<GpuDevice> describe_devices() const;
   GpuDriver driver() const;
 
@@ -93,7 +100,9 @@ class GpuMemoryReader {
     void note(int index, NvmlReturn failed) noexcept;
   };
   std::shared_ptr<NvmlLibrary> library_;
+  void add_device(unsigned int index);
   std::vector<NvmlDevice> devices_;
+  std::uint32_t selected_ = ~0U;  // bit i: device i is read
   std::vector<NvmlProcessInfo> buffer_;
   std::string open_problem_;
   FirstFailure memory_failure_;   // nvmlDeviceGetMemoryInfo

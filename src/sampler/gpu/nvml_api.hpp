@@ -16,6 +16,8 @@ using NvmlReturn = int;
 inline constexpr NvmlReturn kNvmlSuccess = 0;
 inline constexpr NvmlReturn kNvmlErrorNotSupported = 3;
 inline constexpr NvmlReturn kNvmlErrorInsufficientSize = 7;
+inline constexpr NvmlReturn kNvmlErrorNotFound = 6;
+inline constexpr unsigned int kNvmlMigEnabled = 1;  // NVML_DEVICE_MIG_ENABLE
 
 // nvmlDevice_t: an opaque pointer.
 struct NvmlDeviceOpaque;
@@ -56,6 +58,11 @@ struct NvmlApi {
   NvmlReturn (*name)(NvmlDevice, char*, unsigned int) = nullptr;  // nvmlDeviceGetName
   NvmlReturn (*driver_version)(char*, unsigned int) = nullptr;    // nvmlSystemGetDriverVersion
   NvmlReturn (*cuda_version)(int*) = nullptr;                     // nvmlSystemGetCudaDriverVersion_v2
+  // MIG: a GPU split into instances, each a device of its own to CUDA
+  // (its UUID "MIG-…", its memory); each may be null (no MIG).
+  NvmlReturn (*mig_mode)(NvmlDevice, unsigned int*, unsigned int*) = nullptr;   // nvmlDeviceGetMigMode
+  NvmlReturn (*max_mig_count)(NvmlDevice, unsigned int*) = nullptr;             // nvmlDeviceGetMaxMigDeviceCount
+  NvmlReturn (*mig_by_index)(NvmlDevice, unsigned int, NvmlDevice*) = nullptr;  // nvmlDeviceGetMigDeviceHandleByIndex
 
   // "NVML error 3 (Not Supported)" style text for a code.
   std::string describe(NvmlReturn code) const;

@@ -58,6 +58,10 @@ NvmlOpen open_nvml(const std::string& path) {
   find(handle, "nvmlDeviceGetName", api.name);
   find(handle, "nvmlSystemGetDriverVersion", api.driver_version);
   find(handle, "nvmlSystemGetCudaDriverVersion_v2", api.cuda_version);
+  if (!(find(handle, "nvmlDeviceGetMigMode", api.mig_mode) &&
+        find(handle, "nvmlDeviceGetMaxMigDeviceCount", api.max_mig_count) &&
+        find(handle, "nvmlDeviceGetMigDeviceHandleByIndex", api.mig_by_index)))
+    api.mig_mode = nullptr;  // all three or none
   const NvmlReturn init = api.init();
   if (init != kNvmlSuccess) {
     opened.problem =
